@@ -1,0 +1,247 @@
+package evidence
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// SchemaVersion is the value of schema_version this code reads and writes;
+// schemas/evidence.schema.json pins it with "const".
+const SchemaVersion = "orderflow-audit/evidence/v1"
+
+// Scenario statuses.
+const (
+	StatusPass   = "PASS"
+	StatusFail   = "FAIL"
+	StatusNotRun = "NOT_RUN"
+)
+
+// Boundaries a scenario can inject a fault at.
+const (
+	BoundaryNone   = "none"
+	BoundaryCommit = "commit"
+	BoundarySend   = "send"
+	BoundaryAck    = "ack"
+)
+
+// Evidence is the content of evidence/u80.json.
+type Evidence struct {
+	SchemaVersion string      `json:"schema_version"`
+	Tool          Tool        `json:"tool"`
+	Run           Run         `json:"run"`
+	Environment   Environment `json:"environment"`
+	Scenarios     []Scenario  `json:"scenarios"`
+	Boundaries    []Boundary  `json:"boundaries"`
+	ProofBoundary []ProofRow  `json:"proof_boundary"`
+	Summary       Summary     `json:"summary"`
+}
+
+// Tool identifies the binary that produced the evidence.
+type Tool struct {
+	Name     string `json:"name"`
+	Version  string `json:"version"`
+	Revision string `json:"revision"`
+}
+
+// Run describes one invocation of `orderflow-audit run`.
+type Run struct {
+	ID    string    `json:"id"`
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+	Seed  int64     `json:"seed"`
+	Args  []string  `json:"args"`
+	// Planted names the bug planted into the system under test for this
+	// run (a negative control); empty for a clean run.
+	Planted string `json:"planted,omitempty"`
+	// Interrupted is true when the run was stopped by a signal or a
+	// deadline before every selected scenario finished.
+	Interrupted bool `json:"interrupted"`
+}
+
+// Environment records what actually ran.
+type Environment struct {
+	Database DatabaseEnv `json:"database"`
+	Kafka    KafkaEnv    `json:"kafka"`
+	Go       string      `json:"go"`
+	OS       string      `json:"os"`
+	Arch     string      `json:"arch"`
+	// ActorProcesses is true when actors ran as separate OS processes in
+	// at least one scenario.
+	ActorProcesses bool `json:"actor_processes"`
+}
+
+// DatabaseEnv is the database server. DSN is always redacted.
+type DatabaseEnv struct {
+	Flavour   string `json:"flavour"`
+	Version   string `json:"version"`
+	Isolation string `json:"isolation"`
+	DSN       string `json:"dsn"`
+}
+
+// KafkaEnv is the broker: mode "embedded" (kfake) or "external".
+type KafkaEnv struct {
+	Mode           string   `json:"mode"`
+	Implementation string   `json:"implementation"`
+	Brokers        []string `json:"brokers"`
+}
+
+// Scenario is the outcome of one scenario.
+type Scenario struct {
+	ID          string   `json:"id"`
+	Suite       string   `json:"suite"`
+	Boundary    string   `json:"boundary"`
+	Description string   `json:"description"`
+	FaultPoints []string `json:"fault_points"`
+	Status      string   `json:"status"`
+	Reason      string   `json:"reason,omitempty"`
+	Metrics     []Metric `json:"metrics"`
+	Line        string   `json:"line"`
+	Database    string   `json:"database,omitempty"`
+	Kept        bool     `json:"kept"`
+	Topics      []string `json:"topics"`
+	Logs        []LogRef `json:"logs"`
+	// Invariants are the live results of the invariant queries, run
+	// against the scenario's database at its end.
+	Invariants []InvariantResult `json:"invariants"`
+	// Tables are digests of each table's final rows (see DigestSpecs).
+	Tables    []TableDigest `json:"tables"`
+	ElapsedMS int64         `json:"elapsed_ms"`
+}
+
+// Metric is one name=value pair of an observation line, in line order.
+type Metric struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// LogRef points at an event log, relative to the evidence file.
+type LogRef struct {
+	Path   string `json:"path"`
+	Actor  string `json:"actor"`
+	SHA256 string `json:"sha256"`
+	Lines  int64  `json:"lines"`
+}
+
+// InvariantResult is how many rows an invariant query returned (0 = holds).
+type InvariantResult struct {
+	ID   string `json:"id"`
+	Rows int64  `json:"rows"`
+}
+
+// TableDigest is the digest of one table's identity columns.
+type TableDigest struct {
+	Table  string `json:"table"`
+	Rows   int64  `json:"rows"`
+	SHA256 string `json:"sha256"`
+}
+
+// Boundary is one row of the boundary table.
+type Boundary struct {
+	Boundary     string `json:"boundary"`
+	Injection    string `json:"injection"`
+	Recovery     string `json:"recovery"`
+	AcceptedWhen string `json:"accepted_when"`
+	Scenario     string `json:"scenario"`
+	Status       string `json:"status"`
+	Figures      string `json:"figures"`
+}
+
+// ProofRow is one category of the proof-boundary matrix.
+type ProofRow struct {
+	Category    string   `json:"category"`
+	Had         []string `json:"had"`
+	CannotInfer []string `json:"cannot_infer"`
+}
+
+// Summary counts scenarios by status.
+type Summary struct {
+	Total  int `json:"total"`
+	Passed int `json:"passed"`
+	Failed int `json:"failed"`
+	NotRun int `json:"not_run"`
+}
+
+// FormatLine renders an observation line:
+// "<suite> <id>=<status> name=value ...".
+func FormatLine(suite, id, status string, metrics []Metric) string {
+	var b strings.Builder
+	b.WriteString(suite)
+	b.WriteByte(' ')
+	b.WriteString(id)
+	b.WriteByte('=')
+	b.WriteString(status)
+	for _, m := range metrics {
+		b.WriteByte(' ')
+		b.WriteString(m.Name)
+		b.WriteByte('=')
+		b.WriteString(m.Value)
+	}
+	return b.String()
+}
+
+// Summarize counts the scenarios by status.
+func Summarize(scs []Scenario) Summary {
+	s := Summary{Total: len(scs)}
+	for _, sc := range scs {
+		switch sc.Status {
+		case StatusPass:
+			s.Passed++
+		case StatusFail:
+			s.Failed++
+		default:
+			s.NotRun++
+		}
+	}
+	return s
+}
+
+// DigestSpec names the identity columns of a table that its digest covers:
+// ids, states, versions, tokens; never clock values.
+type DigestSpec struct {
+	Table   string
+	Columns []string
+}
+
+// DigestSpecs are the tables digested at the end of every scenario, in
+// order. The runner reads them from the live database, the verifier from
+// the replayed state; both go through DigestRows.
+var DigestSpecs = []DigestSpec{
+	{Table: "stock", Columns: []string{"sku", "quantity"}},
+	{Table: "orders", Columns: []string{"id", "sku", "quantity"}},
+	{Table: "order_lines", Columns: []string{"order_id", "sku", "quantity"}},
+	{Table: "idempotency_records", Columns: []string{"idem_key", "order_id", "status_code"}},
+	{Table: "outbox", Columns: []string{"event_id", "aggregate_id", "state", "claim_version", "claim_id"}},
+	{Table: "inbox", Columns: []string{"consumer", "event_id"}},
+	{Table: "notification", Columns: []string{"id", "consumer", "event_id", "order_id"}},
+}
+
+// DigestQuery is the SELECT that reads a spec's columns, portable across
+// MySQL, MariaDB and SQLite.
+func (d DigestSpec) DigestQuery() string {
+	return "SELECT " + strings.Join(d.Columns, ", ") + " FROM " + d.Table
+}
+
+// DigestRows returns the sha256 of rows in a canonical form: each value
+// quoted (nil as NULL), fields joined by ",", rows sorted and joined by
+// "\n". Order of the input rows does not matter.
+func DigestRows(rows [][]*string) string {
+	lines := make([]string, len(rows))
+	for i, r := range rows {
+		fs := make([]string, len(r))
+		for j, v := range r {
+			if v == nil {
+				fs[j] = "NULL"
+			} else {
+				fs[j] = strconv.Quote(*v)
+			}
+		}
+		lines[i] = strings.Join(fs, ",")
+	}
+	sort.Strings(lines)
+	sum := sha256.Sum256([]byte(strings.Join(lines, "\n")))
+	return hex.EncodeToString(sum[:])
+}

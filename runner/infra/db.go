@@ -1,0 +1,273 @@
+// Package infra connects to the infrastructure a run needs: a MySQL-family
+// server with one scratch database per scenario, and a Kafka cluster
+// (embedded kfake by default, or an external one).
+package infra
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/orderflow-audit/orderflow-audit/migrations"
+)
+
+// Defaults and environment variables, in the order they are consulted:
+// flag, then environment, then default.
+const (
+	EnvMySQLDSN     = "ORDERFLOW_MYSQL_DSN"
+	DefaultMySQLDSN = "root@tcp(127.0.0.1:3306)/"
+)
+
+// Sentinel errors. ErrUnavailable wraps every failure to reach the server or
+// the broker, so that the CLI can map it to exit code 3.
+var (
+	ErrUnavailable = errors.New("infrastructure unavailable")
+	ErrNotOurs     = errors.New("database does not carry the orderflow-audit marker")
+	ErrBadName     = errors.New("scratch database name must match ofa_[a-z0-9_]+")
+)
+
+// StartHint tells a user how to bring MariaDB up on this kind of machine.
+const StartHint = "start MariaDB with `start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd` " +
+	"or run scripts/ensure-mariadb.sh (installs it with apt-get if missing)"
+
+// ResolveDSN returns the DSN from the flag, else the environment, else the
+// default, parsed by mysql.ParseDSN.
+func ResolveDSN(flagValue string) (*mysql.Config, error) {
+	dsn := flagValue
+	if dsn == "" {
+		dsn = os.Getenv(EnvMySQLDSN)
+	}
+	if dsn == "" {
+		dsn = DefaultMySQLDSN
+	}
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("parse MySQL DSN %s: %w", RedactDSN(dsn), err)
+	}
+	return cfg, nil
+}
+
+// Redact returns the DSN of cfg with the password replaced by "xxxxx".
+func Redact(cfg *mysql.Config) string {
+	c := cfg.Clone()
+	if c.Passwd != "" {
+		c.Passwd = "xxxxx"
+	}
+	return c.FormatDSN()
+}
+
+var passwdRE = regexp.MustCompile(`^([^:@/]*):([^@]*)@`)
+
+// RedactDSN redacts the password of a DSN string, parsed or not.
+func RedactDSN(dsn string) string {
+	if cfg, err := mysql.ParseDSN(dsn); err == nil {
+		return Redact(cfg)
+	}
+	return passwdRE.ReplaceAllString(dsn, "$1:xxxxx@")
+}
+
+// ServerInfo is what a run records about the database server.
+type ServerInfo struct {
+	Flavour   string // "MariaDB" or "MySQL"
+	Version   string // as reported by VERSION()
+	Isolation string // default transaction isolation level
+}
+
+// Server is a connection to the server without a default database, used to
+// create and drop scratch databases.
+type Server struct {
+	cfg  *mysql.Config
+	db   *sql.DB
+	Info ServerInfo
+}
+
+// baseConfig returns a copy of cfg with the options every connection of ours
+// needs: parsed times, a dial timeout, no database.
+func baseConfig(cfg *mysql.Config) *mysql.Config {
+	c := cfg.Clone()
+	c.ParseTime = true
+	c.Loc = time.UTC
+	if c.Timeout == 0 {
+		c.Timeout = 3 * time.Second
+	}
+	if c.Params == nil {
+		c.Params = map[string]string{}
+	}
+	c.Params["time_zone"] = "'+00:00'"
+	return c
+}
+
+// Connect opens and pings the server. Any failure wraps ErrUnavailable and
+// names the DSN with its password redacted.
+func Connect(ctx context.Context, cfg *mysql.Config) (*Server, error) {
+	c := baseConfig(cfg)
+	c.DBName = ""
+	db, err := sql.Open("mysql", c.FormatDSN())
+	if err != nil {
+		return nil, fmt.Errorf("%w: open %s: %v", ErrUnavailable, Redact(cfg), err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := db.PingContext(pctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("%w: MySQL/MariaDB at %s is unreachable: %v; %s",
+			ErrUnavailable, Redact(cfg), redactErr(err, cfg), StartHint)
+	}
+	info, err := serverInfo(ctx, db)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("%w: %s: %v", ErrUnavailable, Redact(cfg), err)
+	}
+	return &Server{cfg: c, db: db, Info: info}, nil
+}
+
+func redactErr(err error, cfg *mysql.Config) string {
+	s := err.Error()
+	if cfg.Passwd != "" {
+		s = strings.ReplaceAll(s, cfg.Passwd, "xxxxx")
+	}
+	return s
+}
+
+// serverInfo detects flavour, version and isolation. MariaDB names the
+// isolation variable @@tx_isolation; MySQL 8 only @@transaction_isolation.
+func serverInfo(ctx context.Context, db *sql.DB) (ServerInfo, error) {
+	var info ServerInfo
+	if err := db.QueryRowContext(ctx, `SELECT VERSION()`).Scan(&info.Version); err != nil {
+		return info, fmt.Errorf("read server version: %w", err)
+	}
+	info.Flavour = FlavourOf(info.Version)
+	q := `SELECT @@transaction_isolation`
+	if info.Flavour == "MariaDB" {
+		q = `SELECT @@tx_isolation`
+	}
+	if err := db.QueryRowContext(ctx, q).Scan(&info.Isolation); err != nil {
+		return info, fmt.Errorf("read isolation level: %w", err)
+	}
+	return info, nil
+}
+
+// FlavourOf tells MariaDB from MySQL by the version string.
+func FlavourOf(version string) string {
+	if strings.Contains(strings.ToLower(version), "mariadb") {
+		return "MariaDB"
+	}
+	return "MySQL"
+}
+
+// DB returns the server-level pool (no default database).
+func (s *Server) DB() *sql.DB { return s.db }
+
+// Redacted returns the server's DSN with the password redacted.
+func (s *Server) Redacted() string { return Redact(s.cfg) }
+
+// Close closes the server-level pool.
+func (s *Server) Close() error { return s.db.Close() }
+
+// DSNFor returns a DSN for database name on this server, for a child actor
+// process. It carries the password: never print it, print Redact instead.
+func (s *Server) DSNFor(name string) string {
+	c := s.cfg.Clone()
+	c.DBName = name
+	return c.FormatDSN()
+}
+
+// ConfigFor returns the connection config for database name.
+func (s *Server) ConfigFor(name string) *mysql.Config {
+	c := s.cfg.Clone()
+	c.DBName = name
+	return c
+}
+
+// Scratch is one scratch database, created and migrated for a scenario.
+type Scratch struct {
+	Name   string
+	DB     *sql.DB
+	server *Server
+}
+
+var scratchRE = regexp.MustCompile(`^ofa_[a-z0-9_]+$`)
+
+// ScratchName builds "ofa_<id>" from a run id and a suffix, keeping only
+// [a-z0-9_], within MySQL's 64-character limit.
+func ScratchName(parts ...string) string {
+	var b strings.Builder
+	b.WriteString("ofa")
+	for _, p := range parts {
+		b.WriteByte('_')
+		for _, r := range strings.ToLower(p) {
+			switch {
+			case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '_':
+				b.WriteRune(r)
+			case r == '-' || r == '.':
+				b.WriteByte('_')
+			}
+		}
+	}
+	s := b.String()
+	if len(s) > 64 {
+		s = s[:64]
+	}
+	return s
+}
+
+// CreateScratch creates database name, marks it as ours and applies the
+// migrations. A failure after CREATE DATABASE drops it again.
+func (s *Server) CreateScratch(ctx context.Context, name, runID string) (*Scratch, error) {
+	if !scratchRE.MatchString(name) || len(name) > 64 {
+		return nil, fmt.Errorf("create %q: %w", name, ErrBadName)
+	}
+	if _, err := s.db.ExecContext(ctx, "CREATE DATABASE `"+name+"` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"); err != nil {
+		return nil, fmt.Errorf("create database %s: %w", name, err)
+	}
+	db, err := sql.Open("mysql", s.ConfigFor(name).FormatDSN())
+	if err == nil {
+		_, err = migrations.Apply(ctx, db)
+	}
+	if err == nil {
+		_, err = db.ExecContext(ctx,
+			`INSERT INTO ofa_marker (id, tool, run_id) VALUES (1, 'orderflow-audit', ?)`, runID)
+	}
+	if err != nil {
+		if db != nil {
+			db.Close()
+		}
+		// We just created it; drop without the marker check.
+		_, _ = s.db.ExecContext(context.WithoutCancel(ctx), "DROP DATABASE IF EXISTS `"+name+"`")
+		return nil, fmt.Errorf("prepare scratch database %s: %w", name, err)
+	}
+	return &Scratch{Name: name, DB: db, server: s}, nil
+}
+
+// Drop closes the pool and drops the database, but only if it carries our
+// marker.
+func (sc *Scratch) Drop(ctx context.Context) error {
+	if sc.DB != nil {
+		sc.DB.Close()
+	}
+	return sc.server.DropScratch(ctx, sc.Name)
+}
+
+// DropScratch drops database name if, and only if, its name is a scratch
+// name and it carries the orderflow-audit marker.
+func (s *Server) DropScratch(ctx context.Context, name string) error {
+	if !scratchRE.MatchString(name) {
+		return fmt.Errorf("drop %q: %w", name, ErrBadName)
+	}
+	var tool string
+	err := s.db.QueryRowContext(ctx, "SELECT tool FROM `"+name+"`.ofa_marker WHERE id = 1").Scan(&tool)
+	if err != nil || tool != "orderflow-audit" {
+		return fmt.Errorf("drop %s: %w", name, ErrNotOurs)
+	}
+	if _, err := s.db.ExecContext(ctx, "DROP DATABASE `"+name+"`"); err != nil {
+		return fmt.Errorf("drop database %s: %w", name, err)
+	}
+	return nil
+}

@@ -1,0 +1,201 @@
+package infra
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// EnvKafkaBrokers names an external cluster (comma separated host:port);
+// empty means the embedded broker.
+const EnvKafkaBrokers = "ORDERFLOW_KAFKA_BROKERS"
+
+// Kafka modes as recorded in the evidence.
+const (
+	ModeEmbedded = "embedded"
+	ModeExternal = "external"
+)
+
+// KafkaConfig configures StartKafka. The zero value starts an embedded
+// kfake broker on a random loopback port, in memory.
+type KafkaConfig struct {
+	// Brokers of an external cluster; empty starts the embedded broker.
+	Brokers []string
+	// Listen is the embedded broker's address (default 127.0.0.1:0).
+	Listen string
+	// DataDir makes the embedded broker persist its log (default: memory).
+	DataDir string
+}
+
+// ResolveBrokers returns the brokers from the flag, else the environment,
+// else none (embedded).
+func ResolveBrokers(flagValue string) []string {
+	v := flagValue
+	if v == "" {
+		v = os.Getenv(EnvKafkaBrokers)
+	}
+	var out []string
+	for _, b := range strings.Split(v, ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// Kafka is the cluster a run talks to. Clients use kgo the same way in both
+// modes; only who started the broker differs.
+type Kafka struct {
+	Mode           string
+	Implementation string
+	Brokers        []string
+	cluster        *kfake.Cluster
+}
+
+// StartKafka starts the embedded broker or checks that the external one
+// answers. A failure wraps ErrUnavailable.
+func StartKafka(ctx context.Context, cfg KafkaConfig) (*Kafka, error) {
+	if len(cfg.Brokers) > 0 {
+		k := &Kafka{Mode: ModeExternal, Implementation: "external Kafka cluster (implementation not verified)", Brokers: cfg.Brokers}
+		if err := k.Ping(ctx); err != nil {
+			return nil, err
+		}
+		return k, nil
+	}
+	opts := []kfake.Opt{kfake.NumBrokers(1), kfake.DefaultNumPartitions(1)}
+	if cfg.Listen != "" {
+		host, portStr, err := net.SplitHostPort(cfg.Listen)
+		if err != nil {
+			return nil, fmt.Errorf("embedded broker listen address %q: %w", cfg.Listen, err)
+		}
+		port, err := strconv.Atoi(portStr)
+		if err != nil || port < 0 || port > 65535 {
+			return nil, fmt.Errorf("embedded broker listen address %q: bad port", cfg.Listen)
+		}
+		if host != "" && host != "127.0.0.1" && host != "localhost" {
+			return nil, fmt.Errorf("embedded broker listens on 127.0.0.1 only, not %q", host)
+		}
+		opts = append(opts, kfake.Ports(port))
+	}
+	if cfg.DataDir != "" {
+		opts = append(opts, kfake.DataDir(cfg.DataDir))
+	}
+	c, err := kfake.NewCluster(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: start embedded broker: %v", ErrUnavailable, err)
+	}
+	return &Kafka{
+		Mode:           ModeEmbedded,
+		Implementation: "kfake " + ModuleVersion("github.com/twmb/franz-go/pkg/kfake") + " (franz-go in-process Kafka wire-protocol broker, not Apache Kafka)",
+		Brokers:        c.ListenAddrs(),
+		cluster:        c,
+	}, nil
+}
+
+// Cluster returns the embedded kfake cluster (nil in external mode), for
+// fault injection at the protocol.
+func (k *Kafka) Cluster() *kfake.Cluster { return k.cluster }
+
+// Close stops the embedded broker; it leaves an external one alone.
+func (k *Kafka) Close() {
+	if k.cluster != nil {
+		k.cluster.Close()
+	}
+}
+
+// ClientOpts returns the options every client of ours starts from. The
+// metadata minimum age is kept small: kgo otherwise waits about 5 s before
+// refreshing metadata after a leader error.
+func (k *Kafka) ClientOpts(extra ...kgo.Opt) []kgo.Opt {
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(k.Brokers...),
+		kgo.MetadataMinAge(100 * time.Millisecond),
+		kgo.DialTimeout(3 * time.Second),
+	}
+	return append(opts, extra...)
+}
+
+// Ping asks the cluster for its metadata within a bounded time.
+func (k *Kafka) Ping(ctx context.Context) error {
+	cl, err := kgo.NewClient(k.ClientOpts()...)
+	if err != nil {
+		return fmt.Errorf("%w: Kafka client for %s: %v", ErrUnavailable, strings.Join(k.Brokers, ","), err)
+	}
+	defer cl.Close()
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := cl.Ping(pctx); err != nil {
+		return fmt.Errorf("%w: Kafka at %s is unreachable: %v", ErrUnavailable, strings.Join(k.Brokers, ","), err)
+	}
+	return nil
+}
+
+// CreateTopic creates a topic explicitly (replication factor 1 on the
+// embedded broker, the cluster default otherwise). An existing topic is an
+// error: every scenario uses fresh topics.
+func (k *Kafka) CreateTopic(ctx context.Context, name string, partitions int32) error {
+	cl, err := kgo.NewClient(k.ClientOpts()...)
+	if err != nil {
+		return fmt.Errorf("create topic %s: %w", name, err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	rf := int16(-1)
+	if k.Mode == ModeEmbedded {
+		rf = 1
+	}
+	resp, err := adm.CreateTopic(ctx, partitions, rf, nil, name)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		return fmt.Errorf("create topic %s: %w", name, err)
+	}
+	return nil
+}
+
+// DeleteTopic deletes a topic; a topic that does not exist is not an error.
+func (k *Kafka) DeleteTopic(ctx context.Context, name string) error {
+	cl, err := kgo.NewClient(k.ClientOpts()...)
+	if err != nil {
+		return fmt.Errorf("delete topic %s: %w", name, err)
+	}
+	defer cl.Close()
+	resp, err := kadm.NewClient(cl).DeleteTopic(ctx, name)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil && !errors.Is(err, kerr.UnknownTopicOrPartition) {
+		return fmt.Errorf("delete topic %s: %w", name, err)
+	}
+	return nil
+}
+
+// ModuleVersion returns the version of a module linked into this binary, or
+// "(devel)" when build information is unavailable (as in tests).
+func ModuleVersion(path string) string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(unknown)"
+	}
+	for _, d := range bi.Deps {
+		if d.Path == path {
+			if d.Replace != nil {
+				return d.Replace.Version
+			}
+			return d.Version
+		}
+	}
+	return "(unknown)"
+}

@@ -1,0 +1,158 @@
+// Package schemas embeds the JSON Schemas (draft 2020-12) of the evidence
+// file and of one event-log line, and validates documents against them.
+package schemas
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v5"
+)
+
+//go:embed evidence.schema.json
+var evidenceSchema []byte
+
+//go:embed event.schema.json
+var eventSchema []byte
+
+// Names of the embedded schemas.
+const (
+	EvidenceFile = "evidence.schema.json"
+	EventFile    = "event.schema.json"
+)
+
+// Source returns the raw text of an embedded schema by file name.
+func Source(name string) []byte {
+	switch name {
+	case EvidenceFile:
+		return evidenceSchema
+	case EventFile:
+		return eventSchema
+	}
+	return nil
+}
+
+var (
+	once     sync.Once
+	evidence *jsonschema.Schema
+	event    *jsonschema.Schema
+	errInit  error
+)
+
+func compile() {
+	c := jsonschema.NewCompiler()
+	c.Draft = jsonschema.Draft2020
+	c.AssertFormat = true
+	for name, src := range map[string][]byte{EvidenceFile: evidenceSchema, EventFile: eventSchema} {
+		if err := c.AddResource(name, bytes.NewReader(src)); err != nil {
+			errInit = fmt.Errorf("load schema %s: %w", name, err)
+			return
+		}
+	}
+	if evidence, errInit = c.Compile(EvidenceFile); errInit != nil {
+		return
+	}
+	event, errInit = c.Compile(EventFile)
+}
+
+// Problem is one schema violation at an instance location (a JSON pointer
+// into the document, "" for the root).
+type Problem struct {
+	Location string `json:"location"`
+	Message  string `json:"message"`
+}
+
+func (p Problem) String() string {
+	loc := p.Location
+	if loc == "" {
+		loc = "/"
+	}
+	return loc + ": " + p.Message
+}
+
+// Error lists every violation of one document, not only the first.
+type Error struct {
+	Schema   string
+	Problems []Problem
+}
+
+func (e *Error) Error() string {
+	parts := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		parts[i] = p.String()
+	}
+	return fmt.Sprintf("does not match %s: %s", e.Schema, strings.Join(parts, "; "))
+}
+
+// ValidateEvidence validates a decoded evidence document (the result of
+// json.Unmarshal into any, numbers as json.Number or float64).
+func ValidateEvidence(doc any) error { return validate(EvidenceFile, doc) }
+
+// ValidateEvent validates one decoded event line.
+func ValidateEvent(doc any) error { return validate(EventFile, doc) }
+
+// ValidateEvidenceJSON and ValidateEventJSON decode raw JSON (numbers kept
+// exact) and validate it.
+func ValidateEvidenceJSON(raw []byte) error { return validateJSON(EvidenceFile, raw) }
+
+// ValidateEventJSON validates one raw event line.
+func ValidateEventJSON(raw []byte) error { return validateJSON(EventFile, raw) }
+
+func validateJSON(name string, raw []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var doc any
+	if err := dec.Decode(&doc); err != nil {
+		return fmt.Errorf("not JSON: %w", err)
+	}
+	if dec.More() {
+		return errors.New("not JSON: trailing data after the document")
+	}
+	return validate(name, doc)
+}
+
+func validate(name string, doc any) error {
+	once.Do(compile)
+	if errInit != nil {
+		return errInit
+	}
+	s := evidence
+	if name == EventFile {
+		s = event
+	}
+	err := s.Validate(doc)
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return err
+	}
+	return &Error{Schema: name, Problems: flatten(ve)}
+}
+
+// flatten keeps the leaf causes: they say what is wrong and where.
+func flatten(ve *jsonschema.ValidationError) []Problem {
+	seen := map[Problem]bool{}
+	var out []Problem
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) == 0 {
+			p := Problem{Location: e.InstanceLocation, Message: e.Message}
+			if !seen[p] {
+				seen[p] = true
+				out = append(out, p)
+			}
+			return
+		}
+		for _, c := range e.Causes {
+			walk(c)
+		}
+	}
+	walk(ve)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Location < out[j].Location })
+	return out
+}
