@@ -1,0 +1,52 @@
+// Package checks is the independent verifier: it re-derives every claim of
+// an evidence file from its event logs (schema, integrity, replay, SQL
+// invariants) and returns a verdict. It depends only on evidence/, schemas/
+// and a database; never on the runner or the system under test.
+package checks
+
+// Status is the three-way verdict: checked and fine, checked and broken,
+// or not decidable from what the evidence holds.
+type Status string
+
+// Verdict statuses.
+const (
+	Pass         Status = "PASS"
+	Fail         Status = "FAIL"
+	Inconclusive Status = "INCONCLUSIVE"
+)
+
+// Reason is one finding. Rule is a stable kebab-case id (for example
+// "stale-token-mark", "metric-mismatch", "log-digest", or an invariant id).
+type Reason struct {
+	Rule       string `json:"rule"`
+	Status     Status `json:"status"` // Fail or Inconclusive
+	Scenario   string `json:"scenario,omitempty"`
+	Log        string `json:"log,omitempty"`
+	Seq        int64  `json:"seq,omitempty"`
+	Field      string `json:"field,omitempty"`
+	Claimed    string `json:"claimed,omitempty"`
+	Recomputed string `json:"recomputed,omitempty"`
+	Message    string `json:"message"`
+}
+
+// InvariantCheck compares one invariant of one scenario: the live result
+// recorded by the runner and the result on the replayed end state.
+type InvariantCheck struct {
+	Scenario string `json:"scenario"`
+	ID       string `json:"id"`
+	Meaning  string `json:"meaning"`
+	Live     int64  `json:"live"`
+	Replayed int64  `json:"replayed"`
+}
+
+// Verdict is the outcome of verifying one evidence file.
+type Verdict struct {
+	Status     Status           `json:"status"`
+	Evidence   string           `json:"evidence"`
+	RunID      string           `json:"run_id"`
+	Engine     string           `json:"engine"` // SQL engine of the replayed state
+	Events     int64            `json:"events"`
+	Scenarios  int              `json:"scenarios"`
+	Reasons    []Reason         `json:"reasons"`
+	Invariants []InvariantCheck `json:"invariants"`
+}
