@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/orderflow-audit/orderflow-audit/runner/infra"
+)
+
+func cmdBroker(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("broker", "broker [--listen 127.0.0.1:9092] [--data-dir DIR] [--topic NAME]...",
+		`Runs the embedded Kafka wire-protocol broker (franz-go kfake, in-process;
+not Apache Kafka) until SIGINT or SIGTERM, so that Kafka tools and actor
+processes can connect to it. It listens on loopback only. Topics are not
+created automatically: create them with --topic or with your own tools.
+Without --data-dir the broker keeps everything in memory.`,
+		`orderflow-audit broker --listen 127.0.0.1:9092 --topic orders`)
+	listen := fs.String("listen", "127.0.0.1:9092", "`address` to listen on (127.0.0.1 or localhost; port 0 picks a free port)")
+	dataDir := fs.String("data-dir", "", "`directory` in which the broker persists its log (default: memory only)")
+	var topics stringList
+	fs.Var(&topics, "topic", "create topic `NAME` with one partition at start (repeatable)")
+	if code, ok := fs.parse(args, stdout, stderr); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return fail(stderr, "broker", usageErrorf("unexpected argument %q", fs.Arg(0)))
+	}
+	if err := checkLoopback(*listen); err != nil {
+		return fail(stderr, "broker", err)
+	}
+	k, err := infra.StartKafka(ctx, infra.KafkaConfig{Listen: *listen, DataDir: *dataDir})
+	if err != nil {
+		return fail(stderr, "broker", fmt.Errorf("listen on %s: %w", *listen, err))
+	}
+	defer k.Close()
+	for _, t := range topics {
+		tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := k.CreateTopic(tctx, t, 1)
+		cancel()
+		if err != nil {
+			return fail(stderr, "broker", err)
+		}
+	}
+	fmt.Fprintf(stdout, "broker listening on %s (kfake %s, embedded; not Apache Kafka)\n",
+		strings.Join(k.Brokers, ","), infra.ModuleVersion("github.com/twmb/franz-go/pkg/kfake"))
+	<-ctx.Done()
+	k.Close()
+	fmt.Fprintln(stderr, "broker stopped")
+	return exitOK
+}
+
+// checkLoopback accepts host:port with host 127.0.0.1 or localhost (the
+// embedded broker binds loopback only) and a numeric port.
+func checkLoopback(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return usageErrorf("--listen %q: %v", addr, err)
+	}
+	if host != "127.0.0.1" && host != "localhost" {
+		return usageErrorf("--listen %q: the embedded broker listens on 127.0.0.1 only", addr)
+	}
+	if _, err := net.LookupPort("tcp", port); err != nil || port == "" {
+		return usageErrorf("--listen %q: bad port", addr)
+	}
+	return nil
+}

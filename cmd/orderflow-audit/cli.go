@@ -1,0 +1,386 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/orderflow-audit/orderflow-audit/runner/infra"
+)
+
+// Exit codes of every subcommand. This block is the only place they are
+// defined; README.md documents the same table.
+const (
+	exitOK           = 0 // everything ran and passed
+	exitFail         = 1 // a scenario or check failed (or the command failed for another reason)
+	exitUsage        = 2 // usage error or bad input (flags, arguments, files)
+	exitUnavailable  = 3 // infrastructure unavailable: database or broker unreachable
+	exitInconclusive = 4 // verification inconclusive: the evidence cannot decide
+)
+
+const progName = "orderflow-audit"
+
+// version is the tool's version, overridable at build time:
+//
+//	go build -ldflags "-X main.version=1.2.3" ./cmd/orderflow-audit
+var version = "0.1.0-dev"
+
+// Sentinel errors that commands wrap to choose an exit code; see exitCodeFor.
+var (
+	errUsage        = errors.New("usage error")
+	errFailed       = errors.New("failed")
+	errInconclusive = errors.New("inconclusive")
+)
+
+// usageErrorf returns an error that maps to exitUsage. Its message is the
+// formatted text alone (the sentinel is not repeated in it).
+func usageErrorf(format string, args ...any) error {
+	return &codedError{err: fmt.Errorf(format, args...), is: errUsage}
+}
+
+// failedErrorf returns an error that maps to exitFail.
+func failedErrorf(format string, args ...any) error {
+	return &codedError{err: fmt.Errorf(format, args...), is: errFailed}
+}
+
+// inconclusiveErrorf returns an error that maps to exitInconclusive.
+func inconclusiveErrorf(format string, args ...any) error {
+	return &codedError{err: fmt.Errorf(format, args...), is: errInconclusive}
+}
+
+type codedError struct {
+	err error
+	is  error
+}
+
+func (e *codedError) Error() string   { return e.err.Error() }
+func (e *codedError) Unwrap() []error { return []error{e.err, e.is} }
+
+// exitCodeFor maps an error to the exit code of the table above: nil is 0,
+// an unreachable database or broker (infra.ErrUnavailable) is 3, bad input
+// is 2, an inconclusive verification is 4, anything else is 1.
+func exitCodeFor(err error) int {
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return exitOK
+	case errors.Is(err, infra.ErrUnavailable):
+		return exitUnavailable
+	case errors.Is(err, errUsage), errors.Is(err, infra.ErrBadName):
+		return exitUsage
+	case errors.Is(err, errInconclusive):
+		return exitInconclusive
+	default:
+		return exitFail
+	}
+}
+
+// fail prints err as one "orderflow-audit <cmd>: <message>" line (no stack
+// trace, secrets redacted) and returns its exit code.
+func fail(stderr io.Writer, cmd string, err error) int {
+	if err == nil {
+		return exitOK
+	}
+	prefix := progName
+	if cmd != "" {
+		prefix += " " + cmd
+	}
+	fmt.Fprintf(stderr, "%s: %s\n", prefix, redactSecrets(err.Error()))
+	if errors.Is(err, errUsage) && cmd != "" {
+		fmt.Fprintf(stderr, "Run '%s %s -h' for usage.\n", progName, cmd)
+	}
+	return exitCodeFor(err)
+}
+
+// redactSecrets removes the password of the configured DSN and the JWT
+// secret from a message, in case a library echoed one of them.
+func redactSecrets(msg string) string {
+	if dsn := os.Getenv(infra.EnvMySQLDSN); dsn != "" {
+		if cfg, err := mysql.ParseDSN(dsn); err == nil && cfg.Passwd != "" {
+			msg = strings.ReplaceAll(msg, cfg.Passwd, "xxxxx")
+		}
+	}
+	if s := os.Getenv(envJWTSecret); len(s) >= 8 {
+		msg = strings.ReplaceAll(msg, s, "xxxxx")
+	}
+	return msg
+}
+
+// command is one subcommand.
+type command struct {
+	name    string
+	summary string
+	hidden  bool
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) int
+}
+
+func commands() []command {
+	return []command{
+		{name: "run", summary: "run the scenarios and write an evidence file (default evidence/u80.json)", run: cmdRun},
+		{name: "verify", summary: "re-check an evidence file independently of the runner", run: cmdVerify},
+		{name: "report", summary: "render an evidence file as Markdown", run: cmdReport},
+		{name: "scenarios", summary: "list the scenarios, their boundaries and what they accept", run: cmdScenarios},
+		{name: "broker", summary: "run the embedded Kafka-protocol broker (kfake) standalone", run: cmdBroker},
+		{name: "version", summary: "print the version and VCS revision", run: cmdVersion},
+		{name: "help", summary: "show help for a command", run: cmdHelp},
+		{name: "actor", summary: "run one actor of the system under test as its own process (internal)", hidden: true, run: cmdActor},
+	}
+}
+
+func lookup(name string) (command, bool) {
+	for _, c := range commands() {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return command{}, false
+}
+
+// run is the testable main: it dispatches args[0] to a subcommand and
+// returns the process exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		printMainUsage(stderr)
+		return exitUsage
+	}
+	name := args[0]
+	switch name {
+	case "-h", "-help", "--help":
+		printMainUsage(stdout)
+		return exitOK
+	case "-v", "-version", "--version":
+		name = "version"
+	}
+	c, ok := lookup(name)
+	if !ok {
+		fmt.Fprintf(stderr, "%s: unknown command %q\n", progName, name)
+		fmt.Fprintf(stderr, "Run '%s help' for the list of commands.\n", progName)
+		return exitUsage
+	}
+	return c.run(ctx, args[1:], stdout, stderr)
+}
+
+func printMainUsage(w io.Writer) {
+	fmt.Fprintf(w, `%[1]s audits a transactional outbox/inbox chain (order transaction, outbox
+relay, Kafka, consumer inbox and notification) under injected faults and
+writes evidence that a reviewer can re-verify.
+
+Usage:
+  %[1]s <command> [flags] [arguments]
+
+Commands:
+`, progName)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, c := range commands() {
+		if !c.hidden {
+			fmt.Fprintf(tw, "  %s\t%s\n", c.name, c.summary)
+		}
+	}
+	tw.Flush()
+	fmt.Fprintf(w, `
+Examples:
+  %[1]s run                        # run the scenarios, write evidence/u80.json
+  %[1]s verify evidence/u80.json   # independent re-check
+  %[1]s report evidence/u80.json   # Markdown report
+
+Exit codes: 0 ok, 1 a scenario or check failed, 2 usage error or bad input,
+3 database or broker unavailable, 4 verification inconclusive.
+
+Environment: %[2]s (default %[3]s),
+%[4]s (default: an embedded broker).
+
+Run '%[1]s <command> -h' for the flags of a command.
+`, progName, infra.EnvMySQLDSN, infra.DefaultMySQLDSN, infra.EnvKafkaBrokers)
+}
+
+// flagSet is a subcommand's flag.FlagSet with its help text. Flags and
+// positional arguments may be interleaved ("verify FILE --json"); "--" ends
+// the flags.
+type flagSet struct {
+	*flag.FlagSet
+	synopsis string // e.g. "verify [flags] EVIDENCE"
+	about    string // what the command does, one paragraph
+	example  string // one or more example command lines
+	pos      []string
+}
+
+// newFlagSet returns a ContinueOnError flag set writing its messages to
+// stderr (set by parse).
+func newFlagSet(name, synopsis, about, example string) *flagSet {
+	fs := flag.NewFlagSet(progName+" "+name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	f := &flagSet{FlagSet: fs, synopsis: synopsis, about: about, example: example}
+	fs.Usage = func() {} // parse prints usage itself
+	return f
+}
+
+// printUsage writes the synopsis, the description, the flags and the
+// example.
+func (f *flagSet) printUsage(w io.Writer) {
+	fmt.Fprintf(w, "Usage:\n  %s %s\n\n", progName, f.synopsis)
+	if f.about != "" {
+		fmt.Fprintf(w, "%s\n\n", strings.TrimSpace(f.about))
+	}
+	hasFlags := false
+	f.VisitAll(func(*flag.Flag) { hasFlags = true })
+	if hasFlags {
+		fmt.Fprintln(w, "Flags:")
+		f.printFlags(w)
+		fmt.Fprintln(w)
+	}
+	if f.example != "" {
+		fmt.Fprintln(w, "Example:")
+		for _, l := range strings.Split(strings.TrimSpace(f.example), "\n") {
+			fmt.Fprintf(w, "  %s\n", strings.TrimSpace(l))
+		}
+	}
+}
+
+// printFlags lists the flags GNU-style ("--name value"); both "-name" and
+// "--name" are accepted by the flag package.
+func (f *flagSet) printFlags(w io.Writer) {
+	f.VisitAll(func(fl *flag.Flag) {
+		name, usage := flag.UnquoteUsage(fl)
+		line := "  --" + fl.Name
+		if name != "" {
+			line += " " + name
+		}
+		fmt.Fprintf(w, "%s\n    \t%s", line, strings.ReplaceAll(usage, "\n", "\n    \t"))
+		if fl.DefValue != "" && fl.DefValue != "false" && fl.DefValue != "0" && fl.DefValue != "[]" {
+			fmt.Fprintf(w, " (default %q)", fl.DefValue)
+		}
+		fmt.Fprintln(w)
+	})
+}
+
+// parse parses args. On -h/--help it prints the usage to stdout and returns
+// (exitOK, false); on a bad flag it prints the problem and the usage to
+// stderr and returns (exitUsage, false). ok means: go on.
+func (f *flagSet) parse(args []string, stdout, stderr io.Writer) (code int, ok bool) {
+	f.pos = nil
+	for {
+		err := f.FlagSet.Parse(args)
+		if errors.Is(err, flag.ErrHelp) {
+			f.printUsage(stdout)
+			return exitOK, false
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "%s: %v\n\n", f.Name(), err)
+			f.printUsage(stderr)
+			return exitUsage, false
+		}
+		rest := f.FlagSet.Args()
+		if len(rest) == 0 {
+			return exitOK, true
+		}
+		if i := len(args) - len(rest); i > 0 && args[i-1] == "--" {
+			f.pos = append(f.pos, rest...)
+			return exitOK, true
+		}
+		f.pos = append(f.pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// Args returns the positional arguments after parse.
+func (f *flagSet) Args() []string { return f.pos }
+
+// NArg returns the number of positional arguments after parse.
+func (f *flagSet) NArg() int { return len(f.pos) }
+
+// Arg returns the i'th positional argument, or "".
+func (f *flagSet) Arg(i int) string {
+	if i < 0 || i >= len(f.pos) {
+		return ""
+	}
+	return f.pos[i]
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+// toolInfo is what the evidence records about this binary.
+type toolInfo struct {
+	Name      string
+	Version   string
+	Revision  string // VCS revision, "unknown" when not stamped (-buildvcs=false, go run, tests)
+	Modified  bool   // the working tree had local changes
+	GoVersion string
+	Platform  string // GOOS/GOARCH
+}
+
+// buildInfo reads the version and the VCS stamp of this binary.
+func buildInfo() toolInfo {
+	ti := toolInfo{
+		Name:      progName,
+		Version:   version,
+		Revision:  "unknown",
+		GoVersion: runtime.Version(),
+		Platform:  runtime.GOOS + "/" + runtime.GOARCH,
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				if s.Value != "" {
+					ti.Revision = s.Value
+				}
+			case "vcs.modified":
+				ti.Modified = s.Value == "true"
+			}
+		}
+	}
+	return ti
+}
+
+func cmdVersion(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("version", "version",
+		"Prints the tool's name, version, VCS revision (\"unknown\" when the binary was built without VCS stamping) and Go version.",
+		progName+" version")
+	if code, ok := fs.parse(args, stdout, stderr); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return fail(stderr, "version", usageErrorf("unexpected argument %q", fs.Arg(0)))
+	}
+	ti := buildInfo()
+	rev := ti.Revision
+	if ti.Modified {
+		rev += " (modified)"
+	}
+	fmt.Fprintf(stdout, "%s %s\nrevision: %s\ngo: %s %s\n", ti.Name, ti.Version, rev, ti.GoVersion, ti.Platform)
+	return exitOK
+}
+
+func cmdHelp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	switch len(args) {
+	case 0:
+		printMainUsage(stdout)
+		return exitOK
+	case 1:
+		if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+			printMainUsage(stdout)
+			return exitOK
+		}
+		c, ok := lookup(args[0])
+		if !ok {
+			fmt.Fprintf(stderr, "%s help: unknown command %q\n", progName, args[0])
+			return exitUsage
+		}
+		return c.run(ctx, []string{"-h"}, stdout, stderr)
+	default:
+		fmt.Fprintf(stderr, "%s help: want at most one command name\n", progName)
+		return exitUsage
+	}
+}

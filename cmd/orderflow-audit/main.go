@@ -1,0 +1,18 @@
+// Command orderflow-audit audits a transactional outbox/inbox chain (order
+// transaction, outbox relay, Kafka, consumer inbox and notification) and
+// writes evidence that can be re-verified independently. See README.md.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
