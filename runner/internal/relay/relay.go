@@ -1,0 +1,477 @@
+// Package relay is the outbox relay of the system under test: it claims due
+// intents with a token and a lease in one short transaction, publishes each
+// to Kafka outside any transaction, and marks it SENT with a compare-and-set
+// on that token in a second short transaction. A mark that hits zero rows
+// means the lease was lost; it is recorded and returned, never hidden.
+//
+// Every action emits one event (claim, publish, mark) after its outcome is
+// known: after the commit, after the broker acknowledged or refused.
+package relay
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/orderflow-audit/orderflow-audit/evidence"
+	"github.com/orderflow-audit/orderflow-audit/runner/fault"
+	"github.com/orderflow-audit/orderflow-audit/runner/internal/plant"
+)
+
+// Defaults of Config.
+const (
+	DefaultLease          = 30 * time.Second
+	DefaultPublishTimeout = 10 * time.Second
+	DefaultBatch          = 16
+	DefaultActor          = "relay"
+)
+
+// Record header names carried by every published record.
+const (
+	HeaderEventID      = "event_id"
+	HeaderClaimVersion = "claim_version"
+	HeaderClaimID      = "claim_id"
+)
+
+// Config configures a Relay. Zero values take the documented defaults.
+type Config struct {
+	// DB is the pool of the scenario's database (required).
+	DB *sql.DB
+	// Client is the producer (required); the caller builds it from
+	// infra.Kafka.ClientOpts and closes it.
+	Client *kgo.Client
+	// Topic receives the records (required).
+	Topic string
+	// ClaimID is this relay's half of the claim token. Default: "relay-"
+	// and 16 random hex digits, unique per relay instance. At most 64
+	// characters.
+	ClaimID string
+	// Lease is how long a claim stays exclusive (default 30s), measured on
+	// the database clock.
+	Lease time.Duration
+	// PublishTimeout bounds one ProduceSync (default 10s).
+	PublishTimeout time.Duration
+	// Batch is the number of intents RunOnce claims (default 16).
+	Batch int
+	// Log receives the events; nil records nothing.
+	Log *evidence.Log
+	// Actor names this relay in the events (default "relay").
+	Actor string
+	// Faults are the armed fault points; nil injects nothing.
+	Faults *fault.Injector
+	// Plant is a planted bug (negative control); None is the correct relay.
+	Plant plant.Bug
+	// Now is the relay's clock for what it measures itself (default
+	// time.Now). Leases never use it: they use the database clock.
+	Now func() time.Time
+}
+
+var actorRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$`)
+
+func (c *Config) setDefaults() {
+	if c.ClaimID == "" {
+		c.ClaimID = "relay-" + randomHex(8)
+	}
+	if c.Lease == 0 {
+		c.Lease = DefaultLease
+	}
+	if c.PublishTimeout == 0 {
+		c.PublishTimeout = DefaultPublishTimeout
+	}
+	if c.Batch == 0 {
+		c.Batch = DefaultBatch
+	}
+	if c.Actor == "" {
+		c.Actor = DefaultActor
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+}
+
+// Validate reports the first problem of a Config after defaults.
+func (c *Config) Validate() error {
+	switch {
+	case c.DB == nil:
+		return errors.New("relay config: DB is required")
+	case c.Client == nil:
+		return errors.New("relay config: Client is required")
+	case c.Topic == "":
+		return errors.New("relay config: Topic is required")
+	case len(c.ClaimID) > 64:
+		return fmt.Errorf("relay config: ClaimID %q longer than 64 characters", c.ClaimID)
+	case c.Lease < time.Microsecond:
+		return fmt.Errorf("relay config: Lease %v must be at least 1µs", c.Lease)
+	case c.PublishTimeout <= 0:
+		return fmt.Errorf("relay config: PublishTimeout %v must be positive", c.PublishTimeout)
+	case c.Batch < 1:
+		return fmt.Errorf("relay config: Batch %d must be positive", c.Batch)
+	case !actorRE.MatchString(c.Actor):
+		return fmt.Errorf("relay config: Actor %q is not a valid id", c.Actor)
+	}
+	// A planted bug of another actor is ignored: the relay is correct then.
+	return nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// Relay moves outbox intents to Kafka. It is safe for concurrent use, but
+// one Relay is one claim_id: run two Relays to model two relay processes.
+type Relay struct {
+	cfg Config
+}
+
+// New checks cfg and returns a Relay.
+func New(cfg Config) (*Relay, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Relay{cfg: cfg}, nil
+}
+
+// ClaimID returns this relay's claim id.
+func (r *Relay) ClaimID() string { return r.cfg.ClaimID }
+
+// Actor returns the actor name used in this relay's events.
+func (r *Relay) Actor() string { return r.cfg.Actor }
+
+// Claimed is one intent held by this relay, with its token.
+type Claimed struct {
+	EventID          string
+	OrderID          int64 // the outbox aggregate_id
+	AggregateVersion int
+	Payload          []byte
+	ClaimVersion     int64
+	ClaimID          string
+	LeaseUntil       time.Time // database clock, UTC
+	StateBefore      string    // PENDING, or CLAIMED for a takeover of an expired lease
+}
+
+// Claim takes up to max due intents (max <= 0 means Config.Batch) in one
+// short transaction and emits one claim event per row after the commit.
+// Each row gets its own token (claim_version + 1, this relay's claim_id)
+// and a lease of Config.Lease on the database clock. An error rolls the
+// whole claim back; an error from the log after the commit returns the
+// claims together with the error.
+func (r *Relay) Claim(ctx context.Context, max int) ([]Claimed, error) {
+	if max <= 0 {
+		max = r.cfg.Batch
+	}
+	claims, err := r.claimTx(ctx, max)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range claims {
+		if err := r.cfg.Log.Emit(evidence.Event{
+			Actor:        r.cfg.Actor,
+			Kind:         evidence.KindClaim,
+			EventID:      c.EventID,
+			OrderID:      evidence.Ptr(c.OrderID),
+			ClaimVersion: evidence.Ptr(c.ClaimVersion),
+			ClaimID:      c.ClaimID,
+			LeaseUntil:   evidence.Ptr(c.LeaseUntil),
+			StateBefore:  c.StateBefore,
+		}); err != nil {
+			return claims, fmt.Errorf("claim: record claim of %s: %w", c.EventID, err)
+		}
+	}
+	return claims, nil
+}
+
+func (r *Relay) claimTx(ctx context.Context, max int) (out []Claimed, err error) {
+	tx, err := r.cfg.DB.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("claim: begin: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+
+	q := qClaimDue
+	if r.cfg.Plant == plant.ClaimWithoutLock {
+		q = qClaimAnyUnlocked
+	}
+	rows, err := tx.QueryContext(ctx, q, max)
+	if err != nil {
+		return nil, fmt.Errorf("claim: select due intents: %w", err)
+	}
+	type due struct {
+		id int64
+		c  Claimed
+	}
+	var dues []due
+	for rows.Next() {
+		var d due
+		if err := rows.Scan(&d.id, &d.c.EventID, &d.c.OrderID, &d.c.AggregateVersion, &d.c.Payload, &d.c.StateBefore); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("claim: scan due intent: %w", err)
+		}
+		dues = append(dues, d)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("claim: select due intents: %w", err)
+	}
+
+	lease := r.cfg.Lease.Microseconds()
+	for _, d := range dues {
+		res, err := tx.ExecContext(ctx, qClaimRow, r.cfg.ClaimID, lease, d.id)
+		if err != nil {
+			return nil, fmt.Errorf("claim %s: update: %w", d.c.EventID, err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return nil, fmt.Errorf("claim %s: rows affected: %w", d.c.EventID, err)
+		} else if n != 1 {
+			return nil, fmt.Errorf("claim %s: update changed %d rows, want 1", d.c.EventID, n)
+		}
+		c := d.c
+		if err := tx.QueryRowContext(ctx, qClaimReadBack, d.id).Scan(&c.ClaimVersion, &c.ClaimID, &c.LeaseUntil); err != nil {
+			return nil, fmt.Errorf("claim %s: read token back: %w", d.c.EventID, err)
+		}
+		c.LeaseUntil = c.LeaseUntil.UTC()
+		out = append(out, c)
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("claim: commit: %w", err)
+	}
+	return out, nil
+}
+
+// Publish sends one claimed intent outside any transaction, key = the
+// aggregate id in decimal, with the token in the headers, and waits at most
+// Config.PublishTimeout for the acknowledgement. It emits a publish event
+// with partition and offset, or with the error.
+func (r *Relay) Publish(ctx context.Context, c Claimed) (partition int32, offset int64, err error) {
+	rec := &kgo.Record{
+		Topic: r.cfg.Topic,
+		Key:   []byte(strconv.FormatInt(c.OrderID, 10)),
+		Value: c.Payload,
+		Headers: []kgo.RecordHeader{
+			{Key: HeaderEventID, Value: []byte(c.EventID)},
+			{Key: HeaderClaimVersion, Value: []byte(strconv.FormatInt(c.ClaimVersion, 10))},
+			{Key: HeaderClaimID, Value: []byte(c.ClaimID)},
+		},
+	}
+	pctx, cancel := context.WithTimeout(ctx, r.cfg.PublishTimeout)
+	defer cancel()
+	res := r.cfg.Client.ProduceSync(pctx, rec)
+	got, perr := res.First()
+	ev := evidence.Event{
+		Actor:        r.cfg.Actor,
+		Kind:         evidence.KindPublish,
+		EventID:      c.EventID,
+		OrderID:      evidence.Ptr(c.OrderID),
+		ClaimVersion: evidence.Ptr(c.ClaimVersion),
+		ClaimID:      c.ClaimID,
+		Topic:        r.cfg.Topic,
+	}
+	if perr != nil {
+		ev.Err = perr.Error()
+	} else {
+		ev.Partition = evidence.Ptr(got.Partition)
+		ev.Offset = evidence.Ptr(got.Offset)
+	}
+	if err := r.cfg.Log.Emit(ev); err != nil {
+		if perr != nil {
+			return -1, -1, fmt.Errorf("publish %s: %w (and recording it failed: %v)", c.EventID, perr, err)
+		}
+		return got.Partition, got.Offset, fmt.Errorf("publish %s: record publish: %w", c.EventID, err)
+	}
+	if perr != nil {
+		return -1, -1, fmt.Errorf("publish %s: %w", c.EventID, perr)
+	}
+	return got.Partition, got.Offset, nil
+}
+
+// Mark is the compare-and-set to SENT on c's token, in its own short
+// statement. It emits a mark event with the affected rows and returns them:
+// 0 means the lease was lost (another relay holds a newer token, or the row
+// is already SENT); that is not an error. See qMark for why the driver's
+// changed-rows count is the matched-rows count here.
+func (r *Relay) Mark(ctx context.Context, c Claimed) (rows int64, err error) {
+	var res sql.Result
+	if r.cfg.Plant == plant.MarkWithoutToken {
+		res, err = r.cfg.DB.ExecContext(ctx, qMarkWithoutToken, c.EventID)
+	} else {
+		res, err = r.cfg.DB.ExecContext(ctx, qMark, c.EventID, c.ClaimVersion, c.ClaimID)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("mark %s: %w", c.EventID, err)
+	}
+	rows, err = res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("mark %s: rows affected: %w", c.EventID, err)
+	}
+	if err := r.cfg.Log.Emit(evidence.Event{
+		Actor:        r.cfg.Actor,
+		Kind:         evidence.KindMark,
+		EventID:      c.EventID,
+		OrderID:      evidence.Ptr(c.OrderID),
+		ClaimVersion: evidence.Ptr(c.ClaimVersion),
+		ClaimID:      c.ClaimID,
+		Rows:         evidence.Ptr(rows),
+	}); err != nil {
+		return rows, fmt.Errorf("mark %s: record mark: %w", c.EventID, err)
+	}
+	return rows, nil
+}
+
+// Result is what one RunOnce did.
+type Result struct {
+	// Claimed lists every intent claimed in this round, in claim order,
+	// including the one a crash interrupted (so that a scenario can later
+	// replay the dead relay's stale mark).
+	Claimed       []Claimed
+	Published     int // acknowledged by the broker
+	PublishFailed int // refused or timed out; the row stays CLAIMED until its lease expires
+	Marked        int // marks that hit 1 row
+	LeaseLost     int // marks that hit 0 rows
+	// Crashed is set when an armed fault point simulated a crash; the
+	// returned error then wraps fault.ErrCrash.
+	Crashed *Claimed
+}
+
+// RunOnce claims one batch and, for each intent in order: hits
+// AfterClaimBeforePublish, publishes, hits AfterPublishBeforeMark, marks.
+// A simulated crash at either point stops the round at once: nothing else
+// is published or marked, and the error wraps fault.ErrCrash. A failed
+// publish is counted and the intent left CLAIMED for a later takeover; a
+// lost lease (mark of 0 rows) is counted. A database or log error stops
+// the round.
+//
+// With the planted bug MarkBeforePublish the order is claim, mark, hit
+// AfterClaimBeforePublish, publish, hit AfterPublishBeforeMark: a crash at
+// AfterClaimBeforePublish leaves the intent SENT and never published.
+func (r *Relay) RunOnce(ctx context.Context) (Result, error) {
+	var res Result
+	claims, err := r.Claim(ctx, r.cfg.Batch)
+	res.Claimed = claims
+	if err != nil {
+		return res, err
+	}
+	for i := range claims {
+		c := claims[i]
+		if r.cfg.Plant == plant.MarkBeforePublish {
+			if err := r.mark(ctx, c, &res); err != nil {
+				return res, err
+			}
+		}
+		if err := r.hit(fault.AfterClaimBeforePublish, c, &res); err != nil {
+			return res, err
+		}
+		if _, _, err := r.Publish(ctx, c); err != nil {
+			if ctx.Err() != nil {
+				return res, err
+			}
+			res.PublishFailed++
+			continue
+		}
+		res.Published++
+		if err := r.hit(fault.AfterPublishBeforeMark, c, &res); err != nil {
+			return res, err
+		}
+		if r.cfg.Plant != plant.MarkBeforePublish {
+			if err := r.mark(ctx, c, &res); err != nil {
+				return res, err
+			}
+		}
+	}
+	return res, nil
+}
+
+func (r *Relay) mark(ctx context.Context, c Claimed, res *Result) error {
+	n, err := r.Mark(ctx, c)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		res.LeaseLost++
+	} else {
+		res.Marked++
+	}
+	return nil
+}
+
+// hit passes fault point p. A simulated crash is recorded as a fault event
+// naming the intent and returned wrapped.
+func (r *Relay) hit(p fault.Point, c Claimed, res *Result) error {
+	err := r.cfg.Faults.Hit(p)
+	if err == nil {
+		return nil
+	}
+	res.Crashed = &c
+	if lerr := r.cfg.Log.Emit(evidence.Event{
+		Actor:        r.cfg.Actor,
+		Kind:         evidence.KindFault,
+		Point:        string(p),
+		Detail:       fmt.Sprintf("relay %s crashed holding %s (claim_version %d)", r.cfg.ClaimID, c.EventID, c.ClaimVersion),
+		EventID:      c.EventID,
+		ClaimVersion: evidence.Ptr(c.ClaimVersion),
+		ClaimID:      c.ClaimID,
+	}); lerr != nil {
+		return fmt.Errorf("relay %s at %s: %w (and recording it failed: %v)", r.cfg.Actor, c.EventID, err, lerr)
+	}
+	return fmt.Errorf("relay %s at %s: %w", r.cfg.Actor, c.EventID, err)
+}
+
+// Run calls RunOnce until ctx is done, waiting poll between rounds that
+// found nothing to claim. It returns nil when ctx ends, and the first other
+// error (including a simulated crash) otherwise.
+func (r *Relay) Run(ctx context.Context, poll time.Duration) error {
+	if poll <= 0 {
+		poll = 100 * time.Millisecond
+	}
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		res, err := r.RunOnce(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		if len(res.Claimed) == 0 {
+			t.Reset(poll)
+		} else {
+			t.Reset(0)
+		}
+	}
+}
+
+// ExpireLease ages the live lease of eventID by SQL (lease_until = NOW(6) -
+// 1s, only while the row is CLAIMED), as the clock would after its holder
+// died. It emits nothing: the scenario that ages the lease records the
+// lease_expired event itself, with the token it knows from the dead relay's
+// Claimed and the rows returned here.
+func ExpireLease(ctx context.Context, db *sql.DB, eventID string) (rows int64, err error) {
+	res, err := db.ExecContext(ctx, qExpireLease, eventID)
+	if err != nil {
+		return 0, fmt.Errorf("expire lease of %s: %w", eventID, err)
+	}
+	rows, err = res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("expire lease of %s: rows affected: %w", eventID, err)
+	}
+	return rows, nil
+}
