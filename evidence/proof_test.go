@@ -1,0 +1,297 @@
+package evidence
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func metrics(kv ...string) []Metric {
+	var ms []Metric
+	for i := 0; i+1 < len(kv); i += 2 {
+		ms = append(ms, Metric{Name: kv[i], Value: kv[i+1]})
+	}
+	return ms
+}
+
+func TestComputeBoundaries(t *testing.T) {
+	tx := Scenario{ID: "txBoundaryRollback", Suite: "U80", Boundary: BoundaryCommit, Status: StatusPass,
+		Metrics: metrics("stock", "10", "idemRows", "0", "outboxRollback", "true", "seedUntouched", "true")}
+	send := Scenario{ID: "sendBeforeMarkCrash", Suite: "U80", Boundary: BoundarySend, Status: StatusFail,
+		Metrics: metrics("deliveries", "2", "businessEffects", "2", "oldTokenCas", "1", "state", "SENT")}
+	ackNotRun := Scenario{ID: "offsetReplay", Suite: "U80", Boundary: BoundaryAck, Status: StatusNotRun,
+		Metrics: metrics("replay", "1")}
+	ackOtherSuite := Scenario{ID: "offsetReplay", Suite: "EXT", Boundary: BoundaryAck, Status: StatusPass,
+		Metrics: metrics("replay", "1")}
+
+	type want struct{ status, figures string }
+	tests := []struct {
+		name string
+		scs  []Scenario
+		want [3]want // commit, send, ack
+	}{
+		{
+			name: "all absent",
+			want: [3]want{{StatusNotRun, ""}, {StatusNotRun, ""}, {StatusNotRun, ""}},
+		},
+		{
+			name: "pass fail and not run",
+			scs:  []Scenario{ackNotRun, send, tx},
+			want: [3]want{
+				{StatusPass, "stock=10 idemRows=0 outboxRollback=true seedUntouched=true"},
+				{StatusFail, "deliveries=2 businessEffects=2 oldTokenCas=1 state=SENT"},
+				{StatusNotRun, ""},
+			},
+		},
+		{
+			name: "same id in another suite does not count",
+			scs:  []Scenario{ackOtherSuite},
+			want: [3]want{{StatusNotRun, ""}, {StatusNotRun, ""}, {StatusNotRun, ""}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ComputeBoundaries(tt.scs)
+			if len(got) != 3 {
+				t.Fatalf("ComputeBoundaries: %d rows; want 3", len(got))
+			}
+			for i, b := range got {
+				wantB := []string{BoundaryCommit, BoundarySend, BoundaryAck}[i]
+				wantSc := []string{"txBoundaryRollback", "sendBeforeMarkCrash", "offsetReplay"}[i]
+				if b.Boundary != wantB || b.Scenario != wantSc {
+					t.Errorf("row %d = %s/%s; want %s/%s", i, b.Boundary, b.Scenario, wantB, wantSc)
+				}
+				if b.Status != tt.want[i].status || b.Figures != tt.want[i].figures {
+					t.Errorf("row %s = %q %q; want %q %q", b.Boundary, b.Status, b.Figures, tt.want[i].status, tt.want[i].figures)
+				}
+				if b.Injection == "" || b.Recovery == "" || b.AcceptedWhen == "" {
+					t.Errorf("row %s has an empty design text: %+v", b.Boundary, b)
+				}
+			}
+		})
+	}
+	if got := ComputeBoundaries(nil)[1].Recovery; !strings.Contains(got, "stale mark hits 0 rows") {
+		t.Errorf("send recovery = %q; want the design's text", got)
+	}
+}
+
+// baseEvidence is a clean embedded-broker MariaDB run of the U80 suite with
+// one NOT_RUN scenario.
+func baseEvidence() *Evidence {
+	start := time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)
+	ev := &Evidence{
+		SchemaVersion: SchemaVersion,
+		Tool:          Tool{Name: "orderflow-audit", Version: "v0.1.0", Revision: "abc123"},
+		Run:           Run{ID: "r1", Start: start, End: start.Add(time.Minute), Args: []string{"run"}},
+		Environment: Environment{
+			Database: DatabaseEnv{Flavour: FlavourMariaDB, Version: "10.11.6-MariaDB-0+deb12u1", Isolation: "REPEATABLE-READ", DSN: "root@tcp(127.0.0.1:3306)/"},
+			Kafka:    KafkaEnv{Mode: KafkaEmbedded, Implementation: "kfake v0.0.0 (franz-go in-process Kafka wire-protocol broker, not Apache Kafka)", Brokers: []string{"127.0.0.1:40123"}},
+			Go:       "go1.26.0", OS: "linux", Arch: "amd64",
+		},
+		Scenarios: []Scenario{
+			{ID: "txBoundaryRollback", Suite: "U80", Boundary: BoundaryCommit, Description: "unique conflict rolls back the order", FaultPoints: []string{"outbox-unique-conflict"}, Status: StatusPass, Metrics: metrics("stock", "10"), Line: "U80 txBoundaryRollback=PASS stock=10"},
+			{ID: "sendBeforeMarkCrash", Suite: "U80", Boundary: BoundarySend, Description: "relay dies between publish and mark", FaultPoints: []string{"after-publish-before-mark"}, Status: StatusPass, Metrics: metrics("deliveries", "2"), Line: "U80 sendBeforeMarkCrash=PASS deliveries=2"},
+			{ID: "offsetReplay", Suite: "U80", Boundary: BoundaryAck, Description: "consumer dies between effect and offset commit", FaultPoints: []string{"after-effect-before-offset-commit"}, Status: StatusPass, Metrics: metrics("replay", "1"), Line: "U80 offsetReplay=PASS replay=1"},
+			{ID: "orderCrashWindow", Suite: "EXT", Boundary: BoundaryCommit, Description: "order committed, intent not yet written", FaultPoints: []string{"after-order-commit-before-outbox"}, Status: StatusNotRun, Reason: "reachable only with the planted bug outbox-outside-tx", Line: "EXT orderCrashWindow=NOT_RUN"},
+		},
+	}
+	for i := range ev.Scenarios {
+		sc := &ev.Scenarios[i]
+		if sc.Metrics == nil {
+			sc.Metrics = []Metric{}
+		}
+		sc.Topics, sc.Logs, sc.Invariants, sc.Tables = []string{}, []LogRef{}, []InvariantResult{}, []TableDigest{}
+	}
+	return ev
+}
+
+func joined(xs []string) string { return strings.Join(xs, "\n") }
+
+func TestComputeProofBoundary(t *testing.T) {
+	tests := []struct {
+		name   string
+		modify func(*Evidence)
+		// substrings that must (or must not) appear, by category and
+		// column ("had" or "cannot").
+		want    map[string][]string
+		notWant map[string][]string
+	}{
+		{
+			name: "embedded kfake and MariaDB",
+			want: map[string][]string{
+				CategoryReal + "/had":      {"MariaDB 10.11.6-MariaDB-0+deb12u1", "REPEATABLE-READ", "embedded in-process broker at 127.0.0.1:40123", "kfake"},
+				CategoryReal + "/cannot":   {"kfake is not Apache Kafka broker code", "replication, ISR, acks=all durability and partition leadership changes", "is not MySQL 8.4", "LONGTEXT", "not normalised", "MySQL was not tested"},
+				CategoryFaults + "/had":    {"outbox-unique-conflict (in txBoundaryRollback): a real database error", "after-publish-before-mark (in sendBeforeMarkCrash)", "expired its lease by SQL", "after-effect-before-offset-commit (in offsetReplay)"},
+				CategoryFaults + "/cannot": {"a lease expired by SQL after an in-process crash is not a relay process killed by a signal"},
+				CategoryNotRun + "/had":    {"NOT RUN: scenario orderCrashWindow (EXT, boundary commit): reachable only with the planted bug", "NOT RUN: kill -9 of an actor", "NOT RUN: producer unknown outcome", "NOT RUN: broker restart", "NOT RUN: database crash", "NOT RUN: network partition", "NOT RUN: dead-letter routing"},
+				CategorySynthetic + "/had": {"HS256", "generated SKUs", "JSON payload shape", "stand-in for a real downstream service"},
+			},
+			notWant: map[string][]string{
+				CategoryFaults + "/had": {"NEGATIVE CONTROL", "after-order-commit-before-outbox", "SIGKILL"},
+				CategoryReal + "/had":   {"orderCrashWindow"},
+				CategoryNotRun + "/had": {"PASS", "passed"},
+			},
+		},
+		{
+			name: "external broker and MySQL 8.4",
+			modify: func(ev *Evidence) {
+				ev.Environment.Kafka = KafkaEnv{Mode: KafkaExternal, Implementation: "external Kafka cluster (implementation not verified)", Brokers: []string{"kafka-1:9092", "kafka-2:9092"}}
+				ev.Environment.Database.Flavour, ev.Environment.Database.Version = FlavourMySQL, "8.4.3"
+			},
+			want: map[string][]string{
+				CategoryReal + "/had":    {"external Kafka at kafka-1:9092, kafka-2:9092", "MySQL 8.4.3"},
+				CategoryReal + "/cannot": {"the tool did not verify it", "MariaDB was not tested", "replication, ISR, acks=all"},
+			},
+			notWant: map[string][]string{
+				CategoryReal + "/cannot": {"kfake", "is not MySQL 8.4", "MySQL 8.4 behaviour"},
+				CategoryReal + "/had":    {"embedded"},
+			},
+		},
+		{
+			name: "MySQL 8.0 is not 8.4",
+			modify: func(ev *Evidence) {
+				ev.Environment.Database.Flavour, ev.Environment.Database.Version = FlavourMySQL, "8.0.36"
+			},
+			want: map[string][]string{CategoryReal + "/cannot": {"MySQL 8.4 behaviour: the server was MySQL 8.0.36", "MariaDB was not tested"}},
+		},
+		{
+			name:   "planted run is a negative control",
+			modify: func(ev *Evidence) { ev.Run.Planted = "mark-without-token" },
+			want: map[string][]string{
+				CategoryFaults + "/had":    {`NEGATIVE CONTROL: the bug "mark-without-token" was planted`},
+				CategoryFaults + "/cannot": {"not evidence that the clean design holds"},
+			},
+		},
+		{
+			name: "kill suffix without actor processes stays simulated",
+			modify: func(ev *Evidence) {
+				ev.Scenarios[1].FaultPoints = []string{"after-publish-before-mark" + KillSuffix}
+			},
+			want: map[string][]string{
+				CategoryFaults + "/had":    {"in-process simulated crash"},
+				CategoryFaults + "/cannot": {"not a relay process killed by a signal"},
+				CategoryNotRun + "/had":    {"NOT RUN: kill -9 of an actor"},
+			},
+			notWant: map[string][]string{CategoryFaults + "/had": {"SIGKILL"}},
+		},
+		{
+			name: "kill with actor processes",
+			modify: func(ev *Evidence) {
+				ev.Environment.ActorProcesses = true
+				ev.Scenarios[1].FaultPoints = []string{"after-publish-before-mark" + KillSuffix}
+			},
+			want: map[string][]string{
+				CategoryReal + "/had":   {"separate OS processes"},
+				CategoryFaults + "/had": {"relay's OS process was killed with SIGKILL"},
+			},
+			notWant: map[string][]string{
+				CategoryNotRun + "/had":    {"kill -9"},
+				CategoryFaults + "/cannot": {"not a relay process killed by a signal"},
+			},
+		},
+		{
+			name: "a scenario that did not run declares nothing",
+			modify: func(ev *Evidence) {
+				for i := range ev.Scenarios {
+					ev.Scenarios[i].Status = StatusNotRun
+				}
+			},
+			want: map[string][]string{
+				CategoryReal + "/had":      {"no scenario ran"},
+				CategoryFaults + "/had":    {"no fault point was declared"},
+				CategorySynthetic + "/had": {"none: no scenario ran"},
+				CategoryNotRun + "/had":    {"NOT RUN: scenario txBoundaryRollback", "NOT RUN: scenario offsetReplay"},
+			},
+			notWant: map[string][]string{CategoryFaults + "/had": {"outbox-unique-conflict"}},
+		},
+		{
+			name:   "interrupted run",
+			modify: func(ev *Evidence) { ev.Run.Interrupted = true },
+			want:   map[string][]string{CategoryNotRun + "/had": {"NOT RUN: the run was interrupted"}},
+		},
+		{
+			name: "unknown fault point",
+			modify: func(ev *Evidence) {
+				ev.Scenarios[0].FaultPoints = []string{"zz-new-point"}
+			},
+			want: map[string][]string{CategoryFaults + "/had": {"zz-new-point (in txBoundaryRollback): a fault point this tool version does not describe"}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ev := baseEvidence()
+			if tt.modify != nil {
+				tt.modify(ev)
+			}
+			rows := ComputeProofBoundary(ev)
+			cats := []string{CategoryReal, CategoryFaults, CategorySynthetic, CategoryNotRun}
+			if len(rows) != len(cats) {
+				t.Fatalf("ComputeProofBoundary: %d rows; want %d", len(rows), len(cats))
+			}
+			text := map[string]string{}
+			for i, r := range rows {
+				if r.Category != cats[i] {
+					t.Errorf("row %d category %q; want %q", i, r.Category, cats[i])
+				}
+				text[r.Category+"/had"] = joined(r.Had)
+				text[r.Category+"/cannot"] = joined(r.CannotInfer)
+			}
+			for k, subs := range tt.want {
+				for _, s := range subs {
+					if !strings.Contains(text[k], s) {
+						t.Errorf("%s lacks %q; got:\n%s", k, s, text[k])
+					}
+				}
+			}
+			for k, subs := range tt.notWant {
+				for _, s := range subs {
+					if strings.Contains(text[k], s) {
+						t.Errorf("%s contains %q; got:\n%s", k, s, text[k])
+					}
+				}
+			}
+			for _, h := range rows[3].Had {
+				if !strings.HasPrefix(h, "NOT RUN: ") {
+					t.Errorf("not-run entry %q does not start with NOT RUN", h)
+				}
+			}
+			if again := ComputeProofBoundary(ev); !reflect.DeepEqual(rows, again) {
+				t.Errorf("ComputeProofBoundary is not deterministic")
+			}
+			// The computed tables must fit the evidence schema.
+			ev.Boundaries = ComputeBoundaries(ev.Scenarios)
+			ev.ProofBoundary = rows
+			ev.Summary = Summarize(ev.Scenarios)
+			if _, err := Marshal(ev); err != nil {
+				t.Errorf("Marshal with computed tables: %v", err)
+			}
+		})
+	}
+}
+
+func TestComputeProofBoundaryFitsSchemaLimits(t *testing.T) {
+	ev := baseEvidence()
+	for i := range 100 {
+		ev.Scenarios = append(ev.Scenarios, Scenario{
+			ID: fmt.Sprintf("notRun%03d", i), Suite: "EXT", Boundary: BoundaryNone, Status: StatusNotRun,
+			Description: strings.Repeat("d", 4090), Line: "EXT x=NOT_RUN",
+			FaultPoints: []string{}, Metrics: []Metric{}, Topics: []string{}, Logs: []LogRef{}, Invariants: []InvariantResult{}, Tables: []TableDigest{},
+		})
+	}
+	rows := ComputeProofBoundary(ev)
+	nr := rows[3]
+	if len(nr.Had) != maxProofItems || len(nr.CannotInfer) != maxProofItems {
+		t.Fatalf("not run: %d had, %d cannot; want %d each", len(nr.Had), len(nr.CannotInfer), maxProofItems)
+	}
+	if last := nr.Had[len(nr.Had)-1]; !strings.Contains(last, "more entries not shown") {
+		t.Errorf("last entry %q does not say how many were folded", last)
+	}
+	ev.Boundaries = ComputeBoundaries(ev.Scenarios)
+	ev.ProofBoundary = rows
+	ev.Summary = Summarize(ev.Scenarios)
+	if _, err := Marshal(ev); err != nil {
+		t.Errorf("Marshal: %v", err)
+	}
+}
