@@ -1,0 +1,88 @@
+package runner
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/orderflow-audit/orderflow-audit/checks"
+	"github.com/orderflow-audit/orderflow-audit/evidence"
+)
+
+// recordEndState runs the invariant queries (the same files the verifier
+// runs on the replayed state) against the live database, emitting one
+// invariant event each, and digests every table of evidence.DigestSpecs.
+func (e *Env) recordEndState(ctx context.Context, rec *evidence.Scenario) error {
+	invs, err := checks.Invariants()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, inv := range invs {
+		n, err := checks.CountRows(ctx, e.DB, inv)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("invariant %s: %w", inv.ID, err))
+			continue
+		}
+		rec.Invariants = append(rec.Invariants, evidence.InvariantResult{ID: inv.ID, Rows: n})
+		if err := e.Emit(evidence.Event{Kind: evidence.KindInvariant, Invariant: inv.ID, Rows: evidence.Ptr(n)}); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, spec := range evidence.DigestSpecs {
+		d, err := digestTable(ctx, e.DB, spec)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		rec.Tables = append(rec.Tables, d)
+	}
+	return errors.Join(errs...)
+}
+
+// InvariantRows returns the live result of one invariant on this scenario's
+// database.
+func (e *Env) InvariantRows(ctx context.Context, id string) (int64, error) {
+	invs, err := checks.Invariants()
+	if err != nil {
+		return 0, err
+	}
+	for _, inv := range invs {
+		if inv.ID == id {
+			return checks.CountRows(ctx, e.DB, inv)
+		}
+	}
+	return 0, fmt.Errorf("unknown invariant %q", id)
+}
+
+func digestTable(ctx context.Context, db *sql.DB, spec evidence.DigestSpec) (evidence.TableDigest, error) {
+	rows, err := db.QueryContext(ctx, spec.DigestQuery())
+	if err != nil {
+		return evidence.TableDigest{}, fmt.Errorf("digest %s: %w", spec.Table, err)
+	}
+	defer rows.Close()
+	var all [][]*string
+	for rows.Next() {
+		vals := make([]sql.NullString, len(spec.Columns))
+		ptrs := make([]any, len(vals))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return evidence.TableDigest{}, fmt.Errorf("digest %s: %w", spec.Table, err)
+		}
+		row := make([]*string, len(vals))
+		for i, v := range vals {
+			if v.Valid {
+				s := v.String
+				row[i] = &s
+			}
+		}
+		all = append(all, row)
+	}
+	if err := rows.Err(); err != nil {
+		return evidence.TableDigest{}, fmt.Errorf("digest %s: %w", spec.Table, err)
+	}
+	return evidence.TableDigest{Table: spec.Table, Rows: int64(len(all)), SHA256: evidence.DigestRows(all)}, nil
+}

@@ -1,0 +1,145 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/orderflow-audit/orderflow-audit/evidence"
+	"github.com/orderflow-audit/orderflow-audit/runner/fault"
+	"github.com/orderflow-audit/orderflow-audit/runner/internal/consumer"
+	"github.com/orderflow-audit/orderflow-audit/runner/internal/relay"
+)
+
+// The EXT scenarios expose bugs that the U80 five cannot: a race between
+// relays, and a crash between an order and an intent written apart from it.
+func init() {
+	register(Scenario{
+		ID: "concurrentRelays", Suite: SuiteEXT, Boundary: evidence.BoundarySend,
+		Description: "8 orders; two relays claim and publish at the same moment; no row may be held by both",
+		Run:         concurrentRelays,
+	})
+	register(Scenario{
+		ID: "orderCrashWindow", Suite: SuiteEXT, Boundary: evidence.BoundaryCommit,
+		Description: "a crash armed between the order commit and the intent write; only an intent written outside the order transaction can fall into it",
+		FaultPoints: points(fault.AfterOrderCommitBeforeOutbox),
+		Run:         orderCrashWindow,
+	})
+}
+
+func concurrentRelays(ctx context.Context, e *Env) error {
+	const n = 8
+	topic, err := e.Topic(ctx, "")
+	if err != nil {
+		return err
+	}
+	if err := e.SeedStock(ctx, defaultSKU, 100); err != nil {
+		return err
+	}
+	cl, err := e.Orders()
+	if err != nil {
+		return err
+	}
+	for i := 1; i <= n; i++ {
+		if _, err := e.placeCommitted(ctx, cl, fmt.Sprintf("race-%d", i)); err != nil {
+			return err
+		}
+	}
+	relays := make([]*relay.Relay, 2)
+	for i, name := range []string{"relay-a", "relay-b"} {
+		if relays[i], err = e.Relay(name, topic, nil); err != nil {
+			return err
+		}
+	}
+	// Both relays start their claim at the same moment, each asking for
+	// every row.
+	results := make([]relay.Result, len(relays))
+	errs := make([]error, len(relays))
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i, r := range relays {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			results[i], errs[i] = r.RunOnce(ctx)
+		}()
+	}
+	close(start)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	// A row claimed by both relays is a double claim: every lease here is
+	// live (30 s) for the whole scenario.
+	holders := map[string]int{}
+	claims := 0
+	for _, res := range results {
+		claims += len(res.Claimed)
+		for _, c := range res.Claimed {
+			holders[c.EventID]++
+		}
+	}
+	double := 0
+	for _, k := range holders {
+		if k > 1 {
+			double++
+		}
+	}
+	// Anything left (a relay that found nothing) is swept by relay A.
+	if _, err := relays[0].RunOnce(ctx); err != nil {
+		return err
+	}
+	c, err := e.Consumer(ctx, "consumer-1", topic, "notify-"+e.RunID, nil)
+	if err != nil {
+		return err
+	}
+	if _, err := e.poll(ctx, c, func(s consumer.Stats) bool { return s.Effects >= n }); err != nil {
+		return err
+	}
+	sent, err := e.Count(ctx, "outbox", "state = 'SENT'")
+	if err != nil {
+		return err
+	}
+	effects, err := e.Count(ctx, "notification", "")
+	if err != nil {
+		return err
+	}
+	e.Result.Metric("claims", claims)
+	e.Result.Expect("doubleClaims", double, 0)
+	e.Result.Expect("sent", sent, n)
+	e.Result.Expect("effects", effects, n)
+	return nil
+}
+
+func orderCrashWindow(ctx context.Context, e *Env) error {
+	if err := e.SeedStock(ctx, defaultSKU, 10); err != nil {
+		return err
+	}
+	e.Faults.Arm(fault.AfterOrderCommitBeforeOutbox, fault.Crash, 1)
+	cl, err := e.Orders()
+	if err != nil {
+		return err
+	}
+	if _, err := e.placeOne(ctx, cl, "window-1", 1); err != nil {
+		return err
+	}
+	ords, err := e.Count(ctx, "orders", "")
+	if err != nil {
+		return err
+	}
+	intents, err := e.Count(ctx, "outbox", "")
+	if err != nil {
+		return err
+	}
+	missing, err := e.InvariantRows(ctx, "order-without-intent")
+	if err != nil {
+		return err
+	}
+	e.Result.Expect("orders", ords, 1)
+	e.Result.Expect("outbox", intents, 1)
+	e.Result.Expect("ordersWithoutIntent", missing, 0)
+	return nil
+}

@@ -1,0 +1,209 @@
+package runner
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/orderflow-audit/orderflow-audit/evidence"
+	"github.com/orderflow-audit/orderflow-audit/runner/fault"
+	"github.com/orderflow-audit/orderflow-audit/runner/internal/consumer"
+	"github.com/orderflow-audit/orderflow-audit/runner/internal/orders"
+	"github.com/orderflow-audit/orderflow-audit/runner/internal/relay"
+)
+
+// Fixed test data: one SKU per scenario database, priced in cents.
+const (
+	defaultSKU   = "SKU-MSG"
+	defaultPrice = 1250
+	principal    = "alice"
+)
+
+// Orders starts the order service on a loopback HTTP server for this
+// scenario and returns a client for it.
+func (e *Env) Orders() (*orders.Client, error) {
+	log, err := e.ActorLog("orders")
+	if err != nil {
+		return nil, err
+	}
+	svc, err := orders.New(orders.Config{
+		DB: e.DB, Secret: e.Secret, Log: log, Actor: "orders", Plant: e.Plant, Faults: e.Faults,
+	})
+	if err != nil {
+		return nil, err
+	}
+	srv := httptest.NewServer(svc)
+	e.Defer(srv.Close)
+	return &orders.Client{BaseURL: srv.URL, HTTP: &http.Client{Timeout: 10 * time.Second}}, nil
+}
+
+// Token returns a valid HS256 token for the default principal.
+func (e *Env) Token() (string, error) {
+	return orders.SignToken(e.Secret, principal, time.Now().Add(5*time.Minute))
+}
+
+// Relay returns a relay named actor (its claim id is derived from it) with
+// its own fault injector, publishing to topic.
+func (e *Env) Relay(actor, topic string, faults *fault.Injector) (*relay.Relay, error) {
+	log, err := e.ActorLog(actor)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := kgo.NewClient(e.Kafka.ClientOpts(kgo.ProducerLinger(0))...)
+	if err != nil {
+		return nil, fmt.Errorf("producer for %s: %w", actor, err)
+	}
+	e.Defer(cl.Close)
+	return relay.New(relay.Config{
+		DB: e.DB, Client: cl, Topic: topic, ClaimID: actor + "-" + e.RunID, Log: log, Actor: actor,
+		Faults: faults, Plant: e.Plant,
+	})
+}
+
+// Consumer joins group on topic as member, writing to the inbox as
+// "notifier".
+func (e *Env) Consumer(ctx context.Context, member, topic, group string, faults *fault.Injector) (*consumer.Consumer, error) {
+	log, err := e.ActorLog(member)
+	if err != nil {
+		return nil, err
+	}
+	c, err := consumer.New(ctx, consumer.Config{
+		DB: e.DB, ClientOpts: e.Kafka.ClientOpts(), Topic: topic, Group: group, Name: "notifier",
+		Member: member, Log: log, Faults: faults, Plant: e.Plant,
+	})
+	if err != nil {
+		return nil, err
+	}
+	e.Defer(c.Close)
+	return c, nil
+}
+
+// SeedStock sets the stock of sku and records it.
+func (e *Env) SeedStock(ctx context.Context, sku string, qty int64) error {
+	if _, err := e.DB.ExecContext(ctx,
+		`INSERT INTO stock (sku, quantity, price_cents) VALUES (?, ?, ?)`, sku, qty, defaultPrice); err != nil {
+		return fmt.Errorf("seed stock: %w", err)
+	}
+	return e.Emit(evidence.Event{Kind: evidence.KindSeedStock, SKU: sku, Stock: evidence.Ptr(qty)})
+}
+
+// outboxRow is a full outbox row, every column, for byte-level comparison.
+type outboxRow struct {
+	ID, AggregateID, ClaimVersion int64
+	EventID, State                string
+	AggregateVersion              int
+	Payload                       []byte
+	ClaimID                       sql.NullString
+	LeaseUntil, SentAt            sql.NullTime
+	CreatedAt                     time.Time
+}
+
+func (e *Env) readOutbox(ctx context.Context, eventID string) (outboxRow, error) {
+	var r outboxRow
+	err := e.DB.QueryRowContext(ctx, `SELECT id, event_id, aggregate_id, aggregate_version, payload, state,
+  claim_version, claim_id, lease_until, created_at, sent_at FROM outbox WHERE event_id = ?`, eventID).Scan(
+		&r.ID, &r.EventID, &r.AggregateID, &r.AggregateVersion, &r.Payload, &r.State,
+		&r.ClaimVersion, &r.ClaimID, &r.LeaseUntil, &r.CreatedAt, &r.SentAt)
+	if err != nil {
+		return r, fmt.Errorf("read outbox %s: %w", eventID, err)
+	}
+	return r, nil
+}
+
+func (r outboxRow) equal(o outboxRow) bool {
+	return r.ID == o.ID && r.EventID == o.EventID && r.AggregateID == o.AggregateID &&
+		r.AggregateVersion == o.AggregateVersion && string(r.Payload) == string(o.Payload) &&
+		r.State == o.State && r.ClaimVersion == o.ClaimVersion && r.ClaimID == o.ClaimID &&
+		r.LeaseUntil == o.LeaseUntil && r.CreatedAt.Equal(o.CreatedAt) && r.SentAt == o.SentAt
+}
+
+func sha256Hex(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// Observe queries the state of an intent now and records it.
+func (e *Env) Observe(ctx context.Context, eventID string) (string, error) {
+	r, err := e.readOutbox(ctx, eventID)
+	if err != nil {
+		return "", err
+	}
+	return r.State, e.Emit(evidence.Event{
+		Kind: evidence.KindObserve, EventID: eventID, State: r.State,
+		ClaimVersion: evidence.Ptr(r.ClaimVersion), OrderID: evidence.Ptr(r.AggregateID),
+		PayloadSHA256: sha256Hex(r.Payload),
+	})
+}
+
+// ExpireLease ages the lease of c by SQL and records it.
+func (e *Env) ExpireLease(ctx context.Context, c relay.Claimed) (int64, error) {
+	n, err := relay.ExpireLease(ctx, e.DB, c.EventID)
+	if err != nil {
+		return 0, err
+	}
+	return n, e.Emit(evidence.Event{
+		Kind: evidence.KindLeaseExpired, EventID: c.EventID, ClaimVersion: evidence.Ptr(c.ClaimVersion),
+		ClaimID: c.ClaimID, Rows: evidence.Ptr(n),
+	})
+}
+
+// Records reads every record of topic from the start with a plain
+// (group-less) client: what the broker holds, independent of any consumer.
+func (e *Env) Records(ctx context.Context, topic string, want int) ([]*kgo.Record, error) {
+	cl, err := kgo.NewClient(e.Kafka.ClientOpts(
+		kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(100*time.Millisecond))...)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var out []*kgo.Record
+	for len(out) < want {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return out, fmt.Errorf("read %s: got %d of %d records: %w", topic, len(out), want, err)
+		}
+		if errs := fs.Errors(); len(errs) > 0 {
+			return out, fmt.Errorf("read %s: %w", topic, errs[0].Err)
+		}
+		out = append(out, fs.Records()...)
+	}
+	return out, nil
+}
+
+// Count runs SELECT COUNT(*) FROM table [WHERE cond].
+func (e *Env) Count(ctx context.Context, table, where string, args ...any) (int64, error) {
+	q := "SELECT COUNT(*) FROM " + table
+	if where != "" {
+		q += " WHERE " + where
+	}
+	return e.QueryInt(ctx, q, args...)
+}
+
+// pollWait bounds how long a scenario waits for the consumer: a record that
+// never arrives (a lost effect, a planted bug) must end in a failed
+// scenario with its figures, not in a hung run.
+const pollWait = 5 * time.Second
+
+// poll polls c until cond holds or pollWait passes. Running out of time is
+// not an error: the caller computes its figures from what did happen.
+func (e *Env) poll(ctx context.Context, c *consumer.Consumer, cond func(consumer.Stats) bool) (consumer.Stats, error) {
+	pctx, cancel := context.WithTimeout(ctx, pollWait)
+	defer cancel()
+	st, err := c.PollUntil(pctx, cond)
+	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		e.Result.Failf("consumer %s: condition not reached within %v (stats %+v)", c.Member(), pollWait, st)
+		return st, nil
+	}
+	return st, err
+}
