@@ -509,10 +509,9 @@ func TestClaimWithoutLock(t *testing.T) {
 	}
 }
 
-// Two relays holding the same transaction-less read under the planted bug
-// both claim the same rows when they race; the correct relay never does.
-// The race is forced: relay B's SELECT runs while relay A holds its rows
-// locked in an open transaction.
+// The correct relay skips a row another transaction holds locked; the
+// planted ClaimWithoutLock reads it anyway and waits for the lock to claim
+// it. The race is forced: the row is held FOR UPDATE in an open transaction.
 func TestClaimWithoutLockRacesPastALock(t *testing.T) {
 	b := setup(t)
 	ctx := t.Context()
@@ -528,7 +527,9 @@ func TestClaimWithoutLockRacesPastALock(t *testing.T) {
 		t.Fatal(err)
 	}
 	good := b.relay(t, "relay-good", nil)
-	if cs, err := good.Claim(ctx, 0); err != nil || len(cs) != 0 {
+	gctx, cancel := context.WithTimeout(ctx, 5*time.Second) // a blocking claim fails fast
+	defer cancel()
+	if cs, err := good.Claim(gctx, 0); err != nil || len(cs) != 0 {
 		t.Fatalf("correct relay claimed %d locked rows (err %v); want 0 (SKIP LOCKED)", len(cs), err)
 	}
 	bad := b.relay(t, "relay-bad", func(c *relay.Config) { c.Plant = plant.ClaimWithoutLock })

@@ -1,0 +1,447 @@
+// Package consumer is the inbox consumer of the system under test: a Kafka
+// consumer-group member with manual offset commits that turns each record
+// into exactly one business effect. For each record one transaction inserts
+// the inbox row (its primary key (consumer, event_id) rejects a replay) and
+// the notification; only after that transaction committed is the record's
+// offset committed. A crash between the two replays the record to the next
+// member of the group, and the inbox rejects it.
+//
+// Every action emits one event after its outcome is known: receive,
+// inbox_insert and effect (after the commit) or inbox_reject (after the
+// rollback), offset_commit (after the broker acknowledged).
+package consumer
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/orderflow-audit/orderflow-audit/evidence"
+	"github.com/orderflow-audit/orderflow-audit/runner/fault"
+	"github.com/orderflow-audit/orderflow-audit/runner/internal/plant"
+)
+
+// Defaults of Config.
+const (
+	DefaultName   = "notifier"
+	DefaultMember = "consumer"
+)
+
+// Group timing, short for tests: kfake honours them. A member that leaves
+// (Close) is replaced at once; one that dies without leaving holds its
+// partitions until SessionTimeout.
+const (
+	SessionTimeout    = 6 * time.Second
+	RebalanceTimeout  = 6 * time.Second
+	HeartbeatInterval = 500 * time.Millisecond
+	FetchMaxWait      = 100 * time.Millisecond
+)
+
+// handledKeep bounds the records kept for Handled.
+const handledKeep = 256
+
+// ErrClosed is returned by PollOnce after Close.
+var ErrClosed = errors.New("consumer closed")
+
+// Config configures a Consumer.
+type Config struct {
+	// DB is the pool of the scenario's database (required).
+	DB *sql.DB
+	// ClientOpts are the base client options (seed brokers etc., from
+	// infra.Kafka.ClientOpts). The group options are added by New.
+	ClientOpts []kgo.Opt
+	// Topic is consumed (required).
+	Topic string
+	// Group is the consumer group (default: Name).
+	Group string
+	// Name is the inbox consumer name written to inbox and notification
+	// rows (default "notifier").
+	Name string
+	// Member names this member in the events (default "consumer"), e.g.
+	// "consumer-1".
+	Member string
+	// Log receives the events; nil records nothing.
+	Log *evidence.Log
+	// Faults are the armed fault points; nil injects nothing.
+	Faults *fault.Injector
+	// Plant is a planted bug (negative control); None is the correct
+	// consumer.
+	Plant plant.Bug
+}
+
+var idRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$`)
+
+func (c *Config) setDefaults() {
+	if c.Name == "" {
+		c.Name = DefaultName
+	}
+	if c.Group == "" {
+		c.Group = c.Name
+	}
+	if c.Member == "" {
+		c.Member = DefaultMember
+	}
+}
+
+// Validate reports the first problem of a Config after defaults.
+func (c *Config) Validate() error {
+	switch {
+	case c.DB == nil:
+		return errors.New("consumer config: DB is required")
+	case c.Topic == "":
+		return errors.New("consumer config: Topic is required")
+	case len(c.Name) > 64:
+		return fmt.Errorf("consumer config: Name %q longer than 64 characters", c.Name)
+	case len(c.Group) > 64:
+		return fmt.Errorf("consumer config: Group %q longer than 64 characters", c.Group)
+	case !idRE.MatchString(c.Member):
+		return fmt.Errorf("consumer config: Member %q is not a valid id", c.Member)
+	}
+	return nil
+}
+
+// Stats counts what a consumer did.
+type Stats struct {
+	Received         int // records handled (receive events), replays included
+	InboxInserted    int // inbox rows committed
+	InboxRejected    int // replays rejected by the inbox key
+	Effects          int // notifications committed
+	OffsetsCommitted int // offset commits acknowledged
+}
+
+func (s Stats) sub(o Stats) Stats {
+	return Stats{
+		Received:         s.Received - o.Received,
+		InboxInserted:    s.InboxInserted - o.InboxInserted,
+		InboxRejected:    s.InboxRejected - o.InboxRejected,
+		Effects:          s.Effects - o.Effects,
+		OffsetsCommitted: s.OffsetsCommitted - o.OffsetsCommitted,
+	}
+}
+
+// Outcome is what Handle did with one record.
+type Outcome struct {
+	Identity
+	// Replay is true when the inbox rejected the record (no effect).
+	Replay bool
+	// NotificationID is the committed notification's id (0 on a replay or
+	// when a crash came first).
+	NotificationID int64
+	// OffsetCommitted is true when the record's offset was committed.
+	OffsetCommitted bool
+}
+
+// Consumer is one member of a consumer group.
+type Consumer struct {
+	cfg Config
+	cl  *kgo.Client
+
+	mu        sync.Mutex
+	stats     Stats
+	handled   []*kgo.Record
+	closeOnce sync.Once
+}
+
+// New checks cfg, creates the group client (manual commits, reset to the
+// start of the topic, short group timeouts) and checks that the broker
+// answers. Joining the group happens on the first poll.
+func New(ctx context.Context, cfg Config) (*Consumer, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	opts := append([]kgo.Opt{}, cfg.ClientOpts...)
+	opts = append(opts,
+		kgo.ClientID(cfg.Member),
+		kgo.ConsumerGroup(cfg.Group),
+		kgo.ConsumeTopics(cfg.Topic),
+		kgo.DisableAutoCommit(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.SessionTimeout(SessionTimeout),
+		kgo.RebalanceTimeout(RebalanceTimeout),
+		kgo.HeartbeatInterval(HeartbeatInterval),
+		kgo.FetchMaxWait(FetchMaxWait),
+	)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("consumer %s: new client: %w", cfg.Member, err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := cl.Ping(pctx); err != nil {
+		cl.Close()
+		return nil, fmt.Errorf("consumer %s: ping broker: %w", cfg.Member, err)
+	}
+	return &Consumer{cfg: cfg, cl: cl}, nil
+}
+
+// Member returns the actor name of this member.
+func (c *Consumer) Member() string { return c.cfg.Member }
+
+// Client returns the underlying client (for inspection in tests).
+func (c *Consumer) Client() *kgo.Client { return c.cl }
+
+// Stats returns the counts so far.
+func (c *Consumer) Stats() Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stats
+}
+
+// Handled returns the records handled so far, oldest first (the last 256),
+// so that a scenario can hand one to Handle again to simulate a redelivery.
+func (c *Consumer) Handled() []*kgo.Record {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]*kgo.Record(nil), c.handled...)
+}
+
+func (c *Consumer) count(f func(*Stats)) {
+	c.mu.Lock()
+	f(&c.stats)
+	c.mu.Unlock()
+}
+
+// Handle processes one record: parse its identity, emit receive, run the
+// effect transaction, pass AfterEffectBeforeOffsetCommit, commit the offset
+// (record offset + 1) synchronously. A replay (inbox duplicate key) rolls
+// back, emits inbox_reject and still commits the offset. A simulated crash
+// returns an error wrapping fault.ErrCrash with the offset uncommitted; the
+// caller then Closes this member, as a dead process would stop.
+//
+// Planted bugs: OffsetBeforeEffect commits the offset first, then passes
+// AfterEffectBeforeOffsetCommit (here: between the offset commit and the
+// effect, so a crash loses the effect), then runs the effect transaction.
+// NoInboxDedupe writes the notification without the inbox row.
+func (c *Consumer) Handle(ctx context.Context, r *kgo.Record) (Outcome, error) {
+	var out Outcome
+	id, err := ParseIdentity(r)
+	if err != nil {
+		return out, fmt.Errorf("consumer %s: record %s/%d@%d: %w", c.cfg.Member, r.Topic, r.Partition, r.Offset, err)
+	}
+	out.Identity = id
+	c.mu.Lock()
+	c.handled = append(c.handled, r)
+	if len(c.handled) > handledKeep {
+		c.handled = c.handled[len(c.handled)-handledKeep:]
+	}
+	c.stats.Received++
+	c.mu.Unlock()
+	if err := c.emit(evidence.Event{
+		Kind:      evidence.KindReceive,
+		EventID:   id.EventID,
+		OrderID:   evidence.Ptr(id.OrderID),
+		Topic:     r.Topic,
+		Partition: evidence.Ptr(r.Partition),
+		Offset:    evidence.Ptr(r.Offset),
+		Consumer:  c.cfg.Group,
+	}); err != nil {
+		return out, err
+	}
+
+	if c.cfg.Plant == plant.OffsetBeforeEffect {
+		if err := c.commitOffset(ctx, r); err != nil {
+			return out, err
+		}
+		out.OffsetCommitted = true
+		if err := c.hit(r, id); err != nil {
+			return out, err
+		}
+		out.Replay, out.NotificationID, err = c.effect(ctx, r, id)
+		return out, err
+	}
+
+	out.Replay, out.NotificationID, err = c.effect(ctx, r, id)
+	if err != nil {
+		return out, err
+	}
+	if err := c.hit(r, id); err != nil {
+		return out, err
+	}
+	if err := c.commitOffset(ctx, r); err != nil {
+		return out, err
+	}
+	out.OffsetCommitted = true
+	return out, nil
+}
+
+// effect runs the effect transaction and emits its events.
+func (c *Consumer) effect(ctx context.Context, r *kgo.Record, id Identity) (replay bool, notificationID int64, err error) {
+	replay, notificationID, err = c.effectTx(ctx, r, id)
+	if err != nil {
+		return false, 0, err
+	}
+	at := evidence.Event{
+		EventID:   id.EventID,
+		Consumer:  c.cfg.Name,
+		Topic:     r.Topic,
+		Partition: evidence.Ptr(r.Partition),
+		Offset:    evidence.Ptr(r.Offset),
+	}
+	if replay {
+		c.count(func(s *Stats) { s.InboxRejected++ })
+		at.Kind = evidence.KindInboxReject
+		return true, 0, c.emit(at)
+	}
+	if c.cfg.Plant != plant.NoInboxDedupe {
+		c.count(func(s *Stats) { s.InboxInserted++ })
+		at.Kind = evidence.KindInboxInsert
+		if err := c.emit(at); err != nil {
+			return false, notificationID, err
+		}
+	}
+	c.count(func(s *Stats) { s.Effects++ })
+	return false, notificationID, c.emit(evidence.Event{
+		Kind:           evidence.KindEffect,
+		EventID:        id.EventID,
+		OrderID:        evidence.Ptr(id.OrderID),
+		NotificationID: evidence.Ptr(notificationID),
+		Consumer:       c.cfg.Name,
+	})
+}
+
+// effectTx inserts the inbox row and the notification in one transaction.
+// A duplicate inbox key is a replay: the transaction is rolled back
+// explicitly (MariaDB keeps a transaction open after a failed statement).
+func (c *Consumer) effectTx(ctx context.Context, r *kgo.Record, id Identity) (replay bool, notificationID int64, err error) {
+	tx, err := c.cfg.DB.BeginTx(ctx, nil)
+	if err != nil {
+		return false, 0, fmt.Errorf("effect %s: begin: %w", id.EventID, err)
+	}
+	defer func() {
+		if err != nil || replay {
+			_ = tx.Rollback()
+		}
+	}()
+	if c.cfg.Plant != plant.NoInboxDedupe {
+		if _, err := tx.ExecContext(ctx, qInsertInbox, c.cfg.Name, id.EventID, r.Topic, r.Partition, r.Offset); err != nil {
+			var me *mysql.MySQLError
+			if errors.As(err, &me) && me.Number == mysqlDuplicateKey {
+				return true, 0, nil
+			}
+			return false, 0, fmt.Errorf("effect %s: insert inbox: %w", id.EventID, err)
+		}
+	}
+	body := fmt.Sprintf("order %d placed (event %s)", id.OrderID, id.EventID)
+	res, err := tx.ExecContext(ctx, qInsertNotification, c.cfg.Name, id.EventID, id.OrderID, body)
+	if err != nil {
+		return false, 0, fmt.Errorf("effect %s: insert notification: %w", id.EventID, err)
+	}
+	notificationID, err = res.LastInsertId()
+	if err != nil {
+		return false, 0, fmt.Errorf("effect %s: notification id: %w", id.EventID, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return false, 0, fmt.Errorf("effect %s: commit: %w", id.EventID, err)
+	}
+	return false, notificationID, nil
+}
+
+// commitOffset commits r's offset + 1 synchronously and emits offset_commit.
+func (c *Consumer) commitOffset(ctx context.Context, r *kgo.Record) error {
+	if err := c.cl.CommitRecords(ctx, r); err != nil {
+		return fmt.Errorf("consumer %s: commit offset %s/%d@%d: %w", c.cfg.Member, r.Topic, r.Partition, r.Offset+1, err)
+	}
+	c.count(func(s *Stats) { s.OffsetsCommitted++ })
+	return c.emit(evidence.Event{
+		Kind:      evidence.KindOffsetCommit,
+		Topic:     r.Topic,
+		Partition: evidence.Ptr(r.Partition),
+		Offset:    evidence.Ptr(r.Offset + 1),
+		Consumer:  c.cfg.Group,
+	})
+}
+
+// hit passes AfterEffectBeforeOffsetCommit. A simulated crash is recorded
+// as a fault event and returned wrapped.
+func (c *Consumer) hit(r *kgo.Record, id Identity) error {
+	p := fault.AfterEffectBeforeOffsetCommit
+	err := c.cfg.Faults.Hit(p)
+	if err == nil {
+		return nil
+	}
+	detail := fmt.Sprintf("consumer %s crashed at %s of %s (%s/%d@%d)", c.cfg.Member, p, id.EventID, r.Topic, r.Partition, r.Offset)
+	if lerr := c.emit(evidence.Event{Kind: evidence.KindFault, Point: string(p), Detail: detail, EventID: id.EventID}); lerr != nil {
+		return fmt.Errorf("%s: %w (and recording it failed: %v)", detail, err, lerr)
+	}
+	return fmt.Errorf("consumer %s at %s: %w", c.cfg.Member, id.EventID, err)
+}
+
+func (c *Consumer) emit(e evidence.Event) error {
+	e.Actor = c.cfg.Member
+	if err := c.cfg.Log.Emit(e); err != nil {
+		return fmt.Errorf("consumer %s: record %s: %w", c.cfg.Member, e.Kind, err)
+	}
+	return nil
+}
+
+// PollOnce polls one batch of records (waiting until records arrive or ctx
+// ends) and handles each in order. It returns what this call did; the first
+// error (a simulated crash, a bad record, a database or commit error) stops
+// it with the rest of the batch unhandled. When ctx ends it returns
+// ctx.Err().
+func (c *Consumer) PollOnce(ctx context.Context) (Stats, error) {
+	before := c.Stats()
+	fs := c.cl.PollFetches(ctx)
+	if fs.IsClientClosed() {
+		return Stats{}, fmt.Errorf("consumer %s: %w", c.cfg.Member, ErrClosed)
+	}
+	var ferr error
+	fs.EachError(func(topic string, part int32, err error) {
+		if ferr == nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+			ferr = fmt.Errorf("consumer %s: fetch %s/%d: %w", c.cfg.Member, topic, part, err)
+		}
+	})
+	for it := fs.RecordIter(); !it.Done(); {
+		if _, err := c.Handle(ctx, it.Next()); err != nil {
+			return c.Stats().sub(before), err
+		}
+	}
+	if ferr != nil {
+		return c.Stats().sub(before), ferr
+	}
+	if err := ctx.Err(); err != nil {
+		return c.Stats().sub(before), err
+	}
+	return c.Stats().sub(before), nil
+}
+
+// PollUntil polls until done(Stats()) holds, and returns the total stats.
+// Give ctx a deadline: when it ends first the error wraps ctx.Err().
+func (c *Consumer) PollUntil(ctx context.Context, done func(Stats) bool) (Stats, error) {
+	for {
+		if s := c.Stats(); done(s) {
+			return s, nil
+		}
+		if _, err := c.PollOnce(ctx); err != nil {
+			return c.Stats(), fmt.Errorf("consumer %s: poll until: %w", c.cfg.Member, err)
+		}
+	}
+}
+
+// Run polls and handles records until ctx ends (then it returns nil) or an
+// error occurs.
+func (c *Consumer) Run(ctx context.Context) error {
+	for {
+		if _, err := c.PollOnce(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+// Close leaves the group and closes the client. Uncommitted offsets stay
+// uncommitted (autocommit is off), as after a crash: the next member
+// replays from the last committed offset.
+func (c *Consumer) Close() {
+	c.closeOnce.Do(c.cl.Close)
+}

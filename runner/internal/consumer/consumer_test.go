@@ -1,0 +1,396 @@
+package consumer_test
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/orderflow-audit/orderflow-audit/evidence"
+	"github.com/orderflow-audit/orderflow-audit/runner/fault"
+	"github.com/orderflow-audit/orderflow-audit/runner/infra"
+	"github.com/orderflow-audit/orderflow-audit/runner/infra/infratest"
+	"github.com/orderflow-audit/orderflow-audit/runner/internal/consumer"
+	"github.com/orderflow-audit/orderflow-audit/runner/internal/plant"
+	"github.com/orderflow-audit/orderflow-audit/schemas"
+)
+
+func TestParseIdentity(t *testing.T) {
+	hdr := func(v string) []kgo.RecordHeader { return []kgo.RecordHeader{{Key: consumer.HeaderEventID, Value: []byte(v)}} }
+	tests := []struct {
+		name    string
+		key     string
+		headers []kgo.RecordHeader
+		value   string
+		want    consumer.Identity
+		wantErr bool
+	}{
+		{"plain", "3", hdr("e-3"), `{"orderId":3,"sku":"a"}`, consumer.Identity{EventID: "e-3", OrderID: 3}, false},
+		{"30 is not 3", "30", hdr("e-30"), `{"orderId":30}`, consumer.Identity{EventID: "e-30", OrderID: 30}, false},
+		{"spaces, not normalised", "", hdr("e-3"), `{ "orderId" : 3 , "x": "\"orderId\":30" }`, consumer.Identity{EventID: "e-3", OrderID: 3}, false},
+		{"nested decoy comes first", "", hdr("e-30"), `{"meta":{"orderId":3},"orderId":30}`, consumer.Identity{EventID: "e-30", OrderID: 30}, false},
+		{"event id from payload", "", nil, `{"eventId":"e-5","orderId":5}`, consumer.Identity{EventID: "e-5", OrderID: 5}, false},
+		{"header and payload agree", "", hdr("e-5"), `{"eventId":"e-5","orderId":5}`, consumer.Identity{EventID: "e-5", OrderID: 5}, false},
+		{"header and payload disagree", "", hdr("e-5"), `{"eventId":"e-50","orderId":5}`, consumer.Identity{}, true},
+		{"no event id", "", nil, `{"orderId":5}`, consumer.Identity{}, true},
+		{"orderId as string", "", hdr("e-5"), `{"orderId":"5"}`, consumer.Identity{}, true},
+		{"orderId fractional", "", hdr("e-5"), `{"orderId":5.5}`, consumer.Identity{}, true},
+		{"no orderId", "", hdr("e-5"), `{"order":5}`, consumer.Identity{}, true},
+		{"not an object", "", hdr("e-5"), `[5]`, consumer.Identity{}, true},
+		{"trailing data", "", hdr("e-5"), `{"orderId":5} {}`, consumer.Identity{}, true},
+		{"key disagrees", "3", hdr("e-30"), `{"orderId":30}`, consumer.Identity{}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &kgo.Record{Headers: tt.headers, Value: []byte(tt.value)}
+			if tt.key != "" {
+				r.Key = []byte(tt.key)
+			}
+			got, err := consumer.ParseIdentity(r)
+			if tt.wantErr {
+				if !errors.Is(err, consumer.ErrBadRecord) {
+					t.Fatalf("ParseIdentity(%s) error = %v; want ErrBadRecord", tt.value, err)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("ParseIdentity(%s) = %+v, %v; want %+v", tt.value, got, err, tt.want)
+			}
+		})
+	}
+}
+
+// bundle is one test's database, broker, topic, producer and event log.
+type bundle struct {
+	db       *sql.DB
+	k        *infra.Kafka
+	topic    string
+	group    string
+	producer *kgo.Client
+	log      *evidence.Log
+	buf      *bytes.Buffer
+}
+
+// setup builds a bundle and, at cleanup, checks that every event line the
+// test emitted validates against the event schema.
+func setup(t *testing.T) *bundle {
+	t.Helper()
+	sc := infratest.Scratch(t)
+	k := infratest.Kafka(t)
+	topic := infratest.Topic(t, k)
+	cl, err := kgo.NewClient(k.ClientOpts()...)
+	if err != nil {
+		t.Fatalf("producer: %v", err)
+	}
+	t.Cleanup(cl.Close)
+	b := &bundle{db: sc.DB, k: k, topic: topic, group: "g-" + infratest.RandomID(), producer: cl, buf: &bytes.Buffer{}}
+	b.log = evidence.NewLog(b.buf, "test-run", "consumer-test", nil)
+	t.Cleanup(func() {
+		n := 0
+		err := evidence.ScanLines(bytes.NewReader(b.buf.Bytes()), func(l evidence.Line) error {
+			n++
+			if err := schemas.ValidateEventJSON(l.Raw); err != nil {
+				t.Errorf("event line %d does not validate: %v\n%s", l.No, err, l.Raw)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Errorf("scan event log: %v", err)
+		}
+		t.Logf("%d event lines validated", n)
+	})
+	return b
+}
+
+// produce publishes one record per order as the relay does: key = order
+// id, event_id header, payload as the order service writes it.
+func (b *bundle) produce(t *testing.T, orderIDs ...int64) {
+	t.Helper()
+	for _, id := range orderIDs {
+		rec := &kgo.Record{
+			Topic:   b.topic,
+			Key:     []byte(strconv.FormatInt(id, 10)),
+			Value:   fmt.Appendf(nil, `{"orderId":%d,"sku":"sku-1","quantity":1,"amountCents":100}`, id),
+			Headers: []kgo.RecordHeader{{Key: consumer.HeaderEventID, Value: []byte(evidence.EventIDFor(id))}},
+		}
+		if err := b.producer.ProduceSync(t.Context(), rec).FirstErr(); err != nil {
+			t.Fatalf("produce order %d: %v", id, err)
+		}
+	}
+}
+
+func (b *bundle) consumer(t *testing.T, member string, mod func(*consumer.Config)) *consumer.Consumer {
+	t.Helper()
+	cfg := consumer.Config{DB: b.db, ClientOpts: b.k.ClientOpts(), Topic: b.topic, Group: b.group, Member: member, Log: b.log}
+	if mod != nil {
+		mod(&cfg)
+	}
+	c, err := consumer.New(t.Context(), cfg)
+	if err != nil {
+		t.Fatalf("consumer.New: %v", err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+func (b *bundle) events(t *testing.T) []evidence.Event {
+	t.Helper()
+	var out []evidence.Event
+	err := evidence.ScanLines(bytes.NewReader(b.buf.Bytes()), func(l evidence.Line) error {
+		e, err := evidence.DecodeEvent(l.Raw)
+		if err != nil {
+			return fmt.Errorf("line %d: %w", l.No, err)
+		}
+		out = append(out, e)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("read events: %v", err)
+	}
+	return out
+}
+
+func eventsOf(es []evidence.Event, kind evidence.Kind) []evidence.Event {
+	var out []evidence.Event
+	for _, e := range es {
+		if e.Kind == kind {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func count(t *testing.T, db *sql.DB, q string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := db.QueryRowContext(context.Background(), q, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return n
+}
+
+func deadline(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// One event delivered twice (the same record handled again) yields one
+// inbox row, one notification and an inbox_reject; without the inbox
+// (planted NoInboxDedupe) it yields two notifications.
+func TestDuplicateDelivery(t *testing.T) {
+	tests := []struct {
+		name          string
+		bug           plant.Bug
+		wantInbox     int
+		wantNotif     int
+		wantRejects   int
+		wantSecondRep bool
+	}{
+		{"inbox dedupe", plant.None, 1, 1, 1, true},
+		{"planted no-inbox-dedupe", plant.NoInboxDedupe, 0, 2, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := setup(t)
+			b.produce(t, 7)
+			c := b.consumer(t, "consumer-1", func(cfg *consumer.Config) { cfg.Plant = tt.bug })
+			start := time.Now()
+			s, err := c.PollUntil(deadline(t, 15*time.Second), func(s consumer.Stats) bool { return s.Effects >= 1 })
+			if err != nil {
+				t.Fatalf("PollUntil: %v (stats %+v)", err, s)
+			}
+			t.Logf("first effect after %v (group join + fetch)", time.Since(start))
+			recs := c.Handled()
+			if len(recs) != 1 {
+				t.Fatalf("handled %d records; want 1", len(recs))
+			}
+			out, err := c.Handle(t.Context(), recs[0])
+			if err != nil {
+				t.Fatalf("second Handle: %v", err)
+			}
+			if out.Replay != tt.wantSecondRep || out.EventID != "e-7" || out.OrderID != 7 || !out.OffsetCommitted {
+				t.Fatalf("second Handle = %+v; want replay=%v for e-7", out, tt.wantSecondRep)
+			}
+			if n := count(t, b.db, `SELECT COUNT(*) FROM inbox WHERE event_id = 'e-7'`); n != tt.wantInbox {
+				t.Errorf("inbox rows = %d; want %d", n, tt.wantInbox)
+			}
+			if n := count(t, b.db, `SELECT COUNT(*) FROM notification WHERE event_id = 'e-7' AND order_id = 7`); n != tt.wantNotif {
+				t.Errorf("notifications = %d; want %d", n, tt.wantNotif)
+			}
+			es := b.events(t)
+			if n := len(eventsOf(es, evidence.KindInboxReject)); n != tt.wantRejects {
+				t.Errorf("inbox_reject events = %d; want %d", n, tt.wantRejects)
+			}
+			if n := len(eventsOf(es, evidence.KindEffect)); n != tt.wantNotif {
+				t.Errorf("effect events = %d; want %d", n, tt.wantNotif)
+			}
+			st := c.Stats()
+			if st.Received != 2 || st.InboxRejected != tt.wantRejects || st.Effects != tt.wantNotif || st.OffsetsCommitted != 2 {
+				t.Errorf("stats = %+v", st)
+			}
+			// The effect event names the notification row it committed.
+			for _, e := range eventsOf(es, evidence.KindEffect) {
+				if n := count(t, b.db, `SELECT COUNT(*) FROM notification WHERE id = ? AND event_id = ?`, *e.NotificationID, e.EventID); n != 1 {
+					t.Errorf("effect event %+v names no notification row", e)
+				}
+			}
+		})
+	}
+}
+
+// A member that crashed after its effect and before its offset commit
+// leaves the offset uncommitted: the next member of the group sees the
+// record again and the inbox rejects it, so the effect stays single. Under
+// the planted OffsetBeforeEffect the crash falls between the offset commit
+// and the effect: the next member starts after the record and the effect is
+// lost.
+func TestRestartWithoutOffsetCommit(t *testing.T) {
+	tests := []struct {
+		name        string
+		bug         plant.Bug
+		wantNotifE1 int
+		wantReplays int // receive events of offset 0 by the second member
+		wantRecv2   int // records the second member receives
+	}{
+		{"effect before offset", plant.None, 1, 1, 2},
+		{"planted offset-before-effect", plant.OffsetBeforeEffect, 0, 0, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := setup(t)
+			b.produce(t, 1, 2)
+			inj := &fault.Injector{}
+			inj.Arm(fault.AfterEffectBeforeOffsetCommit, fault.Crash, 1)
+			c1 := b.consumer(t, "consumer-1", func(cfg *consumer.Config) { cfg.Faults = inj; cfg.Plant = tt.bug })
+			_, err := c1.PollUntil(deadline(t, 15*time.Second), func(consumer.Stats) bool { return false })
+			if !errors.Is(err, fault.ErrCrash) {
+				t.Fatalf("first member: %v; want a simulated crash", err)
+			}
+			c1.Close()
+
+			c2 := b.consumer(t, "consumer-2", func(cfg *consumer.Config) { cfg.Plant = tt.bug })
+			start := time.Now()
+			s, err := c2.PollUntil(deadline(t, 15*time.Second), func(s consumer.Stats) bool { return s.Received >= tt.wantRecv2 })
+			if err != nil {
+				t.Fatalf("second member: %v (stats %+v)", err, s)
+			}
+			t.Logf("second member caught up after %v", time.Since(start))
+
+			if n := count(t, b.db, `SELECT COUNT(*) FROM notification WHERE event_id = 'e-1'`); n != tt.wantNotifE1 {
+				t.Errorf("notifications for e-1 = %d; want %d", n, tt.wantNotifE1)
+			}
+			if n := count(t, b.db, `SELECT COUNT(*) FROM notification WHERE event_id = 'e-2'`); n != 1 {
+				t.Errorf("notifications for e-2 = %d; want 1", n)
+			}
+			es := b.events(t)
+			replays := 0
+			for _, e := range eventsOf(es, evidence.KindReceive) {
+				if e.Actor == "consumer-2" && *e.Offset == 0 {
+					replays++
+				}
+			}
+			if replays != tt.wantReplays {
+				t.Errorf("second member received offset 0 %d times; want %d", replays, tt.wantReplays)
+			}
+			if tt.bug == plant.None {
+				rej := eventsOf(es, evidence.KindInboxReject)
+				if len(rej) != 1 || rej[0].EventID != "e-1" || rej[0].Actor != "consumer-2" {
+					t.Errorf("inbox_reject events = %+v; want one for e-1 by consumer-2", rej)
+				}
+			}
+			// The last committed offset is 2 (both records done).
+			var last int64 = -1
+			for _, e := range eventsOf(es, evidence.KindOffsetCommit) {
+				last = *e.Offset
+			}
+			if last != 2 {
+				t.Errorf("last offset_commit = %d; want 2", last)
+			}
+		})
+	}
+}
+
+// Orders 3 and 30 are told apart by parsing, not by substring.
+func TestPayloadIdentity(t *testing.T) {
+	b := setup(t)
+	b.produce(t, 3, 30)
+	c := b.consumer(t, "consumer-1", nil)
+	if s, err := c.PollUntil(deadline(t, 15*time.Second), func(s consumer.Stats) bool { return s.Effects >= 2 }); err != nil {
+		t.Fatalf("PollUntil: %v (stats %+v)", err, s)
+	}
+	rows, err := b.db.QueryContext(t.Context(), `SELECT event_id, order_id FROM notification ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	got := map[string]int64{}
+	for rows.Next() {
+		var e string
+		var o int64
+		if err := rows.Scan(&e, &o); err != nil {
+			t.Fatal(err)
+		}
+		got[e] = o
+	}
+	if len(got) != 2 || got["e-3"] != 3 || got["e-30"] != 30 {
+		t.Fatalf("notifications = %v; want e-3→3, e-30→30", got)
+	}
+	for _, e := range eventsOf(b.events(t), evidence.KindReceive) {
+		if evidence.EventIDFor(*e.OrderID) != e.EventID {
+			t.Errorf("receive %s carries order %d", e.EventID, *e.OrderID)
+		}
+	}
+}
+
+// A record without identity is refused loudly: no effect, no offset commit.
+func TestBadRecordStops(t *testing.T) {
+	b := setup(t)
+	if err := b.producer.ProduceSync(t.Context(), &kgo.Record{Topic: b.topic, Value: []byte(`{"orderId":1}`)}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	c := b.consumer(t, "consumer-1", nil)
+	_, err := c.PollUntil(deadline(t, 15*time.Second), func(consumer.Stats) bool { return false })
+	if !errors.Is(err, consumer.ErrBadRecord) {
+		t.Fatalf("PollUntil = %v; want ErrBadRecord", err)
+	}
+	if s := c.Stats(); s != (consumer.Stats{}) {
+		t.Errorf("stats = %+v; want nothing done", s)
+	}
+	if n := count(t, b.db, `SELECT COUNT(*) FROM notification`); n != 0 {
+		t.Errorf("notifications = %d; want 0", n)
+	}
+	if es := b.events(t); len(es) != 0 {
+		t.Errorf("events = %+v; want none", es)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	db, err := sql.Open("mysql", "root@tcp(127.0.0.1:1)/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	tests := []struct {
+		name string
+		cfg  consumer.Config
+	}{
+		{"no db", consumer.Config{Topic: "t"}},
+		{"no topic", consumer.Config{DB: db}},
+		{"bad member", consumer.Config{DB: db, Topic: "t", Member: "a b"}},
+		{"long name", consumer.Config{DB: db, Topic: "t", Name: string(bytes.Repeat([]byte("n"), 65))}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := consumer.New(t.Context(), tt.cfg); err == nil {
+				t.Fatalf("New(%s) succeeded; want an error", tt.name)
+			}
+		})
+	}
+}
