@@ -22,7 +22,9 @@ import (
 )
 
 func TestParseIdentity(t *testing.T) {
-	hdr := func(v string) []kgo.RecordHeader { return []kgo.RecordHeader{{Key: consumer.HeaderEventID, Value: []byte(v)}} }
+	hdr := func(v string) []kgo.RecordHeader {
+		return []kgo.RecordHeader{{Key: consumer.HeaderEventID, Value: []byte(v)}}
+	}
 	tests := []struct {
 		name    string
 		key     string
