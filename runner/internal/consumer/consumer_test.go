@@ -18,6 +18,7 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/runner/infra/infratest"
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/consumer"
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/plant"
+	"github.com/orderflow-audit/orderflow-audit/runner/internal/relay"
 	"github.com/orderflow-audit/orderflow-audit/schemas"
 )
 
@@ -394,5 +395,58 @@ func TestConfigValidate(t *testing.T) {
 				t.Fatalf("New(%s) succeeded; want an error", tt.name)
 			}
 		})
+	}
+}
+
+// The relay and the consumer together, each in its Run loop: every intent
+// ends SENT with exactly one notification, and both loops stop cleanly when
+// their context ends.
+func TestRunChainEndToEnd(t *testing.T) {
+	b := setup(t)
+	const n = 5
+	for id := int64(1); id <= n; id++ {
+		payload := fmt.Sprintf(`{"orderId":%d,"sku":"sku-1","quantity":1,"amountCents":100}`, id)
+		if _, err := b.db.ExecContext(t.Context(),
+			`INSERT INTO outbox (event_id, aggregate_id, aggregate_version, payload) VALUES (?, ?, 1, ?)`,
+			evidence.EventIDFor(id), id, payload); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := relay.New(relay.Config{DB: b.db, Client: b.producer, Topic: b.topic, Log: b.log, Actor: "relay-a", Batch: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := b.consumer(t, "consumer-1", nil)
+
+	ctx, cancel := context.WithCancel(t.Context())
+	errs := make(chan error, 2)
+	go func() { errs <- r.Run(ctx, 20*time.Millisecond) }()
+	go func() { errs <- c.Run(ctx) }()
+
+	end := time.Now().Add(15 * time.Second)
+	for {
+		sent := count(t, b.db, `SELECT COUNT(*) FROM outbox WHERE state = 'SENT'`)
+		notes := count(t, b.db, `SELECT COUNT(*) FROM notification`)
+		if sent == n && notes == n {
+			break
+		}
+		if time.Now().After(end) {
+			cancel()
+			t.Fatalf("after 15s: %d SENT, %d notifications; want %d each", sent, notes, n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Errorf("Run returned %v; want nil after cancel", err)
+		}
+	}
+	if d := count(t, b.db, `SELECT COUNT(*) FROM (SELECT event_id FROM notification GROUP BY event_id HAVING COUNT(*) > 1) d`); d != 0 {
+		t.Errorf("%d events with more than one notification", d)
+	}
+	es := b.events(t)
+	if got := len(eventsOf(es, evidence.KindMark)); got != n {
+		t.Errorf("mark events = %d; want %d", got, n)
 	}
 }
