@@ -14,6 +14,8 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/orderflow-audit/orderflow-audit/runner/actor"
+	"github.com/orderflow-audit/orderflow-audit/runner/fault"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra"
 )
 
@@ -25,6 +27,7 @@ const (
 	exitUsage        = 2 // usage error or bad input (flags, arguments, files)
 	exitUnavailable  = 3 // infrastructure unavailable: database or broker unreachable
 	exitInconclusive = 4 // verification inconclusive: the evidence cannot decide
+	exitCrashed      = 5 // hidden actor command only: an armed fault point simulated a crash
 )
 
 const progName = "orderflow-audit"
@@ -67,17 +70,21 @@ func (e *codedError) Unwrap() []error { return []error{e.err, e.is} }
 
 // exitCodeFor maps an error to the exit code of the table above: nil is 0,
 // an unreachable database or broker (infra.ErrUnavailable) is 3, bad input
-// is 2, an inconclusive verification is 4, anything else is 1.
+// is 2, an inconclusive verification is 4, a simulated crash (actors only)
+// is 5, anything else is 1.
 func exitCodeFor(err error) int {
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return exitOK
 	case errors.Is(err, infra.ErrUnavailable):
 		return exitUnavailable
-	case errors.Is(err, errUsage), errors.Is(err, infra.ErrBadName):
+	case errors.Is(err, errUsage), errors.Is(err, actor.ErrUsage),
+		errors.Is(err, infra.ErrBadName), errors.Is(err, infra.ErrNotOurs):
 		return exitUsage
 	case errors.Is(err, errInconclusive):
 		return exitInconclusive
+	case errors.Is(err, fault.ErrCrash):
+		return exitCrashed
 	default:
 		return exitFail
 	}
@@ -254,7 +261,7 @@ func (f *flagSet) printFlags(w io.Writer) {
 			line += " " + name
 		}
 		fmt.Fprintf(w, "%s\n    \t%s", line, strings.ReplaceAll(usage, "\n", "\n    \t"))
-		if fl.DefValue != "" && fl.DefValue != "false" && fl.DefValue != "0" && fl.DefValue != "[]" {
+		if fl.DefValue != "" && fl.DefValue != "false" && fl.DefValue != "0" && fl.DefValue != "0s" && fl.DefValue != "[]" {
 			fmt.Fprintf(w, " (default %q)", fl.DefValue)
 		}
 		fmt.Fprintln(w)
