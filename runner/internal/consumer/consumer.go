@@ -129,8 +129,9 @@ func (s Stats) sub(o Stats) Stats {
 // Outcome is what Handle did with one record.
 type Outcome struct {
 	Identity
-	// Replay is true when the inbox rejected the record (no effect).
-	Replay bool
+	// Rejected is true when the inbox rejected the record as a replay (no
+	// effect).
+	Rejected bool
 	// NotificationID is the committed notification's id (0 on a replay or
 	// when a crash came first).
 	NotificationID int64
@@ -254,11 +255,11 @@ func (c *Consumer) Handle(ctx context.Context, r *kgo.Record) (Outcome, error) {
 		if err := c.hit(r, id); err != nil {
 			return out, err
 		}
-		out.Replay, out.NotificationID, err = c.effect(ctx, r, id)
+		out.Rejected, out.NotificationID, err = c.effect(ctx, r, id)
 		return out, err
 	}
 
-	out.Replay, out.NotificationID, err = c.effect(ctx, r, id)
+	out.Rejected, out.NotificationID, err = c.effect(ctx, r, id)
 	if err != nil {
 		return out, err
 	}

@@ -218,7 +218,7 @@ func TestDuplicateDelivery(t *testing.T) {
 			if err != nil {
 				t.Fatalf("second Handle: %v", err)
 			}
-			if out.Replay != tt.wantSecondRep || out.EventID != "e-7" || out.OrderID != 7 || !out.OffsetCommitted {
+			if out.Rejected != tt.wantSecondRep || out.EventID != "e-7" || out.OrderID != 7 || !out.OffsetCommitted {
 				t.Fatalf("second Handle = %+v; want replay=%v for e-7", out, tt.wantSecondRep)
 			}
 			if n := count(t, b.db, `SELECT COUNT(*) FROM inbox WHERE event_id = 'e-7'`); n != tt.wantInbox {
