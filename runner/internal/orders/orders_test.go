@@ -2,6 +2,7 @@ package orders
 
 import (
 	"bytes"
+	"context"
 	"database/sql"
 	"encoding/base64"
 	"encoding/json"
@@ -465,9 +466,13 @@ func TestKeyInFlightIsConflict(t *testing.T) {
 	}()
 	b.waitBlocked(1)
 
-	second := b.place("k-slow", PlaceRequest{SKU: testSKU, Quantity: 1})
-	if second.Status != http.StatusConflict {
-		t.Errorf("second status = %d (%s); want 409 while the first is in flight", second.Status, second.Body)
+	// The answer must not wait for the first request: a bound turns a
+	// regression into a failure instead of a lock-wait timeout.
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+	second, err := b.client.Place(ctx, b.token, "k-slow", PlaceRequest{SKU: testSKU, Quantity: 1})
+	cancel()
+	if err != nil || second.Status != http.StatusConflict {
+		t.Errorf("second = %d (%s), %v; want 409 at once while the first is in flight", second.Status, second.Body, err)
 	}
 	release()
 	if res := <-first; res.Status != http.StatusCreated {
