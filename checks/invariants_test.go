@@ -1,0 +1,208 @@
+package checks
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/orderflow-audit/orderflow-audit/evidence"
+)
+
+func TestInvariantsParse(t *testing.T) {
+	invs, err := Invariants()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, inv := range invs {
+		ids = append(ids, inv.ID)
+		if len(inv.Meaning) < 20 || !strings.Contains(inv.Meaning, "row") {
+			t.Errorf("%s: meaning %q does not say what a returned row means", inv.ID, inv.Meaning)
+		}
+		if strings.Contains(inv.SQL, "--") {
+			t.Errorf("%s: comment left in the query", inv.ID)
+		}
+	}
+	want := []string{"duplicated-effects", "effect-without-inbox", "inbox-without-effect", "order-without-intent",
+		"orphan-effects", "orphan-sent", "sent-without-effect"}
+	if !slices.Equal(ids, want) {
+		t.Fatalf("Invariants() = %v; want %v", ids, want)
+	}
+}
+
+func TestParseInvariantsRejects(t *testing.T) {
+	for _, tc := range []struct{ name, file, body, want string }{
+		{"no comment", "a-b.sql", "SELECT 1 FROM orders", "must open with"},
+		{"bad name", "A_b.sql", "-- x row\nSELECT 1", "kebab-case"},
+		{"semicolon", "a.sql", "-- a row\nSELECT 1 FROM orders;", "semicolon"},
+		{"backtick", "a.sql", "-- a row\nSELECT 1 FROM `orders`", "backticks"},
+		{"not select", "a.sql", "-- a row\nDELETE FROM orders", "single SELECT"},
+		{"empty", "a.sql", "-- a row\n", "no query"},
+		{"inner comment", "a.sql", "-- a row\nSELECT 1\n-- x\nFROM orders", "only at the top"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseInvariants(fstest.MapFS{"sql/" + tc.file: {Data: []byte(tc.body)}}, "sql")
+			if !errors.Is(err, ErrBadInvariant) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("ParseInvariants = %v; want ErrBadInvariant mentioning %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// invariantFixture is a state where every invariant returns exactly one row.
+func invariantFixture() []TableRows {
+	s := func(v string) any { return v }
+	i := func(v int64) any { return v }
+	rows := map[string][][]any{
+		"stock":               {{s("SKU"), i(5)}},
+		"orders":              {{i(1), s("SKU"), i(1)}, {i(2), s("SKU"), i(1)}, {i(3), s("SKU"), i(1)}},
+		"order_lines":         {{i(1), s("SKU"), i(1)}},
+		"idempotency_records": {{s("k1"), i(1), i(201)}},
+		"outbox": {
+			{s("e-1"), i(1), s("SENT"), i(1), s("relay-a")},
+			{s("e-2"), i(2), s("SENT"), i(1), s("relay-a")},
+			{s("e-4"), i(4), s("SENT"), i(1), s("relay-a")}, // orphan-sent
+			{s("e-9"), i(-1), s("SENT"), i(0), nil},        // decoy: not orphan-sent; sent-without-effect
+		},
+		"inbox": {{s("c"), s("e-1")}, {s("c"), s("e-7")}}, // e-7: inbox-without-effect
+		"notification": {
+			{i(1), s("c"), s("e-1"), i(1)},
+			{i(2), s("c"), s("e-1"), i(1)}, // duplicated-effects
+			{i(3), s("c"), s("e-4"), i(4)}, // orphan-effects, effect-without-inbox
+			{i(4), s("c"), s("e-9"), i(1)}, // effect-without-inbox
+		},
+	}
+	var out []TableRows
+	for _, spec := range evidence.DigestSpecs {
+		out = append(out, TableRows{Table: spec.Table, Columns: spec.Columns, Rows: rows[spec.Table]})
+	}
+	return out
+}
+
+var invariantFixtureWant = map[string]int64{
+	"orphan-sent":          1, // e-4
+	"sent-without-effect":  1, // e-2 (e-9 has notification 4)
+	"effect-without-inbox": 2, // notifications 3 and 4
+	"duplicated-effects":   1, // e-1
+	"orphan-effects":       1, // notification 3
+	"order-without-intent": 1, // order 3
+	"inbox-without-effect": 1, // e-7
+}
+
+func checkInvariantFixture(t *testing.T, e *engine) {
+	t.Helper()
+	ctx := t.Context()
+	if err := e.reset(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.load(ctx, invariantFixture()); err != nil {
+		t.Fatal(err)
+	}
+	invs, err := Invariants()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, inv := range invs {
+		n, err := e.countInvariant(ctx, inv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != invariantFixtureWant[inv.ID] {
+			t.Errorf("CountRows(%s) = %d; want %d", inv.ID, n, invariantFixtureWant[inv.ID])
+		}
+	}
+}
+
+func TestInvariantsSQLite(t *testing.T) {
+	e, err := openSQLite(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.close(context.Background())
+	checkInvariantFixture(t, e)
+}
+
+// mysqlDSN returns the DSN of the MySQL/MariaDB server for integration
+// tests: ORDERFLOW_MYSQL_DSN or the default. -short skips them; with CI set
+// an unreachable server fails instead of skipping.
+func mysqlDSN(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test: needs MySQL/MariaDB (skipped with -short)")
+	}
+	dsn := os.Getenv("ORDERFLOW_MYSQL_DSN")
+	if dsn == "" {
+		dsn = "root@tcp(127.0.0.1:3306)/"
+	}
+	return dsn
+}
+
+func openTestMySQL(t *testing.T) *engine {
+	t.Helper()
+	e, err := openMySQL(t.Context(), mysqlDSN(t), "checks-test")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	t.Cleanup(func() {
+		if err := e.close(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	return e
+}
+
+func TestInvariantsMySQL(t *testing.T) {
+	checkInvariantFixture(t, openTestMySQL(t))
+}
+
+// TestInvariantsOnLiveSchema runs every invariant on the real DDL
+// (migrations/*.up.sql, read as files: checks/ does not import the
+// migrations package), as the runner does on the live database.
+func TestInvariantsOnLiveSchema(t *testing.T) {
+	e := openTestMySQL(t)
+	ctx := t.Context()
+	files, err := filepath.Glob("../migrations/*.up.sql")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no migrations found: %v", err)
+	}
+	slices.Sort(files)
+	for _, f := range files {
+		body, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, stmt := range splitStatements(string(body)) {
+			if strings.Contains(stmt, "ofa_marker") {
+				continue // the scratch database has it already
+			}
+			if _, err := e.db.ExecContext(ctx, stmt); err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+		}
+	}
+	if _, err := e.db.ExecContext(ctx, `INSERT INTO orders (id, principal, sku, quantity, amount_cents) VALUES (7, 'p', 'S', 1, 1)`); err != nil {
+		t.Fatal(err)
+	}
+	invs, _ := Invariants()
+	for _, inv := range invs {
+		n, err := CountRows(ctx, e.db, inv)
+		if err != nil {
+			t.Fatalf("%s on the live schema: %v", inv.ID, err)
+		}
+		want := int64(0)
+		if inv.ID == "order-without-intent" {
+			want = 1
+		}
+		if n != want {
+			t.Errorf("CountRows(%s) = %d; want %d", inv.ID, n, want)
+		}
+	}
+}

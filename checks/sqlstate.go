@@ -1,0 +1,346 @@
+package checks
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	// modernc.org/sqlite is SQLite transpiled to Go: no cgo, no server, no
+	// shared library. A reviewer runs `verify` with nothing installed, and
+	// the same binary cross-compiles; the price is speed, which the bulk
+	// load below keeps affordable.
+	_ "modernc.org/sqlite"
+
+	"github.com/orderflow-audit/orderflow-audit/evidence"
+)
+
+//go:embed ddl/*.sql
+var ddlFiles embed.FS
+
+// ErrUnavailable wraps a failure to reach or prepare the MySQL/MariaDB
+// server named by Options.MySQLDSN. The CLI maps it to exit code 3.
+var ErrUnavailable = errors.New("verification database unavailable")
+
+// TableRows is one table of a replayed end state: the columns of its
+// evidence.DigestSpec, in that order, and its rows (int64, string or nil).
+type TableRows struct {
+	Table   string
+	Columns []string
+	Rows    [][]any
+}
+
+// engine is the SQL database the replayed end state is loaded into.
+type engine struct {
+	name  string // for the verdict: which engine checked the invariants
+	db    *sql.DB
+	close func(ctx context.Context) error
+}
+
+func ddl(name string) []string {
+	b, err := ddlFiles.ReadFile("ddl/" + name)
+	if err != nil {
+		panic("checks: missing embedded ddl/" + name) // embedded at build time
+	}
+	return splitStatements(string(b))
+}
+
+// splitStatements drops "--" comment lines and splits on a ";" that ends a
+// line (the grammar of migrations/; our DDL files follow it).
+func splitStatements(body string) []string {
+	var (
+		out []string
+		cur strings.Builder
+	)
+	for _, line := range strings.Split(body, "\n") {
+		t := strings.TrimSpace(line)
+		if t == "" || strings.HasPrefix(t, "--") {
+			continue
+		}
+		cur.WriteString(line)
+		cur.WriteByte('\n')
+		if strings.HasSuffix(t, ";") {
+			out = append(out, strings.TrimSuffix(strings.TrimSpace(cur.String()), ";"))
+			cur.Reset()
+		}
+	}
+	if s := strings.TrimSpace(cur.String()); s != "" {
+		out = append(out, s)
+	}
+	return out
+}
+
+// openSQLite opens a private in-memory SQLite database. One connection
+// only: every connection to ":memory:" is a database of its own.
+func openSQLite(ctx context.Context) (*engine, error) {
+	db, err := sql.Open("sqlite", "file::memory:?_pragma=journal_mode(OFF)&_pragma=synchronous(OFF)")
+	if err != nil {
+		return nil, fmt.Errorf("open embedded sqlite: %w", err)
+	}
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	db.SetConnMaxLifetime(0)
+	db.SetConnMaxIdleTime(0)
+	var version string
+	if err := db.QueryRowContext(ctx, `SELECT sqlite_version()`).Scan(&version); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open embedded sqlite: %w", err)
+	}
+	return &engine{
+		name:  "SQLite " + version + " (embedded, modernc.org/sqlite, in memory)",
+		db:    db,
+		close: func(context.Context) error { return db.Close() },
+	}, nil
+}
+
+// openMySQL creates a scratch database ofa_verify_<random> with the
+// orderflow-audit marker on the server named by dsn. Closing drops it,
+// after checking the marker: it never drops a database it did not create.
+func openMySQL(ctx context.Context, dsn, runID string) (*engine, error) {
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("%w: parse MySQL DSN: %v", ErrUnavailable, err)
+	}
+	cfg = cfg.Clone()
+	cfg.DBName = ""
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 5 * time.Second
+	}
+	redacted := redactDSN(cfg)
+	fail := func(op string, err error) error {
+		msg := err.Error()
+		if cfg.Passwd != "" {
+			msg = strings.ReplaceAll(msg, cfg.Passwd, "xxxxx")
+		}
+		return fmt.Errorf("%w: %s on %s: %s", ErrUnavailable, op, redacted, msg)
+	}
+	server, err := sql.Open("mysql", cfg.FormatDSN())
+	if err != nil {
+		return nil, fail("open", err)
+	}
+	server.SetMaxOpenConns(2)
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := server.PingContext(pctx); err != nil {
+		server.Close()
+		return nil, fail("connect", err)
+	}
+	var version string
+	if err := server.QueryRowContext(ctx, `SELECT VERSION()`).Scan(&version); err != nil {
+		server.Close()
+		return nil, fail("read server version", err)
+	}
+	var rnd [6]byte
+	_, _ = rand.Read(rnd[:])
+	name := "ofa_verify_" + hex.EncodeToString(rnd[:])
+	if _, err := server.ExecContext(ctx, "CREATE DATABASE "+name+" CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"); err != nil {
+		server.Close()
+		return nil, fail("create database "+name, err)
+	}
+	drop := func(ctx context.Context) error {
+		var tool string
+		err := server.QueryRowContext(ctx, "SELECT tool FROM "+name+".ofa_marker WHERE id = 1").Scan(&tool)
+		if err != nil || tool != "orderflow-audit" {
+			server.Close()
+			return fmt.Errorf("drop %s: the orderflow-audit marker is missing, not dropping it", name)
+		}
+		_, err = server.ExecContext(ctx, "DROP DATABASE "+name)
+		server.Close()
+		if err != nil {
+			return fmt.Errorf("drop database %s: %w", name, err)
+		}
+		return nil
+	}
+	dcfg := cfg.Clone()
+	dcfg.DBName = name
+	db, err := sql.Open("mysql", dcfg.FormatDSN())
+	if err == nil {
+		db.SetMaxOpenConns(1)
+		for _, stmt := range ddl("marker.sql") {
+			if _, err = db.ExecContext(ctx, stmt); err != nil {
+				break
+			}
+		}
+	}
+	if err == nil {
+		_, err = db.ExecContext(ctx, `INSERT INTO ofa_marker (id, tool, run_id) VALUES (1, 'orderflow-audit', ?)`, clip(runID, 64))
+	}
+	if err != nil {
+		if db != nil {
+			db.Close()
+		}
+		// Created a moment ago by us: drop it without the marker check.
+		_, _ = server.ExecContext(context.WithoutCancel(ctx), "DROP DATABASE IF EXISTS "+name)
+		server.Close()
+		return nil, fail("prepare scratch database "+name, err)
+	}
+	return &engine{
+		name: flavourOf(version) + " " + version + " (scratch database " + name + ", dropped after)",
+		db:   db,
+		close: func(ctx context.Context) error {
+			db.Close()
+			return drop(ctx)
+		},
+	}, nil
+}
+
+func flavourOf(version string) string {
+	if strings.Contains(strings.ToLower(version), "mariadb") {
+		return "MariaDB"
+	}
+	return "MySQL"
+}
+
+func redactDSN(cfg *mysql.Config) string {
+	c := cfg.Clone()
+	if c.Passwd != "" {
+		c.Passwd = "xxxxx"
+	}
+	return c.FormatDSN()
+}
+
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// replayTables lists the tables of ddl/replay.sql, in DigestSpecs order.
+func replayTables() []string {
+	out := make([]string, len(evidence.DigestSpecs))
+	for i, s := range evidence.DigestSpecs {
+		out[i] = s.Table
+	}
+	return out
+}
+
+// reset drops and recreates the replay tables (one scenario each).
+func (e *engine) reset(ctx context.Context) error {
+	for _, t := range replayTables() {
+		if _, err := e.db.ExecContext(ctx, "DROP TABLE IF EXISTS "+t); err != nil {
+			return fmt.Errorf("reset replay tables: drop %s: %w", t, err)
+		}
+	}
+	for _, stmt := range ddl("replay.sql") {
+		if _, err := e.db.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("reset replay tables: %w", err)
+		}
+	}
+	return nil
+}
+
+// insertChunk bounds the rows of one multi-row INSERT: at most 2,000
+// placeholders, far below SQLite's 32,766 and MySQL's 65,535.
+const insertChunk = 400
+
+// load bulk-inserts tables in one transaction, then builds the indexes the
+// anti-joins use.
+func (e *engine) load(ctx context.Context, tables []TableRows) (err error) {
+	tx, err := e.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("load replayed state: begin: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	for _, t := range tables {
+		if err := insertRows(ctx, tx, t); err != nil {
+			return err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("load replayed state: commit: %w", err)
+	}
+	for _, stmt := range ddl("indexes.sql") {
+		if _, err := e.db.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("load replayed state: index: %w", err)
+		}
+	}
+	return nil
+}
+
+func insertRows(ctx context.Context, tx *sql.Tx, t TableRows) error {
+	if len(t.Rows) == 0 {
+		return nil
+	}
+	one := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(t.Columns)), ", ") + ")"
+	head := "INSERT INTO " + t.Table + " (" + strings.Join(t.Columns, ", ") + ") VALUES "
+	stmts := map[int]*sql.Stmt{}
+	defer func() {
+		for _, s := range stmts {
+			s.Close()
+		}
+	}()
+	args := make([]any, 0, insertChunk*len(t.Columns))
+	for start := 0; start < len(t.Rows); start += insertChunk {
+		end := min(start+insertChunk, len(t.Rows))
+		n := end - start
+		st, ok := stmts[n]
+		if !ok {
+			q := head + strings.TrimSuffix(strings.Repeat(one+", ", n), ", ")
+			var err error
+			if st, err = tx.PrepareContext(ctx, q); err != nil {
+				return fmt.Errorf("load %s: prepare: %w", t.Table, err)
+			}
+			stmts[n] = st
+		}
+		args = args[:0]
+		for _, r := range t.Rows[start:end] {
+			if len(r) != len(t.Columns) {
+				return fmt.Errorf("load %s: row has %d values for %d columns", t.Table, len(r), len(t.Columns))
+			}
+			args = append(args, r...)
+		}
+		if _, err := st.ExecContext(ctx, args...); err != nil {
+			return fmt.Errorf("load %s: insert: %w", t.Table, err)
+		}
+	}
+	return nil
+}
+
+// countInvariant runs one invariant on the loaded state.
+func (e *engine) countInvariant(ctx context.Context, inv Invariant) (int64, error) {
+	return CountRows(ctx, e.db, inv)
+}
+
+// digest reads one table with its DigestSpec query and digests it exactly
+// as the runner digests the live table.
+func (e *engine) digest(ctx context.Context, spec evidence.DigestSpec) (evidence.TableDigest, error) {
+	rows, err := e.db.QueryContext(ctx, spec.DigestQuery())
+	if err != nil {
+		return evidence.TableDigest{}, fmt.Errorf("digest %s: %w", spec.Table, err)
+	}
+	defer rows.Close()
+	var all [][]*string
+	vals := make([]sql.NullString, len(spec.Columns))
+	ptrs := make([]any, len(vals))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			return evidence.TableDigest{}, fmt.Errorf("digest %s: %w", spec.Table, err)
+		}
+		row := make([]*string, len(vals))
+		for i, v := range vals {
+			if v.Valid {
+				s := v.String
+				row[i] = &s
+			}
+		}
+		all = append(all, row)
+	}
+	if err := rows.Err(); err != nil {
+		return evidence.TableDigest{}, fmt.Errorf("digest %s: %w", spec.Table, err)
+	}
+	return evidence.TableDigest{Table: spec.Table, Rows: int64(len(all)), SHA256: evidence.DigestRows(all)}, nil
+}
