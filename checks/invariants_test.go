@@ -67,7 +67,7 @@ func invariantFixture() []TableRows {
 			{s("e-1"), i(1), s("SENT"), i(1), s("relay-a")},
 			{s("e-2"), i(2), s("SENT"), i(1), s("relay-a")},
 			{s("e-4"), i(4), s("SENT"), i(1), s("relay-a")}, // orphan-sent
-			{s("e-9"), i(-1), s("SENT"), i(0), nil},        // decoy: not orphan-sent; sent-without-effect
+			{s("e-9"), i(-1), s("SENT"), i(0), nil},         // decoy: not orphan-sent; sent-without-effect
 		},
 		"inbox": {{s("c"), s("e-1")}, {s("c"), s("e-7")}}, // e-7: inbox-without-effect
 		"notification": {
