@@ -187,6 +187,9 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if o.allow != "" {
 		h.Set("Allow", o.allow)
 	}
+	if o.status == http.StatusUnauthorized {
+		h.Set("WWW-Authenticate", `Bearer realm="orders"`)
+	}
 	w.WriteHeader(o.status)
 	_, _ = w.Write(o.body)
 }

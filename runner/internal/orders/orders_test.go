@@ -610,8 +610,8 @@ func TestTokensAreRefusedWithoutWrites(t *testing.T) {
 				t.Fatal(err)
 			}
 			resp.Body.Close()
-			if resp.StatusCode != http.StatusUnauthorized {
-				t.Errorf("status = %d; want 401", resp.StatusCode)
+			if resp.StatusCode != http.StatusUnauthorized || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") {
+				t.Errorf("status = %d, WWW-Authenticate %q; want 401 with a Bearer challenge", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
 			}
 			if got := b.state(); !reflect.DeepEqual(got, before) {
 				t.Errorf("state = %+v; want unchanged %+v", got, before)
