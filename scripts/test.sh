@@ -11,5 +11,5 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 echo "+ go vet ./..." >&2
 go vet ./...
-echo "+ go test -count=1 -timeout 15m $* ./..." >&2
+echo "+ go test -count=1 -timeout 15m${*:+ $*} ./..." >&2
 go test -count=1 -timeout 15m "$@" ./...
