@@ -479,3 +479,63 @@ func TestActorRefusesForeignDatabase(t *testing.T) {
 		t.Fatalf("actor orders on a foreign database: exit %d, stderr %q; want 2 naming the marker", code, errs)
 	}
 }
+
+func TestActorRelayFaults(t *testing.T) {
+	exe := binary(t)
+	srv := infratest.Server(t)
+	k := infratest.Kafka(t)
+	tests := []struct {
+		name       string
+		fault      string
+		wantKilled bool
+		wantCode   int
+		wantKinds  string
+	}{
+		{"kill after publish", string(fault.AfterPublishBeforeMark) + ":kill", true, -1, "claim,publish"},
+		{"crash after publish", string(fault.AfterPublishBeforeMark) + ":crash", false, exitCrashed, "claim,publish,fault"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sc := infratest.Scratch(t)
+			topic := infratest.Topic(t, k)
+			eventID := seedIntent(t, sc, 9)
+			logPath := filepath.Join(t.TempDir(), "relay-a.jsonl")
+			spec := actor.Spec{
+				Role: actor.Relay, DB: sc.Name, Brokers: k.Brokers, Topic: topic, Once: true,
+				LogPath: logPath, RunID: "r1", Scenario: "sendBeforeMarkCrash", Actor: "relay-a",
+				Faults: []string{tt.fault},
+			}
+			p, err := actor.Start(t.Context(), exe, spec, actor.Env(srv.DSNFor(""), nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			exit, err := p.Wait()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if exit.Killed() != tt.wantKilled || (!tt.wantKilled && exit.Code != tt.wantCode) {
+				t.Fatalf("relay actor: %s; want killed=%v code=%d (stderr %s)", exit, tt.wantKilled, tt.wantCode, exit.Stderr)
+			}
+			if !tt.wantKilled {
+				var sum actor.RelaySummary
+				if err := json.Unmarshal([]byte(exit.Stdout), &sum); err != nil || sum.Crashed != eventID || sum.Marked != 0 {
+					t.Errorf("summary %q (%v); want crashed=%s, nothing marked", exit.Stdout, err, eventID)
+				}
+			}
+			// Published, never marked: the row is still CLAIMED by version 1.
+			var state string
+			var version int64
+			if err := sc.DB.QueryRowContext(t.Context(), `SELECT state, claim_version FROM outbox WHERE event_id = ?`, eventID).
+				Scan(&state, &version); err != nil {
+				t.Fatal(err)
+			}
+			if state != evidence.StateClaimed || version != 1 {
+				t.Errorf("outbox row = %s v%d; want CLAIMED v1", state, version)
+			}
+			events, _ := readLog(t, logPath)
+			if got := strings.Join(kinds(events), ","); got != tt.wantKinds {
+				t.Errorf("log kinds = %s; want %s", got, tt.wantKinds)
+			}
+		})
+	}
+}
