@@ -126,6 +126,16 @@ func orderCrashWindow(ctx context.Context, e *Env) error {
 	if _, err := e.placeOne(ctx, cl, "window-1", 1); err != nil {
 		return err
 	}
+	// The order service does not record its own simulated death; the
+	// scenario, which armed the point, records that it fired.
+	if e.Faults.Hits(fault.AfterOrderCommitBeforeOutbox) > 0 {
+		if err := e.Emit(evidence.Event{
+			Kind: evidence.KindFault, Point: string(fault.AfterOrderCommitBeforeOutbox),
+			Detail: "order service crashed after its order committed, before the intent was written",
+		}); err != nil {
+			return err
+		}
+	}
 	ords, err := e.Count(ctx, "orders", "")
 	if err != nil {
 		return err

@@ -52,6 +52,16 @@ func byID(ev *evidence.Evidence) map[string]evidence.Scenario {
 	return m
 }
 
+var sharedDirs []string
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	for _, d := range sharedDirs {
+		os.RemoveAll(d)
+	}
+	os.Exit(code)
+}
+
 var (
 	fullOnce sync.Once
 	fullEv   *evidence.Evidence
@@ -64,6 +74,14 @@ func fullRun(t *testing.T) (*evidence.Evidence, string) {
 	t.Helper()
 	opts := runOpts(t)
 	fullOnce.Do(func() {
+		// Shared by several tests, so not in one test's TempDir.
+		dir, err := os.MkdirTemp("", "ofa-runner-test-")
+		if err != nil {
+			fullErr = err
+			return
+		}
+		sharedDirs = append(sharedDirs, dir)
+		opts.Out = filepath.Join(dir, "u80.json")
 		fullOut = opts.Out
 		fullEv, fullErr = runner.Run(context.Background(), opts)
 	})
