@@ -1,0 +1,272 @@
+// Package reports renders an evidence file and the verifier's verdict on it
+// as GitHub-flavoured Markdown for review: summary, observation lines, the
+// boundary table, invariants, the proof-boundary matrix, one Mermaid
+// timeline per scenario and per-scenario details.
+//
+// Build collects everything a report shows into a Report; Render writes it.
+// Both are deterministic: no clock is read, and everything without a given
+// order is sorted, so the same evidence, verdict and logs always give the
+// same bytes.
+package reports
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/orderflow-audit/orderflow-audit/checks"
+	"github.com/orderflow-audit/orderflow-audit/evidence"
+)
+
+// LogSource returns the events of one event log referenced by the
+// evidence, in file order. When the log ends with a truncated line (a
+// killed process), it returns the complete events and an error wrapping
+// evidence.ErrTruncated; the report shows both.
+type LogSource interface {
+	Events(ref evidence.LogRef) ([]evidence.Event, error)
+}
+
+// DirLogs reads logs from files relative to dir, the directory of the
+// evidence file. A path that is not local to dir (absolute, or climbing
+// out with "..") is refused.
+type DirLogs string
+
+// Events implements LogSource.
+func (d DirLogs) Events(ref evidence.LogRef) ([]evidence.Event, error) {
+	if !filepath.IsLocal(filepath.FromSlash(ref.Path)) {
+		return nil, fmt.Errorf("read event log %q: path is not inside the evidence directory", ref.Path)
+	}
+	return evidence.ReadEvents(filepath.Join(string(d), filepath.FromSlash(ref.Path)))
+}
+
+// Report is everything a rendered report shows, computed by Build.
+type Report struct {
+	// Verdict is the verifier's verdict on the evidence; Verified is true
+	// only when its status is PASS.
+	Verdict  checks.Verdict
+	Verified bool
+
+	Tool        evidence.Tool
+	Run         evidence.Run
+	Environment evidence.Environment
+	// Counts are recomputed from the scenarios; Claimed is the summary
+	// the evidence states (the verifier compares them).
+	Counts  evidence.Summary
+	Claimed evidence.Summary
+
+	// Lines are the observation lines exactly as in the evidence, in
+	// scenario order.
+	Lines      []string
+	Boundaries []evidence.Boundary
+	Invariants []InvariantRow
+	Proof      []evidence.ProofRow
+	Timelines  []Timeline
+	Scenarios  []evidence.Scenario
+}
+
+// InvariantRow is one invariant aggregated over the scenarios that ran it.
+type InvariantRow struct {
+	ID       string
+	Meaning  string
+	Live     string
+	Replayed string
+}
+
+// Timeline is the sequence diagram of one scenario.
+type Timeline struct {
+	Scenario string
+	Status   string
+	// Events is the number of events read from the scenario's logs;
+	// Shown how many of them are drawn one by one (the rest are counted
+	// in summary notes).
+	Events int
+	Shown  int
+	// Problems are logs that could not be read completely.
+	Problems []string
+	// Mermaid holds the lines of the sequenceDiagram, without the fence;
+	// empty when there is nothing to draw.
+	Mermaid []string
+}
+
+// invariantMeanings are the meanings of docs/scenarios.md, used when the
+// verdict does not carry one.
+var invariantMeanings = map[string]string{
+	"orphan-sent":          "a SENT intent whose order does not exist (decoys, aggregate_id -1, excluded)",
+	"sent-without-effect":  "a SENT intent with no notification for its event",
+	"effect-without-inbox": "a notification with no inbox row for its (consumer, event)",
+	"duplicated-effects":   "an event id with more than one notification (one row per event id)",
+	"orphan-effects":       "a notification whose order does not exist",
+	"order-without-intent": "a committed order with no outbox intent e-<id>",
+	"inbox-without-effect": "an inbox row with no notification (dedupe recorded, effect lost)",
+}
+
+// invariantOrder is the order of docs/scenarios.md; other ids follow,
+// sorted.
+var invariantOrder = []string{
+	"orphan-sent", "sent-without-effect", "effect-without-inbox", "duplicated-effects",
+	"orphan-effects", "order-without-intent", "inbox-without-effect",
+}
+
+// Build collects the report of ev under the verdict v, reading each
+// scenario's events from logs (nil: no timelines). A log that cannot be read
+// does not stop the report: the problem is shown in the scenario's
+// timeline. Build returns an error only when ev or v is missing.
+func Build(ev *evidence.Evidence, v *checks.Verdict, logs LogSource) (*Report, error) {
+	if ev == nil {
+		return nil, errors.New("build report: no evidence")
+	}
+	if v == nil {
+		return nil, errors.New("build report: no verdict (the report shows the verifier's verdict; run it first)")
+	}
+	r := &Report{
+		Verdict:     *v,
+		Verified:    v.Status == checks.Pass,
+		Tool:        ev.Tool,
+		Run:         ev.Run,
+		Environment: ev.Environment,
+		Counts:      evidence.Summarize(ev.Scenarios),
+		Claimed:     ev.Summary,
+		Boundaries:  ev.Boundaries,
+		Proof:       ev.ProofBoundary,
+		Scenarios:   ev.Scenarios,
+	}
+	for _, sc := range ev.Scenarios {
+		r.Lines = append(r.Lines, sc.Line)
+	}
+	r.Invariants = invariantRows(ev, v)
+	for _, sc := range ev.Scenarios {
+		r.Timelines = append(r.Timelines, buildTimeline(sc, logs))
+	}
+	return r, nil
+}
+
+// invariantRows aggregates the live results of the evidence and the
+// replayed results of the verdict per invariant id.
+func invariantRows(ev *evidence.Evidence, v *checks.Verdict) []InvariantRow {
+	live := map[string]map[string]int64{}
+	replayed := map[string]map[string]int64{}
+	meaning := map[string]string{}
+	var scenarios []string // scenarios with any invariant result, evidence order
+	seenScenario := map[string]bool{}
+	note := func(sc string) {
+		if !seenScenario[sc] {
+			seenScenario[sc] = true
+			scenarios = append(scenarios, sc)
+		}
+	}
+	for _, sc := range ev.Scenarios {
+		for _, inv := range sc.Invariants {
+			if live[inv.ID] == nil {
+				live[inv.ID] = map[string]int64{}
+			}
+			live[inv.ID][sc.ID] = inv.Rows
+			note(sc.ID)
+		}
+	}
+	for _, ic := range v.Invariants {
+		if replayed[ic.ID] == nil {
+			replayed[ic.ID] = map[string]int64{}
+		}
+		replayed[ic.ID][ic.Scenario] = ic.Replayed
+		if ic.Meaning != "" && meaning[ic.ID] == "" {
+			meaning[ic.ID] = ic.Meaning
+		}
+		if _, ok := live[ic.ID][ic.Scenario]; !ok {
+			// The verifier compared a live result the evidence does not
+			// list as such (it should not happen; show it rather than
+			// drop it).
+			if live[ic.ID] == nil {
+				live[ic.ID] = map[string]int64{}
+			}
+			note(ic.Scenario)
+		}
+	}
+	ids := map[string]bool{}
+	for id := range live {
+		ids[id] = true
+	}
+	for id := range replayed {
+		ids[id] = true
+	}
+	order := orderIDs(ids)
+	rows := make([]InvariantRow, 0, len(order))
+	for _, id := range order {
+		m := meaning[id]
+		if m == "" {
+			m = invariantMeanings[id]
+		}
+		if m == "" {
+			m = "(meaning not recorded)"
+		}
+		rows = append(rows, InvariantRow{
+			ID:       id,
+			Meaning:  m,
+			Live:     resultCell(live[id], scenarios, "no live result"),
+			Replayed: resultCell(replayed[id], scenarios, "not replayed"),
+		})
+	}
+	return rows
+}
+
+func orderIDs(ids map[string]bool) []string {
+	var out []string
+	for _, id := range invariantOrder {
+		if ids[id] {
+			out = append(out, id)
+			delete(ids, id)
+		}
+	}
+	var rest []string
+	for id := range ids {
+		rest = append(rest, id)
+	}
+	sort.Strings(rest)
+	return append(out, rest...)
+}
+
+// resultCell summarises rows per scenario: "holds: 0 rows in 5 scenarios",
+// or the violations by name first, then the others.
+func resultCell(rows map[string]int64, scenarios []string, missing string) string {
+	var bad, zero, absent []string
+	var total int64
+	for _, sc := range scenarios {
+		n, ok := rows[sc]
+		switch {
+		case !ok:
+			absent = append(absent, sc)
+		case n == 0:
+			zero = append(zero, sc)
+		default:
+			bad = append(bad, fmt.Sprintf("%d %s in %s", n, plural(n, "row", "rows"), sc))
+			total += n
+		}
+	}
+	if len(rows) == 0 {
+		return missing
+	}
+	var parts []string
+	if len(bad) > 0 {
+		parts = append(parts, fmt.Sprintf("VIOLATED: %s", joinComma(bad)))
+		if len(zero) > 0 {
+			parts = append(parts, fmt.Sprintf("0 rows in %d other %s", len(zero), plural(int64(len(zero)), "scenario", "scenarios")))
+		}
+	} else {
+		parts = append(parts, fmt.Sprintf("holds: 0 rows in %d %s", len(zero), plural(int64(len(zero)), "scenario", "scenarios")))
+	}
+	if len(absent) > 0 {
+		parts = append(parts, fmt.Sprintf("%s in %s", missing, joinComma(absent)))
+	}
+	return joinSemi(parts)
+}
+
+func plural(n int64, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+func joinComma(xs []string) string { return strings.Join(xs, ", ") }
+func joinSemi(xs []string) string  { return strings.Join(xs, "; ") }

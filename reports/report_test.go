@@ -1,0 +1,296 @@
+package reports
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/orderflow-audit/orderflow-audit/checks"
+	"github.com/orderflow-audit/orderflow-audit/evidence"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+func loadEvidence(t *testing.T, dir string) *evidence.Evidence {
+	t.Helper()
+	ev, _, err := evidence.ReadFile(filepath.Join(dir, "evidence.json"))
+	if err != nil {
+		t.Fatalf("read evidence: %v", err)
+	}
+	return ev
+}
+
+func loadVerdict(t *testing.T, path string) *checks.Verdict {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v checks.Verdict
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatalf("decode %s: %v", path, err)
+	}
+	return &v
+}
+
+// goldenCases are the fixture renders checked byte for byte and parsed as
+// GFM.
+var goldenCases = []struct {
+	name, dir, verdict string
+}{
+	{"pass", "testdata/u80", "verdict-pass.json"},
+	{"fail", "testdata/u80", "verdict-fail.json"},
+	{"planted", "testdata/planted", "verdict.json"},
+}
+
+func renderCase(t *testing.T, dir, verdict string) []byte {
+	t.Helper()
+	ev := loadEvidence(t, dir)
+	v := loadVerdict(t, filepath.Join(dir, verdict))
+	out, err := Markdown(ev, v, DirLogs(dir))
+	if err != nil {
+		t.Fatalf("Markdown: %v", err)
+	}
+	return out
+}
+
+func TestGolden(t *testing.T) {
+	for _, tc := range goldenCases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := renderCase(t, tc.dir, tc.verdict)
+			again := renderCase(t, tc.dir, tc.verdict)
+			if !bytes.Equal(got, again) {
+				t.Fatalf("two renders of the same input differ")
+			}
+			golden := filepath.Join("testdata", tc.name+".golden")
+			if *update {
+				if err := os.WriteFile(golden, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("render differs from %s (run with -update if the change is intended):\n%s", golden, firstDiff(got, want))
+			}
+		})
+	}
+}
+
+// firstDiff shows the first differing line.
+func firstDiff(got, want []byte) string {
+	g, w := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
+	for i := 0; i < len(g) || i < len(w); i++ {
+		var a, b string
+		if i < len(g) {
+			a = g[i]
+		}
+		if i < len(w) {
+			b = w[i]
+		}
+		if a != b {
+			return "line " + itoa(i+1) + ":\n got: " + a + "\nwant: " + b
+		}
+	}
+	return "(same lines)"
+}
+
+func itoa(i int) string { return i64(evidence.Ptr(int64(i))) }
+
+// section returns the text of the Markdown section that starts with
+// heading, up to the next heading of the same level.
+func section(md, heading string) string {
+	i := strings.Index(md, heading+"\n")
+	if i < 0 {
+		return ""
+	}
+	rest := md[i+len(heading)+1:]
+	level := heading[:strings.Index(heading, " ")+1]
+	if j := strings.Index(rest, "\n"+level); j >= 0 {
+		rest = rest[:j]
+	}
+	return rest
+}
+
+func TestRenderSections(t *testing.T) {
+	pass := string(renderCase(t, "testdata/u80", "verdict-pass.json"))
+	fail := string(renderCase(t, "testdata/u80", "verdict-fail.json"))
+	planted := string(renderCase(t, "testdata/planted", "verdict.json"))
+
+	headings := []string{"## 1. Summary", "## 2. Observation lines", "## 3. Boundary table", "## 4. Invariants",
+		"## 5. Proof-boundary matrix", "## 6. Timelines", "## 7. Details"}
+	for name, md := range map[string]string{"pass": pass, "fail": fail, "planted": planted} {
+		last := -1
+		for _, h := range headings {
+			i := strings.Index(md, "\n"+h+"\n")
+			if i <= last {
+				t.Errorf("%s: heading %q at %d, after %d: missing or out of order", name, h, i, last)
+			}
+			last = i
+		}
+	}
+
+	tests := []struct {
+		name, md, section string
+		want, notWant     []string
+	}{
+		{name: "pass has no caution", md: pass, section: "# orderflow-audit report: run 20250301t100000z-7f3a",
+			notWant: []string{"[!CAUTION]", "NEGATIVE CONTROL"}},
+		{name: "fail warns at the top", md: fail, section: "# orderflow-audit report: run 20250301t100000z-7f3a",
+			want: []string{"[!CAUTION]", "**Verification FAIL.**", "2 reasons below"}},
+		{name: "fail lists every reason", md: fail, section: "### Verifier reasons",
+			want: []string{"metric-mismatch", "log-digest", "INCONCLUSIVE", "logs/sendBeforeMarkCrash/relay-A.jsonl seq 4, oldTokenCas"}},
+		{name: "observation lines verbatim", md: pass, section: "## 2. Observation lines",
+			want: []string{"```text\nU79 tokenMissing=PASS status=401 writes=0\n",
+				"U80 sendBeforeMarkCrash=PASS deliveries=2 businessEffects=1 oldTokenCas=0 state=SENT\n",
+				"EXT orderCrashWindow=NOT_RUN\n```"}},
+		{name: "boundary figures", md: pass, section: "## 3. Boundary table",
+			want: []string{"| boundary ", "| recovery path ", "| accepted after recovery ", "deliveries=2 businessEffects=1 oldTokenCas=0 state=SENT"}},
+		{name: "unverified boundary status", md: fail, section: "## 3. Boundary table",
+			want: []string{"PASS (claimed, not verified)"}},
+		{name: "replayed violation", md: fail, section: "## 4. Invariants",
+			want: []string{"VIOLATED: 1 row in sendBeforeMarkCrash; 0 rows in 6 other scenarios", "holds: 0 rows in 7 scenarios"}},
+		{name: "proof matrix computed", md: pass, section: "## 5. Proof-boundary matrix",
+			want: []string{"kfake is not Apache Kafka broker code", "NOT RUN: scenario orderCrashWindow", "NOT RUN: kill -9 of an actor", "<br>• "}},
+		{name: "planted is a negative control", md: planted, section: "# orderflow-audit report: run 20250301t100000z-7f3a",
+			want: []string{"[!WARNING]", "**NEGATIVE CONTROL.**", "`mark-without-token`"}},
+		{name: "planted summary", md: planted, section: "## 1. Summary",
+			want: []string{"NEGATIVE CONTROL: mark-without-token", "1 failed"}},
+		{name: "stale mark drawn", md: pass, section: "### sendBeforeMarkCrash: PASS",
+			want: []string{"rect rgb(255, 225, 225)", "stale CAS: 0 rows", "FAULT after-publish-before-mark", "expired by SQL",
+				"receive e-1: p0 offset 1", "inbox rejects duplicate e-1", "participant a3 as relay-A"}},
+		{name: "replay drawn", md: pass, section: "### offsetReplay: PASS",
+			want: []string{"REPLAY receive e-1: p0 offset 0", "FAULT after-effect-before-offset-commit"}},
+		{name: "planted stale mark succeeded", md: planted, section: "### sendBeforeMarkCrash: FAIL",
+			want: []string{"token v1/11124878…: 1 row"}, notWant: []string{"stale CAS"}},
+		{name: "long timeline summarised", md: pass, section: "### concurrentRelays: PASS",
+			want: []string{"events: 30 drawn,", "events summarised (counts by kind: claim="}},
+		{name: "not run has no events", md: pass, section: "### orderCrashWindow: NOT RUN",
+			want: []string{"Not run: no events."}},
+		{name: "details", md: pass, section: "## 7. Details",
+			want: []string{"| metric ", "| event log ", "logs/offsetReplay/consumer-2.jsonl", "`ofa_7f3a_offsetreplay`, dropped at the end"}},
+		{name: "planted keeps the database", md: planted, section: "## 7. Details",
+			want: []string{"`ofa_7f3a_sendbeforemarkcrash`, kept"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := section(tt.md, tt.section)
+			if s == "" {
+				t.Fatalf("section %q not found", tt.section)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(s, w) {
+					t.Errorf("section %q lacks %q", tt.section, w)
+				}
+			}
+			for _, w := range tt.notWant {
+				if strings.Contains(s, w) {
+					t.Errorf("section %q contains %q", tt.section, w)
+				}
+			}
+		})
+	}
+}
+
+var barePass = regexp.MustCompile(`\| PASS +\||: PASS\n|status: PASS\n`)
+
+// A report of evidence that fails verification never shows a bare PASS.
+func TestUnverifiedNeverPasses(t *testing.T) {
+	for _, tc := range goldenCases {
+		v := loadVerdict(t, filepath.Join(tc.dir, tc.verdict))
+		if v.Status == checks.Pass {
+			continue
+		}
+		md := string(renderCase(t, tc.dir, tc.verdict))
+		body := md[strings.Index(md, "## 2. Observation lines"):]
+		body = strings.Replace(body, section(body, "## 2. Observation lines"), "", 1) // lines are verbatim claims
+		if m := barePass.FindString(body); m != "" {
+			t.Errorf("%s: unverified report contains %q", tc.name, m)
+		}
+	}
+}
+
+type fakeLogs map[string]struct {
+	events []evidence.Event
+	err    error
+}
+
+func (f fakeLogs) Events(ref evidence.LogRef) ([]evidence.Event, error) {
+	x, ok := f[ref.Path]
+	if !ok {
+		return nil, errors.New("no such log")
+	}
+	return x.events, x.err
+}
+
+func TestBuildLogProblems(t *testing.T) {
+	ev := loadEvidence(t, "testdata/u80")
+	v := loadVerdict(t, "testdata/u80/verdict-pass.json")
+	var sc evidence.Scenario
+	for _, s := range ev.Scenarios {
+		if s.ID == "offsetReplay" {
+			sc = s
+		}
+	}
+	full, err := DirLogs("testdata/u80").Events(sc.Logs[0])
+	if err != nil || len(full) < 2 {
+		t.Fatalf("read %s: %d events, %v", sc.Logs[0].Path, len(full), err)
+	}
+	logs := fakeLogs{
+		sc.Logs[0].Path: {events: full[:1], err: evidence.ErrTruncated},
+		sc.Logs[1].Path: {err: errors.New("permission denied")},
+	}
+	r, err := Build(&evidence.Evidence{Scenarios: []evidence.Scenario{sc}, Tool: ev.Tool, Run: ev.Run, Environment: ev.Environment}, v, logs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl := r.Timelines[0]
+	if len(tl.Problems) < 3 {
+		t.Fatalf("problems = %q; want the truncated log, the unreadable one and the missing ones", tl.Problems)
+	}
+	if !strings.Contains(tl.Problems[0], "truncated") || !strings.Contains(tl.Problems[1], "permission denied") {
+		t.Errorf("problems = %q", tl.Problems)
+	}
+	if tl.Events != 1 || tl.Shown != 1 {
+		t.Errorf("events %d shown %d; want 1 and 1", tl.Events, tl.Shown)
+	}
+	var buf bytes.Buffer
+	if err := Render(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "- log problem: logs/offsetReplay/scenario.jsonl: the last line is truncated") {
+		t.Errorf("render does not show the truncated log:\n%s", section(buf.String(), "## 6. Timelines"))
+	}
+
+	r, err = Build(ev, v, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := r.Timelines[1].Problems; len(p) != 1 || !strings.Contains(p[0], "not available") {
+		t.Errorf("without logs: problems %q", p)
+	}
+}
+
+func TestBuildErrors(t *testing.T) {
+	ev := loadEvidence(t, "testdata/u80")
+	if _, err := Build(nil, &checks.Verdict{}, nil); err == nil {
+		t.Error("Build(nil evidence): no error")
+	}
+	if _, err := Build(ev, nil, nil); err == nil {
+		t.Error("Build(nil verdict): no error")
+	}
+	if err := Render(&bytes.Buffer{}, nil); err == nil {
+		t.Error("Render(nil): no error")
+	}
+	if _, err := DirLogs("testdata/u80").Events(evidence.LogRef{Path: "../u80/evidence.json"}); err == nil {
+		t.Error("DirLogs read a path outside its directory")
+	}
+}

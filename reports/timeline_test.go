@@ -1,0 +1,133 @@
+package reports
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/orderflow-audit/orderflow-audit/evidence"
+)
+
+func TestMermaidText(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"plain text: ok", "plain text: ok"},
+		{"a; b", "a#59; b"},
+		{"#1", "#35;1"},
+		{"a<b>c", "a#60;b#62;c"},
+		{`say "hi"`, "say #34;hi#34;"},
+		{"100%", "100#37;"},
+		{"two\nlines\r\nhere", "two lines here"},
+		{"#59;", "#35;59#59;"},
+	}
+	for _, tt := range tests {
+		if got := mtext(tt.in); got != tt.want {
+			t.Errorf("mtext(%q) = %q; want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// memLogs serves events from memory, one log per path.
+type memLogs map[string][]evidence.Event
+
+func (m memLogs) Events(ref evidence.LogRef) ([]evidence.Event, error) { return m[ref.Path], nil }
+
+func TestTimeline(t *testing.T) {
+	t0 := time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	p32 := evidence.Ptr[int32]
+	p64 := evidence.Ptr[int64]
+
+	// Many ordinary events with a stale mark and a replay in the middle.
+	var long []evidence.Event
+	for i := range 60 {
+		long = append(long, evidence.Event{Seq: int64(i + 1), Time: at(i), Actor: "relay-A", Kind: evidence.KindClaim,
+			EventID: fmt.Sprintf("e-%d", i), ClaimVersion: p64(1), ClaimID: "c1", StateBefore: evidence.StatePending})
+	}
+	long[30] = evidence.Event{Seq: 31, Time: at(30), Actor: "relay-A", Kind: evidence.KindMark, EventID: "e-1", ClaimVersion: p64(1), ClaimID: "c1", Rows: p64(0)}
+
+	tests := []struct {
+		name      string
+		logs      map[string][]evidence.Event
+		wantShown int
+		want      []string
+		notWant   []string
+	}{
+		{
+			name: "two logs merged by time",
+			logs: map[string][]evidence.Event{
+				"a.jsonl": {
+					{Seq: 1, Time: at(1), Actor: "relay-A", Kind: evidence.KindPublish, EventID: "e-1", ClaimVersion: p64(1), ClaimID: "0123456789abcdef", Topic: "t", Partition: p32(0), Offset: p64(5)},
+					{Seq: 2, Time: at(3), Actor: "relay-A", Kind: evidence.KindPublish, EventID: "e-1", ClaimVersion: p64(2), ClaimID: "c2", Topic: "t", Err: "timeout; broker said #no"},
+				},
+				"b.jsonl": {
+					{Seq: 1, Time: at(2), Actor: "consumer-1", Kind: evidence.KindReceive, EventID: "e-1", OrderID: p64(1), Topic: "t", Partition: p32(0), Offset: p64(5), Consumer: "g"},
+					{Seq: 2, Time: at(4), Actor: "consumer-1", Kind: evidence.KindReceive, EventID: "e-1", OrderID: p64(1), Topic: "t", Partition: p32(0), Offset: p64(5), Consumer: "g"},
+				},
+			},
+			wantShown: 4,
+			want: []string{
+				"participant a1 as relay-A\n    participant a2 as consumer-1\n    participant kafka as kafka\n",
+				"a1->>kafka: publish e-1 token v1/01234567…: p0 offset 5\n    kafka->>a2: receive e-1: p0 offset 5 (group g)\n    a1-xkafka: publish e-1 token v2/c2 failed: timeout#59; broker said #35;no\n    kafka->>a2: REPLAY receive",
+			},
+			notWant: []string{"participant db"},
+		},
+		{
+			name:      "long scenario summarised, notable kept",
+			logs:      map[string][]evidence.Event{"a.jsonl": long},
+			wantShown: timelineHead + timelineTail + 1,
+			want: []string{
+				"Note over a1,db: 15 events summarised (counts by kind: claim=15)\n    rect rgb(255, 225, 225)\n    a1-xdb: mark SENT e-1 token v1/c1: stale CAS: 0 rows\n    end\n    Note over a1,db: 14 events summarised (counts by kind: claim=14)",
+			},
+		},
+		{
+			name: "invariants grouped, violation flagged",
+			logs: map[string][]evidence.Event{"a.jsonl": {
+				{Seq: 1, Time: at(1), Actor: "scenario", Kind: evidence.KindInvariant, Invariant: "orphan-sent", Rows: p64(0)},
+				{Seq: 2, Time: at(2), Actor: "scenario", Kind: evidence.KindInvariant, Invariant: "duplicated-effects", Rows: p64(2)},
+				{Seq: 3, Time: at(3), Actor: "scenario", Kind: evidence.KindFault, Point: "p", Detail: "d"},
+			}},
+			wantShown: 3,
+			want:      []string{"Note over db: VIOLATED invariants (rows): orphan-sent=0, duplicated-effects=2\n    Note over a1: FAULT p: d"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sc := evidence.Scenario{ID: "s", Status: evidence.StatusPass}
+			total := 0
+			for _, p := range []string{"a.jsonl", "b.jsonl"} {
+				if es, ok := tt.logs[p]; ok {
+					sc.Logs = append(sc.Logs, evidence.LogRef{Path: p})
+					total += len(es)
+				}
+			}
+			tl := buildTimeline(sc, memLogs(tt.logs))
+			if tl.Events != total || tl.Shown != tt.wantShown {
+				t.Errorf("events %d shown %d; want %d and %d", tl.Events, tl.Shown, total, tt.wantShown)
+			}
+			body := strings.Join(tl.Mermaid, "\n")
+			for _, w := range tt.want {
+				if !strings.Contains(body, w) {
+					t.Errorf("diagram lacks\n%s\ngot:\n%s", w, body)
+				}
+			}
+			for _, w := range tt.notWant {
+				if strings.Contains(body, w) {
+					t.Errorf("diagram contains %q:\n%s", w, body)
+				}
+			}
+			// Every event is either drawn or counted in a note.
+			summarised := 0
+			for _, l := range tl.Mermaid {
+				var n int
+				if i := strings.Index(l, ": "); i >= 0 && strings.Contains(l, " events summarised") {
+					fmt.Sscanf(l[i+2:], "%d", &n)
+				}
+				summarised += n
+			}
+			if tl.Shown+summarised != tl.Events {
+				t.Errorf("shown %d + summarised %d != events %d", tl.Shown, summarised, tl.Events)
+			}
+		})
+	}
+}
