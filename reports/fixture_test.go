@@ -395,8 +395,8 @@ func generateFixture(t *testing.T, dir, planted string) (*evidence.Evidence, int
 		Description: "1 order with after-order-commit-before-outbox armed (reachable only when the intent is written outside the order transaction)",
 		FaultPoints: []string{"after-order-commit-before-outbox"},
 		Status:      evidence.StatusNotRun, Reason: "reachable only with --plant outbox-outside-tx",
-		Metrics:     []evidence.Metric{}, Line: evidence.FormatLine("EXT", "orderCrashWindow", evidence.StatusNotRun, nil),
-		Topics:      []string{}, Logs: []evidence.LogRef{}, Invariants: []evidence.InvariantResult{}, Tables: []evidence.TableDigest{}})
+		Metrics: []evidence.Metric{}, Line: evidence.FormatLine("EXT", "orderCrashWindow", evidence.StatusNotRun, nil),
+		Topics: []string{}, Logs: []evidence.LogRef{}, Invariants: []evidence.InvariantResult{}, Tables: []evidence.TableDigest{}})
 
 	args := []string{"run", "--suite", "U79,U80,EXT", "-o", "evidence/u80.json"}
 	if planted != "" {
