@@ -3,7 +3,9 @@ package runner_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -40,7 +42,7 @@ func runOpts(t *testing.T, ids ...string) runner.Options {
 	}
 	return runner.Options{
 		MySQL: cfg, Brokers: infra.ResolveBrokers(""), Scenarios: ids,
-		Out: filepath.Join(t.TempDir(), "u80.json"), Timeout: 30 * time.Second,
+		Out: filepath.Join(t.TempDir(), "u80.json"), Timeout: 30 * time.Second, Executable: exe,
 	}
 }
 
@@ -54,7 +56,23 @@ func byID(ev *evidence.Evidence) map[string]evidence.Scenario {
 
 var sharedDirs []string
 
+// exe is the orderflow-audit binary built for the scenarios that run actors
+// as OS processes (the test binary itself has no actor command).
+var exe string
+
 func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "ofa-runner-bin-")
+	if err != nil {
+		panic(err)
+	}
+	sharedDirs = append(sharedDirs, dir)
+	exe = filepath.Join(dir, "orderflow-audit")
+	build := exec.Command("go", "build", "-o", exe, "github.com/orderflow-audit/orderflow-audit/cmd/orderflow-audit")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintf(os.Stderr, "build orderflow-audit: %v\n", err)
+		os.Exit(1)
+	}
 	code := m.Run()
 	for _, d := range sharedDirs {
 		os.RemoveAll(d)
@@ -210,6 +228,7 @@ func TestPlantedBugMakesScenarioFail(t *testing.T) {
 		{"offset-before-effect", "offsetReplay"},
 		{"outbox-outside-tx", "orderCrashWindow"},
 		{"claim-without-lock", "concurrentRelays"},
+		{"mark-before-publish", "sendBeforeMarkCrash"},
 	} {
 		t.Run(tc.bug+"/"+tc.scenario, func(t *testing.T) {
 			opts := runOpts(t, tc.scenario)
