@@ -2,6 +2,8 @@ package evidence
 
 import (
 	"fmt"
+	"slices"
+	"sort"
 	"strings"
 	"unicode/utf8"
 )
@@ -28,12 +30,13 @@ const (
 	KafkaExternal  = "external"
 )
 
-// KillSuffix marks a fault point that was injected by killing the actor's
-// OS process with SIGKILL (for example "after-publish-before-mark:kill").
-// A point without it was injected in-process: the actor abandoned the
+// FaultSIGKILL, among a scenario's fault points, says that the scenario's
+// other fault points were injected by killing the actor's OS process with
+// SIGKILL (runner.FaultSIGKILL; evidence/ cannot import the runner). Without
+// it a fault point was injected in-process: the actor abandoned the
 // operation as if it had died, and no signal was sent. The proof-boundary
 // matrix counts a kill only when Environment.ActorProcesses is also true.
-const KillSuffix = ":kill"
+const FaultSIGKILL = "sigkill"
 
 // boundaryDesign is the boundary table of DESIGN.md: what each boundary's
 // U80 scenario injects, how the chain recovers and when it is accepted.
@@ -110,6 +113,7 @@ func formatMetrics(ms []Metric) string {
 // faultDescription says how this tool injects a fault point and what that
 // injection does not show.
 type faultDescription struct {
+	role        string // the actor the point is in
 	how         string // in-process injection
 	killed      string // injection by SIGKILL of the actor's process; "" if not possible
 	cannotInfer string
@@ -123,23 +127,26 @@ type faultDescription struct {
 // import the runner, so they are repeated here as plain strings.
 var faultCatalogue = map[string]faultDescription{
 	"outbox-unique-conflict": {
+		role: "order service",
 		how: "a real database error: the unique key on outbox.event_id rejects the order transaction's last write " +
 			"because the scenario seeded a decoy row with that event_id (duplicate-key error 1062 raised by the server, not simulated)",
 		cannotInfer: "other failures inside the order transaction (deadlock, lock wait timeout, connection lost before COMMIT, " +
 			"server crash): only a constraint violation at the last write was provoked",
 	},
 	"after-publish-before-mark": {
+		role: "relay",
 		how: "the relay abandoned its work after the broker acknowledged the publish and before the mark " +
 			"(an in-process simulated crash: no signal, no process died), then the scenario expired its lease by SQL " +
 			"(lease_until moved into the past) instead of waiting for the clock",
-		killed: "the relay's OS process was killed with SIGKILL after the broker acknowledged the publish and before the mark; " +
-			"its lease was then expired by SQL (lease_until moved into the past) instead of waiting for the clock",
+		killed: "the relay ran as its own OS process and was killed with SIGKILL after the broker acknowledged the publish " +
+			"and before the mark",
 		cannotInfer: "a lease expired by SQL is not a lease that ran out on the clock: a slow relay that is still alive when its lease " +
 			"expires, clock skew between relays and database, and lease renewal were not exercised",
 		simulated: "a lease expired by SQL after an in-process crash is not a relay process killed by a signal: no OS process died, " +
 			"no connection was dropped by the kernel, no client buffer was lost",
 	},
 	"after-effect-before-offset-commit": {
+		role: "consumer",
 		how: "the consumer stopped after its effect transaction committed and before committing the offset " +
 			"(an in-process simulated crash: its client left the group without committing; no signal, no process died)",
 		killed: "the consumer's OS process was killed with SIGKILL after its effect transaction committed and before committing the offset",
@@ -147,25 +154,19 @@ var faultCatalogue = map[string]faultDescription{
 			"that keeps running after losing its partitions (a zombie) were not exercised",
 	},
 	"after-claim-before-publish": {
+		role:   "relay",
 		how:    "the relay abandoned a claim before publishing (an in-process simulated crash: no signal, no process died)",
 		killed: "the relay's OS process was killed with SIGKILL while holding a claim, before publishing",
 		cannotInfer: "a publish that was in flight when the relay died (the broker may or may not have appended it) was not " +
 			"exercised by this point",
 	},
 	"after-order-commit-before-outbox": {
+		role: "order service",
 		how: "the order service stopped after the order committed and before writing its outbox intent " +
 			"(reachable only when the intent is written outside the order transaction, i.e. with the planted bug outbox-outside-tx)",
 		killed:      "the order service's OS process was killed with SIGKILL after the order committed and before writing its outbox intent",
 		cannotInfer: "nothing about the clean design, where the intent is written in the order transaction and this window does not exist",
 	},
-}
-
-// splitFaultPoint returns the point without KillSuffix and whether it had it.
-func splitFaultPoint(fp string) (string, bool) {
-	if p, ok := strings.CutSuffix(fp, KillSuffix); ok {
-		return p, true
-	}
-	return fp, false
 }
 
 // ComputeProofBoundary returns the proof-boundary matrix: for each category
@@ -181,10 +182,10 @@ func ComputeProofBoundary(ev *Evidence) []ProofRow {
 			ran = append(ran, sc)
 		}
 	}
-	killed := killedPoints(ev, ran)
+	killed := killedRoles(ev, ran)
 	rows := []ProofRow{
 		proofReal(ev, ran),
-		proofFaults(ev, ran, killed),
+		proofFaults(ev, ran),
 		proofSynthetic(ran),
 		proofNotRun(ev, killed),
 	}
@@ -230,18 +231,24 @@ func clipText(s string) string {
 	return s[:cut] + more
 }
 
-// killedPoints returns the fault points injected by SIGKILL in scenarios
-// that ran, counting them only when the environment says actors ran as OS
+// killedScenario tells whether sc injected its fault points by SIGKILL:
+// it declares FaultSIGKILL and the environment says actors ran as OS
 // processes.
-func killedPoints(ev *Evidence, ran []Scenario) map[string]bool {
+func killedScenario(ev *Evidence, sc Scenario) bool {
+	return ev.Environment.ActorProcesses && slices.Contains(sc.FaultPoints, FaultSIGKILL)
+}
+
+// killedRoles returns the actors (relay, consumer, order service) that
+// were killed by SIGKILL in scenarios that ran.
+func killedRoles(ev *Evidence, ran []Scenario) map[string]bool {
 	out := map[string]bool{}
-	if !ev.Environment.ActorProcesses {
-		return out
-	}
 	for _, sc := range ran {
+		if !killedScenario(ev, sc) {
+			continue
+		}
 		for _, fp := range sc.FaultPoints {
-			if p, k := splitFaultPoint(fp); k {
-				out[p] = true
+			if d, ok := faultCatalogue[fp]; ok && d.killed != "" {
+				out[d.role] = true
 			}
 		}
 	}
@@ -333,7 +340,7 @@ func proofReal(ev *Evidence, ran []Scenario) ProofRow {
 	return row
 }
 
-func proofFaults(ev *Evidence, ran []Scenario, killed map[string]bool) ProofRow {
+func proofFaults(ev *Evidence, ran []Scenario) ProofRow {
 	row := ProofRow{Category: CategoryFaults}
 	if ev.Run.Planted != "" {
 		row.Had = append(row.Had, fmt.Sprintf(
@@ -352,13 +359,19 @@ func proofFaults(ev *Evidence, ran []Scenario, killed map[string]bool) ProofRow 
 	}
 	var uses []*use
 	index := map[string]*use{}
+	var unkilled []string // scenarios that declare SIGKILL without actor processes
 	for _, sc := range ran {
-		for _, fp := range sc.FaultPoints {
-			p, k := splitFaultPoint(fp)
-			k = k && killed[p]
+		k := killedScenario(ev, sc)
+		if !k && slices.Contains(sc.FaultPoints, FaultSIGKILL) {
+			unkilled = append(unkilled, sc.ID)
+		}
+		for _, p := range sc.FaultPoints {
+			if p == FaultSIGKILL {
+				continue
+			}
 			key := p
 			if k {
-				key += KillSuffix
+				key += "\x00" + FaultSIGKILL
 			}
 			u := index[key]
 			if u == nil {
@@ -371,6 +384,11 @@ func proofFaults(ev *Evidence, ran []Scenario, killed map[string]bool) ProofRow 
 			}
 		}
 	}
+	if len(unkilled) > 0 {
+		row.Had = append(row.Had, fmt.Sprintf(
+			"%s declared in %s, but the evidence says no actor ran as an OS process: not counted as a kill",
+			FaultSIGKILL, strings.Join(unkilled, ", ")))
+	}
 	if len(uses) == 0 {
 		row.Had = append(row.Had, "no fault point was declared by the scenarios that ran")
 	}
@@ -382,11 +400,16 @@ func proofFaults(ev *Evidence, ran []Scenario, killed map[string]bool) ProofRow 
 			how = "a fault point this tool version does not describe: how it was injected is not known to the report"
 		case u.killed && d.killed != "":
 			how = d.killed
+		case u.killed:
+			how += " (the scenario declares " + FaultSIGKILL + ", but this point is not in a killable actor)"
 		}
 		row.Had = append(row.Had, fmt.Sprintf("%s (in %s): %s", u.point, strings.Join(u.by, ", "), how))
 		switch {
 		case !known:
 			row.CannotInfer = append(row.CannotInfer, fmt.Sprintf("%s: what this point proves; the tool does not describe it", u.point))
+		case u.killed && u.point == "after-publish-before-mark":
+			row.CannotInfer = append(row.CannotInfer, u.point+" (SIGKILL): a lease that runs out while the old relay is still "+
+				"alive (a slow relay, not a dead one), clock skew between relays and database, and lease renewal were not exercised")
 		default:
 			row.CannotInfer = append(row.CannotInfer, u.point+": "+d.cannotInfer)
 		}
@@ -465,6 +488,16 @@ var notRunCatalogue = []struct {
 	},
 }
 
+// keys returns the keys of m, sorted.
+func keys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
 func proofNotRun(ev *Evidence, killed map[string]bool) ProofRow {
 	row := ProofRow{Category: CategoryNotRun}
 	if ev.Run.Interrupted {
@@ -488,6 +521,18 @@ func proofNotRun(ev *Evidence, killed map[string]bool) ProofRow {
 	}
 	for _, c := range notRunCatalogue {
 		if c.key == "kill" && len(killed) > 0 {
+			var rest []string
+			for _, r := range []string{"order service", "relay", "consumer"} {
+				if !killed[r] {
+					rest = append(rest, r)
+				}
+			}
+			if len(rest) == 0 {
+				continue
+			}
+			row.Had = append(row.Had, fmt.Sprintf("NOT RUN: kill -9 of the %s (SIGKILL mid-operation; only the %s was killed)",
+				strings.Join(rest, ", "), strings.Join(keys(killed), ", ")))
+			row.CannotInfer = append(row.CannotInfer, c.label+": "+c.cannotInfer)
 			continue
 		}
 		row.Had = append(row.Had, c.had)

@@ -165,30 +165,34 @@ func TestComputeProofBoundary(t *testing.T) {
 			},
 		},
 		{
-			name: "kill suffix without actor processes stays simulated",
+			name: "sigkill without actor processes stays simulated",
 			modify: func(ev *Evidence) {
-				ev.Scenarios[1].FaultPoints = []string{"after-publish-before-mark" + KillSuffix}
+				ev.Scenarios[1].FaultPoints = []string{"after-publish-before-mark", FaultSIGKILL}
 			},
 			want: map[string][]string{
-				CategoryFaults + "/had":    {"in-process simulated crash"},
+				CategoryFaults + "/had":    {"in-process simulated crash", "sigkill declared in sendBeforeMarkCrash, but the evidence says no actor ran as an OS process"},
 				CategoryFaults + "/cannot": {"not a relay process killed by a signal"},
 				CategoryNotRun + "/had":    {"NOT RUN: kill -9 of an actor"},
 			},
 			notWant: map[string][]string{CategoryFaults + "/had": {"SIGKILL"}},
 		},
 		{
-			name: "kill with actor processes",
+			name: "relay killed as a process next to the simulated crash",
 			modify: func(ev *Evidence) {
 				ev.Environment.ActorProcesses = true
-				ev.Scenarios[1].FaultPoints = []string{"after-publish-before-mark" + KillSuffix}
+				ev.Scenarios = append(ev.Scenarios, Scenario{ID: "relayKill9", Suite: "EXT", Boundary: BoundarySend,
+					FaultPoints: []string{"after-publish-before-mark", FaultSIGKILL}, Status: StatusPass,
+					Metrics: []Metric{}, Line: "EXT relayKill9=PASS", Topics: []string{}, Logs: []LogRef{}, Invariants: []InvariantResult{}, Tables: []TableDigest{}})
 			},
 			want: map[string][]string{
-				CategoryReal + "/had":   {"separate OS processes"},
-				CategoryFaults + "/had": {"relay's OS process was killed with SIGKILL"},
+				CategoryReal + "/had":      {"separate OS processes"},
+				CategoryFaults + "/had":    {"after-publish-before-mark (in relayKill9): the relay ran as its own OS process and was killed with SIGKILL", "after-publish-before-mark (in sendBeforeMarkCrash): the relay abandoned its work"},
+				CategoryFaults + "/cannot": {"after-publish-before-mark (SIGKILL): a lease that runs out while the old relay is still alive", "after-publish-before-mark: a lease expired by SQL after an in-process crash is not a relay process killed by a signal"},
+				CategoryNotRun + "/had":    {"NOT RUN: kill -9 of the order service, consumer (SIGKILL mid-operation; only the relay was killed)"},
 			},
 			notWant: map[string][]string{
-				CategoryNotRun + "/had":    {"kill -9"},
-				CategoryFaults + "/cannot": {"not a relay process killed by a signal"},
+				CategoryNotRun + "/had": {"kill -9 of an actor"},
+				CategoryFaults + "/had": {"sigkill (in"},
 			},
 		},
 		{
