@@ -67,10 +67,11 @@ type Kafka struct {
 // answers. A failure wraps ErrUnavailable.
 func StartKafka(ctx context.Context, cfg KafkaConfig) (*Kafka, error) {
 	if len(cfg.Brokers) > 0 {
-		k := &Kafka{Mode: ModeExternal, Implementation: "external Kafka cluster (implementation not verified)", Brokers: cfg.Brokers}
+		k := &Kafka{Mode: ModeExternal, Brokers: cfg.Brokers}
 		if err := k.Ping(ctx); err != nil {
 			return nil, err
 		}
+		k.Implementation = k.describeExternal(ctx)
 		return k, nil
 	}
 	opts := []kfake.Opt{kfake.NumBrokers(1), kfake.DefaultNumPartitions(1)}
@@ -198,4 +199,23 @@ func ModuleVersion(path string) string {
 		}
 	}
 	return "(unknown)"
+}
+
+// describeExternal says what the cluster reports about itself. The Kafka
+// protocol does not name the broker software, so the tool cannot verify it
+// and says so.
+func (k *Kafka) describeExternal(ctx context.Context) string {
+	const unverified = "broker software not verifiable over the Kafka protocol"
+	cl, err := kgo.NewClient(k.ClientOpts()...)
+	if err != nil {
+		return "external Kafka cluster (" + unverified + ")"
+	}
+	defer cl.Close()
+	mctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	md, err := kadm.NewClient(cl).BrokerMetadata(mctx)
+	if err != nil {
+		return "external Kafka cluster (" + unverified + ")"
+	}
+	return fmt.Sprintf("external Kafka cluster (cluster id %q, %d broker(s); %s)", md.Cluster, len(md.Brokers), unverified)
 }
