@@ -41,6 +41,18 @@ func (d DirLogs) Events(ref evidence.LogRef) ([]evidence.Event, error) {
 	return evidence.ReadEvents(filepath.Join(string(d), filepath.FromSlash(ref.Path)))
 }
 
+// FromFile renders the evidence file at path under the verdict v, reading
+// its event logs relative to the file. The verdict must come from the
+// verifier run on the same file (the report shows it, and never shows
+// unverified evidence as passing). Bad input wraps evidence.ErrBadInput.
+func FromFile(path string, v *checks.Verdict) ([]byte, error) {
+	ev, _, err := evidence.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Markdown(ev, v, DirLogs(filepath.Dir(path)))
+}
+
 // Report is everything a rendered report shows, computed by Build.
 type Report struct {
 	// Verdict is the verifier's verdict on the evidence; Verified is true

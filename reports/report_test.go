@@ -279,6 +279,26 @@ func TestBuildLogProblems(t *testing.T) {
 	}
 }
 
+func TestFromFile(t *testing.T) {
+	v := loadVerdict(t, "testdata/u80/verdict-pass.json")
+	got, err := FromFile("testdata/u80/evidence.json", v)
+	if err != nil {
+		t.Fatalf("FromFile: %v", err)
+	}
+	want, err := os.ReadFile("testdata/pass.golden")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("FromFile differs from pass.golden:\n%s", firstDiff(got, want))
+	}
+	for _, path := range []string{"testdata/missing.json", "testdata/u80/logs/offsetReplay/orders.jsonl"} {
+		if _, err := FromFile(path, v); !errors.Is(err, evidence.ErrBadInput) {
+			t.Errorf("FromFile(%q) = %v; want ErrBadInput", path, err)
+		}
+	}
+}
+
 func TestBuildErrors(t *testing.T) {
 	ev := loadEvidence(t, "testdata/u80")
 	if _, err := Build(nil, &checks.Verdict{}, nil); err == nil {
