@@ -1,0 +1,117 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/orderflow-audit/orderflow-audit/evidence"
+	"github.com/orderflow-audit/orderflow-audit/runner/infra/infratest"
+)
+
+func TestRunUsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown scenario", []string{"run", "--scenarios", "normalChain,bogus"}, "bogus"},
+		{"unknown plant", []string{"run", "--plant", "nope"}, "unknown planted bug"},
+		{"bad timeout", []string{"run", "--timeout", "-1s"}, "timeout"},
+		{"extra argument", []string{"run", "extra"}, "unexpected argument"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := runCLI(t, tc.args...)
+			if code != exitUsage {
+				t.Fatalf("exit %d, want %d; stderr:\n%s", code, exitUsage, stderr)
+			}
+			if !strings.Contains(stderr, tc.want) {
+				t.Errorf("stderr lacks %q:\n%s", tc.want, stderr)
+			}
+		})
+	}
+	_, _, stderr := runCLI(t, "run", "--scenarios", "bogus")
+	if !strings.Contains(stderr, "offsetReplay") {
+		t.Errorf("unknown scenario message does not list the valid ids:\n%s", stderr)
+	}
+}
+
+func TestRunUnreachableDatabase(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "u80.json")
+	code, _, stderr := runCLI(t, "run", "--mysql-dsn", "root:hunter2@tcp(127.0.0.1:1)/", "--out", out)
+	if code != exitUnavailable {
+		t.Fatalf("exit %d, want %d; stderr:\n%s", code, exitUnavailable, stderr)
+	}
+	if strings.Contains(stderr, "hunter2") {
+		t.Errorf("stderr leaks the password:\n%s", stderr)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("an evidence file was written (stat: %v)", err)
+	}
+}
+
+func TestRunJSONAndLines(t *testing.T) {
+	infratest.Server(t)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "u80.json")
+	code, stdout, stderr := runCLI(t, "run", "--scenarios", "txBoundaryRollback,placement", "--out", out)
+	if code != exitOK {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
+	}
+	want := "U79 placement=PASS status=201 orders=1 stock=8 idemRows=1 outbox=1\n" +
+		"U80 txBoundaryRollback=PASS stock=10 idemRows=0 outboxRollback=true seedUntouched=true\n"
+	if stdout != want {
+		t.Errorf("stdout:\n%s\nwant:\n%s", stdout, want)
+	}
+	if !strings.Contains(stderr, "placement") || !strings.Contains(stderr, "PASS") {
+		t.Errorf("no progress on stderr:\n%s", stderr)
+	}
+	if _, _, err := evidence.ReadFile(out); err != nil {
+		t.Fatalf("evidence: %v", err)
+	}
+
+	code, stdout, stderr = runCLI(t, "run", "--scenarios", "placement", "--json", "--out", out)
+	if code != exitOK {
+		t.Fatalf("--json exit %d; stderr:\n%s", code, stderr)
+	}
+	var sum struct {
+		RunID     string `json:"run_id"`
+		Scenarios []struct {
+			ID, Status string
+		} `json:"scenarios"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &sum); err != nil {
+		t.Fatalf("--json output is not JSON: %v\n%s", err, stdout)
+	}
+	if sum.RunID == "" || len(sum.Scenarios) != 1 || sum.Scenarios[0].Status != "PASS" {
+		t.Errorf("summary %+v", sum)
+	}
+}
+
+func TestRunPlantedFailsWithExit1(t *testing.T) {
+	infratest.Server(t)
+	out := filepath.Join(t.TempDir(), "u80.json")
+	code, stdout, stderr := runCLI(t, "run", "--scenarios", "normalChain", "--plant", "no-inbox-dedupe", "--out", out)
+	if code != exitFail {
+		t.Fatalf("exit %d, want %d; stdout:\n%s\nstderr:\n%s", code, exitFail, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "normalChain=FAIL") || !strings.Contains(stderr, "NEGATIVE CONTROL") {
+		t.Errorf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	}
+	ev, _, err := evidence.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.Run.Planted != "no-inbox-dedupe" || ev.Scenarios[0].Status != evidence.StatusFail || ev.Scenarios[0].Reason == "" {
+		t.Errorf("evidence run %+v scenario %+v", ev.Run, ev.Scenarios[0])
+	}
+}
+
+func TestRedactArgs(t *testing.T) {
+	got := strings.Join(redactArgs([]string{"--mysql-dsn", "u:pw1@tcp(h:1)/", "--mysql-dsn=u:pw2@tcp(h:1)/"}), " ")
+	if strings.Contains(got, "pw1") || strings.Contains(got, "pw2") {
+		t.Errorf("redactArgs = %q", got)
+	}
+}
