@@ -4,6 +4,8 @@
 // and a database; never on the runner or the system under test.
 package checks
 
+import "time"
+
 // Status is the three-way verdict: checked and fine, checked and broken,
 // or not decidable from what the evidence holds.
 type Status string
@@ -23,6 +25,7 @@ type Reason struct {
 	Scenario   string `json:"scenario,omitempty"`
 	Log        string `json:"log,omitempty"`
 	Seq        int64  `json:"seq,omitempty"`
+	Line       int64  `json:"line,omitempty"` // line number in Log
 	Field      string `json:"field,omitempty"`
 	Claimed    string `json:"claimed,omitempty"`
 	Recomputed string `json:"recomputed,omitempty"`
@@ -30,7 +33,8 @@ type Reason struct {
 }
 
 // InvariantCheck compares one invariant of one scenario: the live result
-// recorded by the runner and the result on the replayed end state.
+// recorded by the runner (-1 when the evidence has none) and the result on
+// the replayed end state.
 type InvariantCheck struct {
 	Scenario string `json:"scenario"`
 	ID       string `json:"id"`
@@ -49,4 +53,11 @@ type Verdict struct {
 	Scenarios  int              `json:"scenarios"`
 	Reasons    []Reason         `json:"reasons"`
 	Invariants []InvariantCheck `json:"invariants"`
+	// Planted is the bug planted into the run (a negative control: its
+	// verdict is expected to be FAIL); empty for a clean run.
+	Planted   string    `json:"planted,omitempty"`
+	CheckedAt time.Time `json:"checked_at"`
+	// Warnings are problems of the verification itself that do not bear
+	// on the evidence (for example a scratch database left behind).
+	Warnings []string `json:"warnings,omitempty"`
 }
