@@ -95,9 +95,10 @@ func (p *printer) title() {
 	p.printf("# orderflow-audit report: run %s\n\n", inline(r.Run.ID))
 	if !r.Verified {
 		p.printf("> [!CAUTION]\n")
-		p.printf("> **Verification %s.** The verifier did not accept this evidence (%d %s below). "+
+		p.printf("> **Verification %s.** %s (%d %s below). "+
 			"Nothing in this report is shown as passing: scenario results are the evidence's claims, not verified.\n\n",
-			inline(string(r.Verdict.Status)), len(r.Verdict.Reasons), plural(int64(len(r.Verdict.Reasons)), "reason", "reasons"))
+			inline(string(r.Verdict.Status)), verdictMeaning(r.Verdict.Status), len(r.Verdict.Reasons),
+			plural(int64(len(r.Verdict.Reasons)), "reason", "reasons"))
 	}
 	if r.Run.Planted != "" {
 		p.printf("> [!WARNING]\n")
@@ -106,16 +107,24 @@ func (p *printer) title() {
 	}
 }
 
+// verdictMeaning says what a verdict status means, as a sentence.
+func verdictMeaning(s checks.Status) string {
+	switch s {
+	case checks.Pass:
+		return "The verifier re-derived the evidence from its event logs and accepted it"
+	case checks.Inconclusive:
+		return "The verifier could not decide from what this evidence holds"
+	case checks.Fail:
+		return "The verifier did not accept this evidence"
+	}
+	return fmt.Sprintf("The verifier returned the unknown status %q", string(s))
+}
+
 func (p *printer) summary() {
 	r := p.r
 	env := r.Environment
 	p.printf("## 1. Summary\n\n")
-	verdict := string(r.Verdict.Status)
-	if r.Verified {
-		verdict += ": the verifier re-derived the evidence from its event logs and accepted it"
-	} else {
-		verdict += ": the verifier did not accept this evidence"
-	}
+	verdict := string(r.Verdict.Status) + ": " + strings.ToLower(verdictMeaning(r.Verdict.Status)[:1]) + verdictMeaning(r.Verdict.Status)[1:]
 	planted := "none (clean run)"
 	if r.Run.Planted != "" {
 		planted = "NEGATIVE CONTROL: " + r.Run.Planted
@@ -155,6 +164,14 @@ func (p *printer) summary() {
 	}
 	p.table([]string{"field", "value"}, rows)
 
+	if len(r.Verdict.Warnings) > 0 {
+		p.printf("Warnings of the verification itself (they do not bear on the evidence):\n\n")
+		for _, w := range r.Verdict.Warnings {
+			p.printf("- %s\n", inline(w))
+		}
+		p.printf("\n")
+	}
+
 	p.printf("### Verifier reasons\n\n")
 	if len(r.Verdict.Reasons) == 0 {
 		p.printf("The verifier reported no reasons.\n\n")
@@ -163,6 +180,9 @@ func (p *printer) summary() {
 	var rr [][]string
 	for _, x := range r.Verdict.Reasons {
 		where := x.Log
+		if x.Line != 0 {
+			where += " line " + strconv.FormatInt(x.Line, 10)
+		}
 		if x.Seq != 0 {
 			where += " seq " + strconv.FormatInt(x.Seq, 10)
 		}
@@ -252,7 +272,8 @@ func bullets(xs []string) string {
 func (p *printer) timelines() {
 	p.printf("## 6. Timelines\n\n")
 	p.printf("One sequence diagram per scenario, drawn from its event logs (by time, then log, then seq). " +
-		"Claim tokens are shown as `v<claim_version>/<claim_id>`; a mark that hits 0 rows is a stale compare-and-set.\n\n")
+		"Claim tokens are shown as `v<claim_version>/<claim_id>` (a claim id or consumer group ending in `-<run id>` without it, " +
+		"one longer than 24 characters cut to 12); a mark that hits 0 rows is a stale compare-and-set.\n\n")
 	for _, tl := range p.r.Timelines {
 		p.printf("### %s: %s\n\n", inline(tl.Scenario), inline(p.status(tl.Status)))
 		for _, pr := range tl.Problems {

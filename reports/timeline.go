@@ -282,7 +282,7 @@ func eventLines(e logEvent, a string) []string {
 	case evidence.KindLeaseExpired:
 		return msg(a, "->>", aliasDB, fmt.Sprintf("lease of %s token %s expired by SQL: %s %s", e.EventID, token(e.Event), i64(e.Rows), plural(deref(e.Rows), "row", "rows")))
 	case evidence.KindReceive:
-		text := fmt.Sprintf("receive %s: p%s offset %s (group %s)", e.EventID, i32(e.Partition), i64(e.Offset), e.Consumer)
+		text := fmt.Sprintf("receive %s: p%s offset %s (group %s)", e.EventID, i32(e.Partition), i64(e.Offset), short(e.Consumer, e.RunID))
 		if e.replay {
 			text = "REPLAY " + text
 		}
@@ -294,7 +294,7 @@ func eventLines(e logEvent, a string) []string {
 	case evidence.KindEffect:
 		return msg(a, "->>", aliasDB, fmt.Sprintf("effect: notification %s for %s (order %s)", i64(e.NotificationID), e.EventID, i64(e.OrderID)))
 	case evidence.KindOffsetCommit:
-		return msg(a, "->>", aliasKafka, fmt.Sprintf("commit offset p%s next %s (group %s)", i32(e.Partition), i64(e.Offset), e.Consumer))
+		return msg(a, "->>", aliasKafka, fmt.Sprintf("commit offset p%s next %s (group %s)", i32(e.Partition), i64(e.Offset), short(e.Consumer, e.RunID)))
 	case evidence.KindObserve:
 		return note(aliasDB, fmt.Sprintf("%s is %s (v%s)", e.EventID, e.State, i64(e.ClaimVersion)))
 	case evidence.KindFault:
@@ -305,14 +305,23 @@ func eventLines(e logEvent, a string) []string {
 	return note(a, fmt.Sprintf("%s (kind unknown to the report)", e.Kind))
 }
 
-// token renders a claim token as v<version>/<claim id>, shortening long
-// claim ids to their first 8 characters.
+// token renders a claim token as v<version>/<claim id>. A claim id that
+// ends in "-<run id>" is shown without it, and a long one is cut to its
+// first 12 characters.
 func token(e evidence.Event) string {
-	id := e.ClaimID
-	if r := []rune(id); len(r) > 12 {
-		id = string(r[:8]) + "…"
+	return "v" + i64(e.ClaimVersion) + "/" + short(e.ClaimID, e.RunID)
+}
+
+// short strips a "-<run id>" suffix and cuts s to 12 characters if it is
+// longer than 24.
+func short(s, runID string) string {
+	if runID != "" {
+		s = strings.TrimSuffix(s, "-"+runID)
 	}
-	return "v" + i64(e.ClaimVersion) + "/" + id
+	if r := []rune(s); len(r) > 24 {
+		s = string(r[:12]) + "…"
+	}
+	return s
 }
 
 func i64(p *int64) string {

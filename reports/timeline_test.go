@@ -58,17 +58,18 @@ func TestTimeline(t *testing.T) {
 			logs: map[string][]evidence.Event{
 				"a.jsonl": {
 					{Seq: 1, Time: at(1), Actor: "relay-A", Kind: evidence.KindPublish, EventID: "e-1", ClaimVersion: p64(1), ClaimID: "0123456789abcdef", Topic: "t", Partition: p32(0), Offset: p64(5)},
-					{Seq: 2, Time: at(3), Actor: "relay-A", Kind: evidence.KindPublish, EventID: "e-1", ClaimVersion: p64(2), ClaimID: "c2", Topic: "t", Err: "timeout; broker said #no"},
+					{Seq: 2, Time: at(3), RunID: "r1", Actor: "relay-A", Kind: evidence.KindPublish, EventID: "e-1", ClaimVersion: p64(2), ClaimID: "relay-b-r1", Topic: "t", Err: "timeout; broker said #no"},
 				},
 				"b.jsonl": {
 					{Seq: 1, Time: at(2), Actor: "consumer-1", Kind: evidence.KindReceive, EventID: "e-1", OrderID: p64(1), Topic: "t", Partition: p32(0), Offset: p64(5), Consumer: "g"},
-					{Seq: 2, Time: at(4), Actor: "consumer-1", Kind: evidence.KindReceive, EventID: "e-1", OrderID: p64(1), Topic: "t", Partition: p32(0), Offset: p64(5), Consumer: "g"},
+					{Seq: 2, Time: at(4), RunID: "r1", Actor: "consumer-1", Kind: evidence.KindReceive, EventID: "e-1", OrderID: p64(1), Topic: "t", Partition: p32(0), Offset: p64(5), Consumer: "notify-r1"},
+					{Seq: 3, Time: at(5), RunID: "r1", Actor: "consumer-1", Kind: evidence.KindOffsetCommit, Topic: "t", Partition: p32(0), Offset: p64(6), Consumer: "a-very-long-consumer-group-name-r1"},
 				},
 			},
-			wantShown: 4,
+			wantShown: 5,
 			want: []string{
 				"participant a1 as relay-A\n    participant a2 as consumer-1\n    participant kafka as kafka\n",
-				"a1->>kafka: publish e-1 token v1/01234567…: p0 offset 5\n    kafka->>a2: receive e-1: p0 offset 5 (group g)\n    a1-xkafka: publish e-1 token v2/c2 failed: timeout#59; broker said #35;no\n    kafka->>a2: REPLAY receive",
+				"a1->>kafka: publish e-1 token v1/0123456789abcdef: p0 offset 5\n    kafka->>a2: receive e-1: p0 offset 5 (group g)\n    a1-xkafka: publish e-1 token v2/relay-b failed: timeout#59; broker said #35;no\n    kafka->>a2: REPLAY receive e-1: p0 offset 5 (group notify)\n    a2->>kafka: commit offset p0 next 6 (group a-very-long-…)",
 			},
 			notWant: []string{"participant db"},
 		},

@@ -2,16 +2,100 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"strings"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/orderflow-audit/orderflow-audit/checks"
+	"github.com/orderflow-audit/orderflow-audit/evidence"
+	"github.com/orderflow-audit/orderflow-audit/reports"
 )
 
-// cmdReport is a stub: another engineer replaces this file.
 func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("report", "report [flags] EVIDENCE", "Not implemented yet.", "orderflow-audit report evidence/u80.json")
+	fs := newFlagSet("report", "report [flags] EVIDENCE",
+		`Verifies the evidence file first (as 'verify' does) and renders it as
+GitHub-flavoured Markdown: the verdict with every reason, the observation
+lines, the boundary table, the invariants (live and replayed), the
+proof-boundary matrix, a Mermaid timeline per scenario and the details of each
+scenario. Event logs are read relative to the evidence file. Evidence that
+fails verification is never shown as passing.
+
+The report is written even when the verdict is not PASS; the exit code
+follows the verdict: 0 PASS, 1 FAIL, 4 INCONCLUSIVE. Bad input (missing file,
+not JSON, fails the schema) exits 2 without writing anything.`,
+		`orderflow-audit report evidence/u80.json
+orderflow-audit report -o reports/u80.md evidence/u80.json`)
+	var out string
+	fs.StringVar(&out, "o", "", "write the report to this file (atomically) instead of stdout")
+	fs.StringVar(&out, "out", "", "same as -o")
+	dsn := fs.String("mysql-dsn", "", "verify on this MySQL/MariaDB server instead of the embedded SQLite engine")
 	if code, ok := fs.parse(args, stdout, stderr); !ok {
 		return code
 	}
-	fmt.Fprintln(stderr, "orderflow-audit report: not implemented yet")
-	return exitUsage
+	if fs.NArg() != 1 {
+		return fail(stderr, "report", usageErrorf("want exactly one evidence file, got %d arguments", fs.NArg()))
+	}
+	path := fs.Arg(0)
+
+	md, v, err := renderReport(ctx, path, *dsn)
+	if err != nil {
+		return reportFailure(stderr, err, *dsn)
+	}
+	if out == "" {
+		if _, err := stdout.Write(md); err != nil {
+			return fail(stderr, "report", fmt.Errorf("write report: %w", err))
+		}
+	} else {
+		if err := evidence.WriteAtomic(out, md); err != nil {
+			return fail(stderr, "report", err)
+		}
+		fmt.Fprintf(stderr, "report written to %s (verdict %s, %d reasons)\n", out, v.Status, len(v.Reasons))
+	}
+	switch v.Status {
+	case checks.Pass:
+		return exitOK
+	case checks.Inconclusive:
+		return exitInconclusive
+	default:
+		return exitFail
+	}
+}
+
+// renderReport runs the verifier on the evidence file at path (on the
+// MySQL server of mysqlDSN when set, else the embedded engine) and renders
+// the report under its verdict. The out-of-date test of reports/u80.md can
+// call it.
+func renderReport(ctx context.Context, path, mysqlDSN string) ([]byte, *checks.Verdict, error) {
+	v, err := checks.Verify(ctx, path, checks.Options{MySQLDSN: mysqlDSN})
+	if err != nil {
+		return nil, nil, err
+	}
+	md, err := reports.FromFile(path, v)
+	if err != nil {
+		return nil, v, fmt.Errorf("render report of %s: %w", path, err)
+	}
+	return md, v, nil
+}
+
+// reportFailure prints why no report could be made and returns the exit
+// code: 2 for bad input, 3 when the verification database is unreachable,
+// 1 otherwise. The password of --mysql-dsn never appears.
+func reportFailure(stderr io.Writer, err error, dsn string) int {
+	msg := err.Error()
+	if cfg, perr := mysql.ParseDSN(dsn); perr == nil && cfg.Passwd != "" {
+		msg = strings.ReplaceAll(msg, cfg.Passwd, "xxxxx")
+	}
+	switch {
+	case errors.Is(err, evidence.ErrBadInput):
+		fmt.Fprintf(stderr, "%s report: %s\n", progName, redactSecrets(msg))
+		return exitUsage
+	case errors.Is(err, checks.ErrUnavailable):
+		fmt.Fprintf(stderr, "%s report: %s\n", progName, redactSecrets(msg))
+		return exitUnavailable
+	default:
+		return fail(stderr, "report", errors.New(msg))
+	}
 }
