@@ -120,6 +120,9 @@ type faultDescription struct {
 	// simulated is what an in-process injection of a point that could be
 	// a kill does not show; empty for the generic text.
 	simulated string
+	// needsPlant names the planted bug without which the point cannot
+	// fire; unreachable says what arming it shows in a run without it.
+	needsPlant, unreachable string
 }
 
 // faultCatalogue describes the fault points this tool knows. The ids are
@@ -166,6 +169,9 @@ var faultCatalogue = map[string]faultDescription{
 			"(reachable only when the intent is written outside the order transaction, i.e. with the planted bug outbox-outside-tx)",
 		killed:      "the order service's OS process was killed with SIGKILL after the order committed and before writing its outbox intent",
 		cannotInfer: "nothing about the clean design, where the intent is written in the order transaction and this window does not exist",
+		needsPlant:  "outbox-outside-tx",
+		unreachable: "armed in the order service after the order commit and before the outbox intent, but it cannot fire in this run: " +
+			"the intent is written inside the order transaction, so there is no such window (it fires only with the planted bug outbox-outside-tx)",
 	},
 }
 
@@ -394,6 +400,12 @@ func proofFaults(ev *Evidence, ran []Scenario) ProofRow {
 	}
 	for _, u := range uses {
 		d, known := faultCatalogue[u.point]
+		if known && d.needsPlant != "" && ev.Run.Planted != d.needsPlant {
+			row.Had = append(row.Had, fmt.Sprintf("%s (in %s): %s", u.point, strings.Join(u.by, ", "), d.unreachable))
+			row.CannotInfer = append(row.CannotInfer, fmt.Sprintf(
+				"%s: how the system recovers from a fault there, since it did not fire in this run (only that the window is absent)", u.point))
+			continue
+		}
 		how := d.how
 		switch {
 		case !known:
@@ -531,7 +543,7 @@ func proofNotRun(ev *Evidence, killed map[string]bool) ProofRow {
 				continue
 			}
 			row.Had = append(row.Had, fmt.Sprintf("NOT RUN: kill -9 of the %s (SIGKILL mid-operation; only the %s was killed)",
-				strings.Join(rest, ", "), strings.Join(keys(killed), ", ")))
+				strings.Join(rest, " or the "), strings.Join(keys(killed), " and the ")))
 			row.CannotInfer = append(row.CannotInfer, c.label+": "+c.cannotInfer)
 			continue
 		}

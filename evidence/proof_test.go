@@ -188,7 +188,7 @@ func TestComputeProofBoundary(t *testing.T) {
 				CategoryReal + "/had":      {"separate OS processes"},
 				CategoryFaults + "/had":    {"after-publish-before-mark (in relayKill9): the relay ran as its own OS process and was killed with SIGKILL", "after-publish-before-mark (in sendBeforeMarkCrash): the relay abandoned its work"},
 				CategoryFaults + "/cannot": {"after-publish-before-mark (SIGKILL): a lease that runs out while the old relay is still alive", "after-publish-before-mark: a lease expired by SQL after an in-process crash is not a relay process killed by a signal"},
-				CategoryNotRun + "/had":    {"NOT RUN: kill -9 of the order service, consumer (SIGKILL mid-operation; only the relay was killed)"},
+				CategoryNotRun + "/had":    {"NOT RUN: kill -9 of the order service or the consumer (SIGKILL mid-operation; only the relay was killed)"},
 			},
 			notWant: map[string][]string{
 				CategoryNotRun + "/had": {"kill -9 of an actor"},
@@ -209,6 +209,29 @@ func TestComputeProofBoundary(t *testing.T) {
 				CategoryNotRun + "/had":    {"NOT RUN: scenario txBoundaryRollback", "NOT RUN: scenario offsetReplay"},
 			},
 			notWant: map[string][]string{CategoryFaults + "/had": {"outbox-unique-conflict"}},
+		},
+		{
+			name: "order crash window armed in a clean run cannot fire",
+			modify: func(ev *Evidence) {
+				ev.Scenarios[3].Status = StatusPass
+			},
+			want: map[string][]string{
+				CategoryFaults + "/had":    {"after-order-commit-before-outbox (in orderCrashWindow): armed in the order service", "cannot fire in this run"},
+				CategoryFaults + "/cannot": {"after-order-commit-before-outbox: how the system recovers from a fault there"},
+			},
+			notWant: map[string][]string{CategoryFaults + "/had": {"the order service stopped after the order committed"}},
+		},
+		{
+			name: "order crash window fires with its planted bug",
+			modify: func(ev *Evidence) {
+				ev.Scenarios[3].Status = StatusFail
+				ev.Scenarios[3].Reason = "ordersWithoutIntent=1, want 0"
+				ev.Run.Planted = "outbox-outside-tx"
+			},
+			want: map[string][]string{
+				CategoryFaults + "/had": {"after-order-commit-before-outbox (in orderCrashWindow): the order service stopped after the order committed", "NEGATIVE CONTROL"},
+			},
+			notWant: map[string][]string{CategoryFaults + "/had": {"cannot fire"}},
 		},
 		{
 			name:   "interrupted run",
