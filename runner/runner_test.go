@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/orderflow-audit/orderflow-audit/checks"
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/runner"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra"
@@ -218,18 +219,7 @@ func TestU80LinesStable(t *testing.T) {
 // TestPlantedBugMakesScenarioFail proves that the scenarios can fail: each
 // planted bug makes the scenario that exposes it FAIL.
 func TestPlantedBugMakesScenarioFail(t *testing.T) {
-	for _, tc := range []struct {
-		bug      string
-		scenario string
-	}{
-		{"no-inbox-dedupe", "normalChain"},
-		{"no-inbox-dedupe", "offsetReplay"},
-		{"mark-without-token", "sendBeforeMarkCrash"},
-		{"offset-before-effect", "offsetReplay"},
-		{"outbox-outside-tx", "orderCrashWindow"},
-		{"claim-without-lock", "concurrentRelays"},
-		{"mark-before-publish", "sendBeforeMarkCrash"},
-	} {
+	for _, tc := range negativeControls {
 		t.Run(tc.bug+"/"+tc.scenario, func(t *testing.T) {
 			opts := runOpts(t, tc.scenario)
 			bug, err := runner.ParsePlant(tc.bug)
@@ -249,7 +239,53 @@ func TestPlantedBugMakesScenarioFail(t *testing.T) {
 				t.Errorf("evidence run.planted = %q", ev.Run.Planted)
 			}
 			t.Logf("%s: %s", s.Line, s.Reason)
+
+			// The verifier, on its own, must fail the evidence and name
+			// the rule that catches this bug.
+			v, err := checks.Verify(t.Context(), opts.Out, checks.Options{})
+			if err != nil {
+				t.Fatalf("Verify: %v", err)
+			}
+			if v.Status != checks.Fail {
+				t.Fatalf("verify %s, want FAIL", v.Status)
+			}
+			var rules []string
+			for _, r := range v.Reasons {
+				rules = append(rules, r.Rule)
+				if r.Rule == tc.rule {
+					return
+				}
+			}
+			t.Errorf("verify did not name rule %s; rules: %v", tc.rule, rules)
 		})
+	}
+}
+
+// negativeControls maps each planted bug to the scenario that exposes it and
+// the verifier rule that must catch it (docs/negative-controls.md).
+var negativeControls = []struct {
+	bug, scenario, rule string
+}{
+	{"mark-before-publish", "sendBeforeMarkCrash", "sent-without-publish"},
+	{"mark-without-token", "sendBeforeMarkCrash", "stale-token-mark"},
+	{"offset-before-effect", "offsetReplay", "offset-before-effect"},
+	{"no-inbox-dedupe", "normalChain", "duplicate-effect"},
+	{"no-inbox-dedupe", "offsetReplay", "effect-without-inbox"},
+	{"outbox-outside-tx", "orderCrashWindow", "intent-outside-order-tx"},
+	{"claim-without-lock", "concurrentRelays", "claim-on-live-lease"},
+}
+
+// TestCleanRunVerifies: the verifier passes the evidence of a clean run.
+func TestCleanRunVerifies(t *testing.T) {
+	_, out := fullRun(t)
+	v, err := checks.Verify(t.Context(), out, checks.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Status != checks.Pass {
+		var b strings.Builder
+		_ = checks.WriteText(&b, v)
+		t.Fatalf("verify %s:\n%s", v.Status, b.String())
 	}
 }
 
