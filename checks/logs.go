@@ -121,18 +121,26 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// read streams the log into batches on lr.out and the pool.
+// read streams the log file into batches on lr.out and the pool.
 func (lr *logRead) read(ctx context.Context, pool *decoderPool) {
-	defer close(lr.done)
-	defer close(lr.out)
 	f, err := os.Open(lr.abs)
 	if err != nil {
 		lr.err = err
+		close(lr.out)
+		close(lr.done)
 		return
 	}
 	defer f.Close()
+	lr.readFrom(ctx, f, pool)
+}
+
+// readFrom streams r (the log's bytes) into batches; it closes lr.out and
+// then lr.done.
+func (lr *logRead) readFrom(ctx context.Context, r io.Reader, pool *decoderPool) {
+	defer close(lr.done)
+	defer close(lr.out)
 	h := sha256.New()
-	cr := &countingReader{r: io.TeeReader(f, h)}
+	cr := &countingReader{r: io.TeeReader(r, h)}
 	var cur *lineBatch
 	send := func() bool {
 		if cur == nil || len(cur.ends) == 0 {
@@ -153,7 +161,7 @@ func (lr *logRead) read(ctx context.Context, pool *decoderPool) {
 		return true
 	}
 	var last int64
-	err = evidence.ScanLines(cr, func(l evidence.Line) error {
+	err := evidence.ScanLines(cr, func(l evidence.Line) error {
 		// Send a full batch before adding a line, never right after: the
 		// last line read stays in cur, so a cut last line can be removed.
 		if cur != nil && (len(cur.ends) >= batchLines || len(cur.buf) >= batchBytes) && !send() {
@@ -189,7 +197,9 @@ func (lr *logRead) read(ctx context.Context, pool *decoderPool) {
 	default:
 		lr.err = err
 	}
-	send()
+	if !send() {
+		return
+	}
 	lr.sum = hex.EncodeToString(h.Sum(nil))
 	lr.lines = cr.lines
 }

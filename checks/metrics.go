@@ -43,7 +43,7 @@ type scenarioSpec struct {
 
 func (f facts) intent() (string, *intent) {
 	e := f.m.KeyIntent()
-	return e, f.m.outbox[e]
+	return e, f.m.intentOf(e)
 }
 
 // perIntent computes a metric of the scenario's intent e.
@@ -67,7 +67,8 @@ func (f facts) invariant(name, id string) metricValue {
 }
 
 func (f facts) countOrders() (orders, lines, idem int64) {
-	for _, o := range f.m.orders {
+	for i := range f.m.orders {
+		o := &f.m.orders[i]
 		if o.row {
 			orders++
 		}
@@ -82,10 +83,10 @@ func (f facts) countOrders() (orders, lines, idem int64) {
 }
 
 func (f facts) sent() (sent, linked int64) {
-	for _, in := range f.m.outbox {
+	for _, in := range f.m.rows {
 		if in.state == evidence.StateSent {
 			sent++
-			if o := f.m.orders[in.aggregateID]; o != nil && o.row {
+			if o := f.m.orderOf(in.aggregateID); o != nil && o.row {
 				linked++
 			}
 		}
@@ -122,15 +123,14 @@ func (f facts) requestStatus(name string, i int) metricValue {
 // sha256, and no claim, publish, mark or lease_expired named it.
 func (f facts) seedUntouched() bool {
 	decoys := 0
-	for _, id := range f.m.outboxIDs {
-		in := f.m.outbox[id]
-		if !in.decoy || in.seeded == nil {
+	for _, in := range f.m.rows {
+		if !in.decoy || in.observed == nil || in.seeded == nil {
 			continue
 		}
 		decoys++
-		obs, ok := f.m.lastObserved[id]
+		obs := in.lastObs
 		s := in.seeded
-		if in.touched || !ok || obs.state != s.state || obs.claimVersion != s.claimVersion ||
+		if in.touched || obs == nil || obs.state != s.state || obs.claimVersion != s.claimVersion ||
 			(obs.orderID != nil && *obs.orderID != *s.orderID) ||
 			(obs.payloadSHA256 != "" && obs.payloadSHA256 != s.payloadSHA256) ||
 			in.state != s.state || in.claimVersion != s.claimVersion {
@@ -147,7 +147,7 @@ func u79(metrics func(f facts) []metricValue, accept map[string]string) scenario
 func tokenSpec() scenarioSpec {
 	return u79(func(f facts) []metricValue {
 		orders, lines, idem := f.countOrders()
-		writes := orders + lines + idem + int64(len(f.m.outbox))
+		writes := orders + lines + idem + int64(len(f.m.rows))
 		for sku, seeded := range f.m.seedStock {
 			d := f.m.stock[sku] - seeded
 			if d < 0 {
@@ -165,7 +165,7 @@ var catalogue = map[string]scenarioSpec{
 		metrics: func(f facts) []metricValue {
 			_, _, idem := f.countOrders()
 			rollback := true
-			for _, in := range f.m.outbox {
+			for _, in := range f.m.rows {
 				if in.aggregateID != -1 {
 					rollback = false
 				}
@@ -180,16 +180,19 @@ var catalogue = map[string]scenarioSpec{
 		metrics: func(f facts) []metricValue {
 			return []metricValue{
 				f.perIntent("outboxTx", func(e string) metricValue {
-					states := f.m.observed[e]
+					var states []string
+					if o := f.m.stateOf(e).observed; o != nil {
+						states = o.states
+					}
 					if len(states) == 0 {
 						return unknown("outboxTx", "no observe event for "+e)
 					}
 					return text("outboxTx", strings.Join(states, "→"))
 				}),
-				f.perIntent("deliveries", func(e string) metricValue { return num("deliveries", f.m.deliveries[e]) }),
-				f.perIntent("effects", func(e string) metricValue { return num("effects", f.m.effects[e]) }),
+				f.perIntent("deliveries", func(e string) metricValue { return num("deliveries", int64(f.m.stateOf(e).deliveries)) }),
+				f.perIntent("effects", func(e string) metricValue { return num("effects", int64(f.m.stateOf(e).effects)) }),
 				f.perIntent("duplicateBlocked", func(e string) metricValue {
-					if f.m.rejects[e] > 0 {
+					if f.m.stateOf(e).rejects > 0 {
 						return text("duplicateBlocked", "unique")
 					}
 					return text("duplicateBlocked", "none")
@@ -202,21 +205,24 @@ var catalogue = map[string]scenarioSpec{
 		suite: "U80", boundary: evidence.BoundarySend,
 		metrics: func(f facts) []metricValue {
 			return []metricValue{
-				f.perIntent("deliveries", func(e string) metricValue { return num("deliveries", f.m.deliveries[e]) }),
-				f.perIntent("businessEffects", func(e string) metricValue { return num("businessEffects", f.m.effects[e]) }),
+				f.perIntent("deliveries", func(e string) metricValue { return num("deliveries", int64(f.m.stateOf(e).deliveries)) }),
+				f.perIntent("businessEffects", func(e string) metricValue { return num("businessEffects", int64(f.m.stateOf(e).effects)) }),
 				f.perIntent("oldTokenCas", func(e string) metricValue {
-					in := f.m.outbox[e]
-					if in != nil {
-						for i := len(in.marks) - 1; i >= 0; i-- {
-							if in.marks[i].version == 1 {
-								return num("oldTokenCas", in.marks[i].rows)
+					if in := f.m.intentOf(e); in != nil {
+						var last *tokenState
+						for i := range in.tokens {
+							if t := &in.tokens[i]; t.version == 1 && t.marked && (last == nil || t.markAt > last.markAt) {
+								last = t
 							}
+						}
+						if last != nil {
+							return num("oldTokenCas", last.markRows)
 						}
 					}
 					return unknown("oldTokenCas", "no mark of "+e+" with claim_version 1")
 				}),
 				f.perIntent("state", func(e string) metricValue {
-					if in := f.m.outbox[e]; in != nil {
+					if in := f.m.intentOf(e); in != nil {
 						return text("state", in.state)
 					}
 					return unknown("state", "no outbox row "+e)
@@ -230,8 +236,8 @@ var catalogue = map[string]scenarioSpec{
 		metrics: func(f facts) []metricValue {
 			return []metricValue{
 				num("replay", f.m.replays),
-				f.perIntent("inboxRejected", func(e string) metricValue { return flag("inboxRejected", f.m.rejects[e] > 0) }),
-				f.perIntent("effects", func(e string) metricValue { return num("effects", f.m.effects[e]) }),
+				f.perIntent("inboxRejected", func(e string) metricValue { return flag("inboxRejected", f.m.stateOf(e).rejects > 0) }),
+				f.perIntent("effects", func(e string) metricValue { return num("effects", int64(f.m.stateOf(e).effects)) }),
 			}
 		},
 		accept: map[string]string{"replay": "1", "inboxRejected": "true", "effects": "1"},
@@ -257,7 +263,7 @@ var catalogue = map[string]scenarioSpec{
 	"placement": u79(func(f facts) []metricValue {
 		orders, _, idem := f.countOrders()
 		return []metricValue{f.requestStatus("status", 0), num("orders", orders), num("stock", f.stockSum()),
-			num("idemRows", idem), num("outbox", int64(len(f.m.outbox)))}
+			num("idemRows", idem), num("outbox", int64(len(f.m.rows)))}
 	}, map[string]string{"status": "201", "orders": "1", "stock": "8", "idemRows": "1", "outbox": "1"}),
 	"idempotentReplay": u79(func(f facts) []metricValue {
 		orders, _, idem := f.countOrders()
@@ -313,9 +319,15 @@ var catalogue = map[string]scenarioSpec{
 				flag("killed", killed),
 				f.perIntent("takeoverVersion", func(e string) metricValue {
 					var v int64
-					if in := f.m.outbox[e]; in != nil {
-						for _, t := range in.claimed {
-							if t.id != in.claimed[0].id {
+					if in := f.m.intentOf(e); in != nil {
+						var first string
+						for _, t := range in.tokens {
+							if !t.claimed {
+								continue
+							}
+							if first == "" {
+								first = t.id
+							} else if t.id != first {
 								v = t.version
 								break
 							}
@@ -323,10 +335,10 @@ var catalogue = map[string]scenarioSpec{
 					}
 					return num("takeoverVersion", v)
 				}),
-				f.perIntent("deliveries", func(e string) metricValue { return num("deliveries", f.m.deliveries[e]) }),
-				f.perIntent("businessEffects", func(e string) metricValue { return num("businessEffects", f.m.effects[e]) }),
+				f.perIntent("deliveries", func(e string) metricValue { return num("deliveries", int64(f.m.stateOf(e).deliveries)) }),
+				f.perIntent("businessEffects", func(e string) metricValue { return num("businessEffects", int64(f.m.stateOf(e).effects)) }),
 				f.perIntent("state", func(e string) metricValue {
-					if in := f.m.outbox[e]; in != nil {
+					if in := f.m.intentOf(e); in != nil {
 						return text("state", in.state)
 					}
 					return unknown("state", "no outbox row "+e)
@@ -339,7 +351,7 @@ var catalogue = map[string]scenarioSpec{
 		suite: "EXT", boundary: evidence.BoundaryCommit,
 		metrics: func(f facts) []metricValue {
 			orders, _, _ := f.countOrders()
-			return []metricValue{num("orders", orders), num("outbox", int64(len(f.m.outbox))),
+			return []metricValue{num("orders", orders), num("outbox", int64(len(f.m.rows))),
 				f.invariant("ordersWithoutIntent", "order-without-intent")}
 		},
 		accept: map[string]string{"orders": "1", "outbox": "1", "ordersWithoutIntent": "0"},

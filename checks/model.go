@@ -79,27 +79,71 @@ type token struct {
 	id      string
 }
 
-type mark struct {
-	version int64
-	rows    int64
+// tokenState is what happened to one claim token of a row.
+type tokenState struct {
+	token
+	claimed   bool
+	published bool  // at least one successful publish
+	marked    bool  // at least one mark
+	markRows  int64 // rows of the token's last mark
+	markAt    int64 // event number of that mark
 }
 
-// intent is one outbox row.
-type intent struct {
-	eventID      string
+// eventState is everything known about one event id: its outbox row (when
+// hasRow) and what the consumer side did with it. One map entry per event
+// id keeps the model's memory and hashing small.
+type eventState struct {
+	id string
+
+	hasRow       bool
+	leaseExpired bool
+	decoy        bool
+	touched      bool // named by a claim, publish, mark or lease_expired
 	aggregateID  int64
 	state        string
 	claimVersion int64
 	claimID      string // "" = NULL
 	claimActor   string
-	leaseUntil   time.Time
-	leaseExpired bool
-	decoy        bool
-	seeded       *observation // the seed_outbox values of a seeded row
-	touched      bool         // named by a claim, publish, mark or lease_expired
-	claimed      []token      // every token that claimed the row
-	published    []token      // every token with a successful publish
-	marks        []mark
+	leaseUntil   int64 // unix nanoseconds
+	tokens       []tokenState
+
+	deliveries, effects, rejects int32
+	pending                      []pendingKey
+	*observed                    // nil until seeded or observed
+}
+
+// observed holds what only a few event ids have: a seed and observations.
+type observed struct {
+	seeded  *observation // the seed_outbox values of a seeded row
+	states  []string     // collapsed observed states
+	lastObs *observation
+}
+
+func (es *eventState) obs() *observed {
+	if es.observed == nil {
+		es.observed = &observed{}
+	}
+	return es.observed
+}
+
+// intent is an outbox row (an eventState with hasRow).
+type intent = eventState
+
+func (in *eventState) token(t token) *tokenState {
+	for i := range in.tokens {
+		if in.tokens[i].token == t {
+			return &in.tokens[i]
+		}
+	}
+	return nil
+}
+
+func (in *eventState) addToken(t token) *tokenState {
+	if ts := in.token(t); ts != nil {
+		return ts
+	}
+	in.tokens = append(in.tokens, tokenState{token: t})
+	return &in.tokens[len(in.tokens)-1]
 }
 
 type observation struct {
@@ -107,6 +151,14 @@ type observation struct {
 	claimVersion  int64
 	orderID       *int64
 	payloadSHA256 string
+}
+
+// orderOf returns the order with id, or nil.
+func (m *Model) orderOf(id int64) *order {
+	if i, ok := m.orderIdx[id]; ok {
+		return &m.orders[i]
+	}
+	return nil
 }
 
 // order is what one order transaction wrote, table by table.
@@ -128,11 +180,13 @@ type recordKey struct {
 }
 
 type record struct {
-	published  bool
-	pubEventID string
-	received   int64
-	recEventID string
-	firstRecv  Source
+	pub      *eventState // the published event (when published)
+	rec      *eventState // the event of the first receive
+	received int32
+	publishd bool
+	recvLine int64  // where the first receive is, for a finding
+	recvLog  string // (shared with the evidence's log path)
+	recvSeq  int64
 }
 
 type inboxKey struct{ consumer, eventID string }
@@ -170,8 +224,8 @@ func (h *offsetHeap) Pop() any {
 }
 
 type pendingRec struct {
-	eventID string
-	src     Source
+	ev  *eventState
+	src Source
 }
 
 // request summarizes one answer of the order service.
@@ -184,31 +238,26 @@ type request struct {
 // Model is the replayed state of one scenario.
 type Model struct {
 	faultPoints map[string]bool // declared by the scenario
+	strs        map[string]string
 
 	stock     map[string]int64
 	seedStock map[string]int64
-	skus      []string // in seeding order
-	orders    map[int64]*order
-	orderIDs  []int64
-	outbox    map[string]*intent
-	outboxIDs []string
-	keyIntent string // the scenario's intent e (see KeyIntent)
+	skus      []string        // in seeding order
+	orders    []order         // in commit order
+	orderIdx  map[int64]int32 // order id -> index in orders
+	byID      map[string]*eventState
+	rows      []*eventState // outbox rows in creation order
+	keyIntent string        // the scenario's intent e (see KeyIntent)
 
-	records      map[recordKey]*record
+	records      map[recordKey]record
 	recordOrder  []recordKey
 	groups       []string
 	pending      map[pendingKey]pendingRec
 	pendingHeaps map[partKey]*offsetHeap
-	pendingByEv  map[string][]pendingKey
 	inbox        map[inboxKey]struct{}
 	inboxOrder   []inboxKey
 	notifs       []notification
 	notifIDs     map[int64]bool
-	effects      map[string]int64
-	deliveries   map[string]int64
-	rejects      map[string]int64
-	observed     map[string][]string // collapsed observed states per event id
-	lastObserved map[string]observation
 
 	replays      int64
 	claims       int64
@@ -221,8 +270,6 @@ type Model struct {
 	invOrder     []string
 	faults       []string
 	events       int64
-	firstTime    time.Time
-	lastTime     time.Time
 
 	violations []Violation
 	perRule    map[string]int
@@ -240,27 +287,67 @@ func NewModel(faultPoints []string) *Model {
 	}
 	return &Model{
 		faultPoints:  fp,
+		strs:         map[string]string{},
 		stock:        map[string]int64{},
 		seedStock:    map[string]int64{},
-		orders:       map[int64]*order{},
-		outbox:       map[string]*intent{},
-		records:      map[recordKey]*record{},
+		orderIdx:     map[int64]int32{},
+		byID:         map[string]*eventState{},
+		records:      map[recordKey]record{},
 		pending:      map[pendingKey]pendingRec{},
 		pendingHeaps: map[partKey]*offsetHeap{},
-		pendingByEv:  map[string][]pendingKey{},
 		inbox:        map[inboxKey]struct{}{},
 		notifIDs:     map[int64]bool{},
-		effects:      map[string]int64{},
-		deliveries:   map[string]int64{},
-		rejects:      map[string]int64{},
-		observed:     map[string][]string{},
-		lastObserved: map[string]observation{},
 		okOrderIDs:   map[int64]bool{},
 		statusCount:  map[int64]int64{},
 		invariants:   map[string]int64{},
 		perRule:      map[string]int{},
 		suppressed:   map[string]int{},
 	}
+}
+
+// maxInterned bounds the interning table (hostile input with ever new
+// names must not grow it without bound).
+const maxInterned = 4096
+
+// intern returns one shared copy of a short, repeated string (topic,
+// consumer, claim id, actor, sku): a copy that owns its bytes, never a
+// slice of a decoded batch.
+func (m *Model) intern(s string) string {
+	if v, ok := m.strs[s]; ok {
+		return v
+	}
+	v := strings.Clone(s)
+	if len(m.strs) < maxInterned {
+		m.strs[v] = v
+	}
+	return v
+}
+
+// ev returns the state of event id, creating it.
+func (m *Model) ev(id string) *eventState {
+	if es := m.byID[id]; es != nil {
+		return es
+	}
+	es := &eventState{id: strings.Clone(id)}
+	m.byID[es.id] = es
+	return es
+}
+
+// intentOf returns the outbox row of event id, or nil.
+func (m *Model) intentOf(id string) *intent {
+	if es := m.byID[id]; es != nil && es.hasRow {
+		return es
+	}
+	return nil
+}
+
+// stateOf returns the state of event id without creating it (the zero
+// state when unknown).
+func (m *Model) stateOf(id string) *eventState {
+	if es := m.byID[id]; es != nil {
+		return es
+	}
+	return &eventState{}
 }
 
 func val[T any](p *T) T {
@@ -282,7 +369,7 @@ func (m *Model) violateStatus(st Status, rule string, src Source, eventID, forma
 	}
 	m.perRule[rule]++
 	m.violations = append(m.violations, Violation{
-		Rule: rule, Status: st, Source: src, EventID: eventID, Message: fmt.Sprintf(format, args...),
+		Rule: rule, Status: st, Source: src, EventID: strings.Clone(eventID), Message: fmt.Sprintf(format, args...),
 	})
 }
 
@@ -293,15 +380,9 @@ func (m *Model) Violations() ([]Violation, map[string]int) { return m.violations
 // Step folds one event into the state.
 func (m *Model) Step(e *evidence.Event, src Source) {
 	m.events++
-	if m.firstTime.IsZero() || e.Time.Before(m.firstTime) {
-		m.firstTime = e.Time
-	}
-	if e.Time.After(m.lastTime) {
-		m.lastTime = e.Time
-	}
 	switch e.Kind {
 	case evidence.KindSeedStock:
-		sku := strings.Clone(e.SKU)
+		sku := m.intern(e.SKU)
 		if _, ok := m.seedStock[sku]; !ok {
 			m.seedStock[sku] = val(e.Stock)
 			m.skus = append(m.skus, sku)
@@ -313,13 +394,13 @@ func (m *Model) Step(e *evidence.Event, src Source) {
 		if in == nil {
 			return
 		}
-		in.state = e.State
+		in.state = internState(e.State)
 		in.claimVersion = val(e.ClaimVersion)
 		in.decoy = agg == -1
-		in.seeded = &observation{state: e.State, claimVersion: in.claimVersion, orderID: evidence.Ptr(agg),
+		in.obs().seeded = &observation{state: in.state, claimVersion: in.claimVersion, orderID: evidence.Ptr(agg),
 			payloadSHA256: strings.Clone(e.PayloadSHA256)}
 		if !in.decoy && m.keyIntent == "" {
-			m.keyIntent = in.eventID
+			m.keyIntent = in.id
 		}
 	case evidence.KindOrderCommitted:
 		m.orderCommitted(e, src)
@@ -327,7 +408,7 @@ func (m *Model) Step(e *evidence.Event, src Source) {
 		m.violate("intent-outside-order-tx", src, e.EventID,
 			"the intent %s of order %d was committed in a transaction of its own, after the order", e.EventID, val(e.OrderID))
 		if in := m.newIntent(e.EventID, val(e.OrderID), src); in != nil && m.keyIntent == "" {
-			m.keyIntent = in.eventID
+			m.keyIntent = in.id
 		}
 	case evidence.KindOrderRolledBack, evidence.KindOrderReplayed, evidence.KindOrderRejected:
 		m.request(e)
@@ -353,13 +434,13 @@ func (m *Model) Step(e *evidence.Event, src Source) {
 	case evidence.KindReceive:
 		m.receive(e, src)
 	case evidence.KindInboxInsert:
-		k := inboxKey{e.Consumer, e.EventID}
+		es := m.ev(e.EventID)
+		k := inboxKey{m.intern(e.Consumer), es.id}
 		if _, dup := m.inbox[k]; dup {
 			m.violate("duplicate-inbox", src, e.EventID,
 				"a second inbox row for (%s, %s): the unique key forbids it", e.Consumer, e.EventID)
 			return
 		}
-		k = inboxKey{strings.Clone(e.Consumer), strings.Clone(e.EventID)}
 		m.inbox[k] = struct{}{}
 		m.inboxOrder = append(m.inboxOrder, k)
 	case evidence.KindInboxReject:
@@ -367,62 +448,63 @@ func (m *Model) Step(e *evidence.Event, src Source) {
 			m.violate("reject-without-inbox", src, e.EventID,
 				"inbox_reject of (%s, %s) with no inbox row to conflict with", e.Consumer, e.EventID)
 		}
-		m.rejects[strings.Clone(e.EventID)]++
+		es := m.ev(e.EventID)
+		es.rejects++
 		rec := recordKey{e.Topic, val(e.Partition), val(e.Offset)}
 		for _, g := range m.groups {
-			m.settle(pendingKey{g, rec})
+			delete(m.pending, pendingKey{g, rec})
 		}
-		if keys, ok := m.pendingByEv[e.EventID]; ok {
-			keys = slices.DeleteFunc(keys, func(pk pendingKey) bool { _, p := m.pending[pk]; return !p })
-			if len(keys) == 0 {
-				delete(m.pendingByEv, e.EventID)
-			} else {
-				m.pendingByEv[e.EventID] = keys
-			}
-		}
+		es.pending = slices.DeleteFunc(es.pending, func(pk pendingKey) bool { _, p := m.pending[pk]; return !p })
 	case evidence.KindEffect:
 		m.effect(e, src)
 	case evidence.KindOffsetCommit:
 		m.offsetCommit(e, src)
 	case evidence.KindObserve:
-		id := strings.Clone(e.EventID)
-		seq := m.observed[id]
-		if (len(seq) == 0 || seq[len(seq)-1] != e.State) && len(seq) < 64 {
-			m.observed[id] = append(seq, e.State)
+		o := m.ev(e.EventID).obs()
+		st := internState(e.State)
+		if n := len(o.states); (n == 0 || o.states[n-1] != st) && n < 64 {
+			o.states = append(o.states, st)
 		}
 		var oid *int64
 		if e.OrderID != nil {
 			oid = evidence.Ptr(*e.OrderID)
 		}
-		m.lastObserved[id] = observation{state: e.State, claimVersion: val(e.ClaimVersion), orderID: oid,
+		o.lastObs = &observation{state: st, claimVersion: val(e.ClaimVersion), orderID: oid,
 			payloadSHA256: strings.Clone(e.PayloadSHA256)}
 	case evidence.KindFault:
-		p := e.Point
-		if !m.faultPoints[p] {
+		if !m.faultPoints[e.Point] {
 			m.violate("fault-undeclared", src, e.EventID,
 				"a fault was injected at %q, which the scenario does not declare", e.Point)
 		}
 		if len(m.faults) < 64 {
-			m.faults = append(m.faults, strings.Clone(p))
+			m.faults = append(m.faults, strings.Clone(e.Point))
 		}
 	case evidence.KindInvariant:
-		id := strings.Clone(e.Invariant)
+		id := e.Invariant
 		if _, ok := m.invariants[id]; !ok {
+			if len(m.invOrder) >= 256 {
+				return
+			}
+			id = strings.Clone(id)
 			m.invOrder = append(m.invOrder, id)
+		} else {
+			id = m.invOrder[slices.Index(m.invOrder, id)] // the stored key, not the batch's bytes
 		}
 		m.invariants[id] = val(e.Rows)
 	}
 }
 
 func (m *Model) newIntent(eventID string, agg int64, src Source) *intent {
-	if _, dup := m.outbox[eventID]; dup {
+	es := m.ev(eventID)
+	if es.hasRow {
 		m.violate("duplicate-intent", src, eventID, "a second outbox intent with event_id %s: the unique key forbids it", eventID)
 		return nil
 	}
-	in := &intent{eventID: strings.Clone(eventID), aggregateID: agg, state: evidence.StatePending}
-	m.outbox[in.eventID] = in
-	m.outboxIDs = append(m.outboxIDs, in.eventID)
-	return in
+	es.hasRow = true
+	es.aggregateID = agg
+	es.state = evidence.StatePending
+	m.rows = append(m.rows, es)
+	return es
 }
 
 func (m *Model) request(e *evidence.Event) {
@@ -444,38 +526,49 @@ func (m *Model) request(e *evidence.Event) {
 func (m *Model) orderCommitted(e *evidence.Event, src Source) {
 	m.request(e)
 	id := val(e.OrderID)
-	writes := map[string]bool{}
+	var row, lines, idem, stock, outbox bool
 	for _, w := range e.Writes {
-		writes[w] = true
+		switch w {
+		case evidence.WriteOrders:
+			row = true
+		case evidence.WriteOrderLines:
+			lines = true
+		case evidence.WriteIdempotency:
+			idem = true
+		case evidence.WriteStock:
+			stock = true
+		case evidence.WriteOutbox:
+			outbox = true
+		}
 	}
-	if !writes[evidence.WriteOutbox] {
+	if !outbox {
 		m.violate("intent-outside-order-tx", src, e.EventID,
 			"order %d committed without its outbox intent in the same transaction (writes %v)", id, e.Writes)
 	}
 	if e.EventID != evidence.EventIDFor(id) {
 		m.violate("intent-id-mismatch", src, e.EventID, "order %d committed intent %q, want %q", id, e.EventID, evidence.EventIDFor(id))
 	}
-	if _, dup := m.orders[id]; dup {
+	if _, dup := m.orderIdx[id]; dup {
 		m.violate("duplicate-order", src, e.EventID, "order %d committed twice", id)
 		return
 	}
-	o := &order{id: id, sku: strings.Clone(e.SKU), quantity: val(e.Quantity), key: strings.Clone(e.Key), status: int64(e.Status),
-		row: writes[evidence.WriteOrders], lines: writes[evidence.WriteOrderLines], idem: writes[evidence.WriteIdempotency]}
-	m.orders[id] = o
-	m.orderIDs = append(m.orderIDs, id)
-	if writes[evidence.WriteStock] {
-		m.stock[o.sku] = val(e.Stock)
+	sku := m.intern(e.SKU)
+	m.orderIdx[id] = int32(len(m.orders))
+	m.orders = append(m.orders, order{id: id, sku: sku, quantity: val(e.Quantity), key: strings.Clone(e.Key), status: int64(e.Status),
+		row: row, lines: lines, idem: idem})
+	if stock {
+		m.stock[sku] = val(e.Stock)
 	}
-	if writes[evidence.WriteOutbox] {
+	if outbox {
 		if in := m.newIntent(e.EventID, id, src); in != nil && m.keyIntent == "" {
-			m.keyIntent = in.eventID
+			m.keyIntent = in.id
 		}
 	}
 }
 
 // intentFor returns the intent an event names, or records unknown-intent.
 func (m *Model) intentFor(e *evidence.Event, src Source) *intent {
-	in := m.outbox[e.EventID]
+	in := m.intentOf(e.EventID)
 	if in == nil {
 		m.violate("unknown-intent", src, e.EventID,
 			"%s of %s, an event id that no order_committed, seed_outbox or outbox_written created", e.Kind, e.EventID)
@@ -499,11 +592,11 @@ func (m *Model) claim(e *evidence.Event, src Source) {
 	switch {
 	case in.state == evidence.StateSent:
 		m.violate("claim-on-live-lease", src, e.EventID, "claim v%d of %s, which is already SENT", v, e.EventID)
-	case in.state == evidence.StateClaimed && !in.leaseExpired && in.leaseUntil.After(e.Time):
+	case in.state == evidence.StateClaimed && !in.leaseExpired && in.leaseUntil > e.Time.UnixNano():
 		m.violate("claim-on-live-lease", src, e.EventID,
 			"claim v%d of %s by %s at %s while v%d of %s holds a live lease until %s (not expired)",
 			v, e.EventID, e.Actor, e.Time.Format(time.RFC3339Nano), in.claimVersion, in.claimActor,
-			in.leaseUntil.Format(time.RFC3339Nano))
+			time.Unix(0, in.leaseUntil).UTC().Format(time.RFC3339Nano))
 		if e.Actor != in.claimActor {
 			m.doubleClaims++
 		}
@@ -518,11 +611,11 @@ func (m *Model) claim(e *evidence.Event, src Source) {
 	}
 	in.state = evidence.StateClaimed
 	in.claimVersion = v
-	in.claimID = strings.Clone(e.ClaimID)
-	in.claimActor = strings.Clone(e.Actor)
-	in.leaseUntil = val(e.LeaseUntil)
+	in.claimID = m.intern(e.ClaimID)
+	in.claimActor = m.intern(e.Actor)
+	in.leaseUntil = val(e.LeaseUntil).UnixNano()
 	in.leaseExpired = false
-	in.claimed = append(in.claimed, token{v, in.claimID})
+	in.addToken(token{v, in.claimID}).claimed = true
 }
 
 func (m *Model) publish(e *evidence.Event, src Source) {
@@ -532,34 +625,39 @@ func (m *Model) publish(e *evidence.Event, src Source) {
 	}
 	in.touched = true
 	tk := token{val(e.ClaimVersion), e.ClaimID}
-	if !slices.Contains(in.claimed, tk) {
+	ts := in.token(tk)
+	if ts == nil || !ts.claimed {
 		m.violate("publish-without-claim", src, e.EventID,
 			"publish of %s with token v%d/%s, which never claimed it", e.EventID, tk.version, tk.id)
 	}
 	if e.Partition == nil || e.Offset == nil {
 		return // refused by the broker: no record
 	}
-	k := recordKey{e.Topic, *e.Partition, *e.Offset}
-	r := m.records[k]
-	if r == nil {
-		k.topic = strings.Clone(k.topic)
-		r = &record{}
-		m.records[k] = r
+	// Keys stored in maps must own their bytes: assigning to an existing
+	// string key replaces the stored key, and a substring of a decoded
+	// batch would keep the whole batch alive.
+	k := recordKey{m.intern(e.Topic), *e.Partition, *e.Offset}
+	r, seen := m.records[k]
+	if !seen {
 		m.recordOrder = append(m.recordOrder, k)
 	}
-	if r.published {
+	if r.publishd {
 		m.violate("duplicate-record", src, e.EventID, "a second record at %s/%d@%d: the broker assigns an offset once",
 			e.Topic, *e.Partition, *e.Offset)
 		return
 	}
-	r.published = true
-	r.pubEventID = in.eventID
-	if r.recEventID != "" && r.recEventID != in.eventID {
+	r.publishd = true
+	r.pub = in
+	if r.rec != nil && r.rec != in {
 		m.violate("record-mismatch", src, e.EventID, "record %s/%d@%d was received as %s but published as %s",
-			e.Topic, *e.Partition, *e.Offset, r.recEventID, in.eventID)
+			e.Topic, *e.Partition, *e.Offset, r.rec.id, in.id)
 	}
-	tk.id = strings.Clone(tk.id)
-	in.published = append(in.published, tk)
+	m.records[k] = r
+	if ts == nil {
+		tk.id = m.intern(tk.id)
+		ts = in.addToken(tk)
+	}
+	ts.published = true
 }
 
 func (m *Model) mark(e *evidence.Event, src Source) {
@@ -570,7 +668,12 @@ func (m *Model) mark(e *evidence.Event, src Source) {
 	in.touched = true
 	rows := val(e.Rows)
 	tk := token{val(e.ClaimVersion), e.ClaimID}
-	in.marks = append(in.marks, mark{tk.version, rows})
+	ts := in.token(tk)
+	if ts == nil {
+		tk.id = m.intern(tk.id)
+		ts = in.addToken(tk)
+	}
+	ts.marked, ts.markRows, ts.markAt = true, rows, m.events
 	if rows < 1 {
 		return
 	}
@@ -579,7 +682,7 @@ func (m *Model) mark(e *evidence.Event, src Source) {
 			"mark of %s with token v%d/%s hit %d row(s), but the current claim is v%d/%s",
 			e.EventID, tk.version, tk.id, rows, in.claimVersion, in.claimID)
 	}
-	if !slices.Contains(in.published, tk) {
+	if !ts.published {
 		m.violate("sent-without-publish", src, e.EventID,
 			"mark of %s to SENT with token v%d/%s before any successful publish of that claim", e.EventID, tk.version, tk.id)
 	}
@@ -587,36 +690,34 @@ func (m *Model) mark(e *evidence.Event, src Source) {
 }
 
 func (m *Model) receive(e *evidence.Event, src Source) {
-	k := recordKey{e.Topic, val(e.Partition), val(e.Offset)}
-	r := m.records[k]
-	if r == nil {
-		k.topic = strings.Clone(k.topic)
-		r = &record{}
-		m.records[k] = r
+	k := recordKey{m.intern(e.Topic), val(e.Partition), val(e.Offset)}
+	r, seen := m.records[k]
+	if !seen {
 		m.recordOrder = append(m.recordOrder, k)
 	}
+	es := m.ev(e.EventID)
 	if r.received > 0 {
 		m.replays++
 	} else {
-		r.recEventID = strings.Clone(e.EventID)
-		r.firstRecv = src
-		m.deliveries[r.recEventID]++
+		r.rec = es
+		r.recvLog, r.recvLine, r.recvSeq = src.Log, src.Line, src.Seq
+		es.deliveries++
 	}
 	r.received++
-	if r.published && r.pubEventID != e.EventID {
+	m.records[k] = r
+	if r.publishd && r.pub != es {
 		m.violate("record-mismatch", src, e.EventID, "record %s/%d@%d was published as %s but received as %s",
-			e.Topic, k.partition, k.offset, r.pubEventID, e.EventID)
-	} else if r.recEventID != e.EventID {
+			e.Topic, k.partition, k.offset, r.pub.id, e.EventID)
+	} else if r.rec != es {
 		m.violate("record-mismatch", src, e.EventID, "record %s/%d@%d was received as %s and as %s",
-			e.Topic, k.partition, k.offset, r.recEventID, e.EventID)
+			e.Topic, k.partition, k.offset, r.rec.id, e.EventID)
 	}
-	if in := m.outbox[e.EventID]; in != nil && e.OrderID != nil && *e.OrderID != in.aggregateID {
+	if es.hasRow && e.OrderID != nil && *e.OrderID != es.aggregateID {
 		m.violate("intent-mismatch", src, e.EventID, "receive of %s says order %d, the intent's aggregate is %d",
-			e.EventID, *e.OrderID, in.aggregateID)
+			e.EventID, *e.OrderID, es.aggregateID)
 	}
-	group := e.Consumer
-	if !slices.Contains(m.groups, group) {
-		group = strings.Clone(group)
+	group := m.intern(e.Consumer)
+	if !slices.Contains(m.groups, group) && len(m.groups) < 64 {
 		m.groups = append(m.groups, group)
 	}
 	pk := pendingKey{group, k}
@@ -628,38 +729,37 @@ func (m *Model) receive(e *evidence.Event, src Source) {
 			m.pendingHeaps[pp] = h
 		}
 		heap.Push(h, k.offset)
-		m.pendingByEv[r.recEventID] = append(m.pendingByEv[r.recEventID], pk)
+		r.rec.pending = append(r.rec.pending, pk)
 	}
-	m.pending[pk] = pendingRec{eventID: r.recEventID, src: src}
+	m.pending[pk] = pendingRec{ev: r.rec, src: src}
 }
 
-func (m *Model) settle(pk pendingKey) { delete(m.pending, pk) }
-
 func (m *Model) effect(e *evidence.Event, src Source) {
-	id := strings.Clone(e.EventID)
-	if _, ok := m.inbox[inboxKey{e.Consumer, e.EventID}]; !ok {
+	es := m.ev(e.EventID)
+	consumer := m.intern(e.Consumer)
+	if _, ok := m.inbox[inboxKey{consumer, es.id}]; !ok {
 		m.violate("effect-without-inbox", src, e.EventID,
 			"effect for %s committed with no inbox row for (%s, %s)", e.EventID, e.Consumer, e.EventID)
 	}
-	m.effects[id]++
-	if n := m.effects[id]; n > 1 {
-		m.violate("duplicate-effect", src, e.EventID, "effect #%d for %s: the business effect happened more than once", n, e.EventID)
+	es.effects++
+	if es.effects > 1 {
+		m.violate("duplicate-effect", src, e.EventID, "effect #%d for %s: the business effect happened more than once", es.effects, e.EventID)
 	}
 	nid := val(e.NotificationID)
 	if m.notifIDs[nid] {
 		m.violate("duplicate-notification", src, e.EventID, "notification id %d recorded twice", nid)
 	} else {
 		m.notifIDs[nid] = true
-		m.notifs = append(m.notifs, notification{id: nid, consumer: strings.Clone(e.Consumer), eventID: id, orderID: val(e.OrderID)})
+		m.notifs = append(m.notifs, notification{id: nid, consumer: consumer, eventID: es.id, orderID: val(e.OrderID)})
 	}
-	if in := m.outbox[e.EventID]; in != nil && e.OrderID != nil && *e.OrderID != in.aggregateID {
+	if es.hasRow && e.OrderID != nil && *e.OrderID != es.aggregateID {
 		m.violate("intent-mismatch", src, e.EventID, "effect for %s says order %d, the intent's aggregate is %d",
-			e.EventID, *e.OrderID, in.aggregateID)
+			e.EventID, *e.OrderID, es.aggregateID)
 	}
-	for _, pk := range m.pendingByEv[e.EventID] {
-		m.settle(pk)
+	for _, pk := range es.pending {
+		delete(m.pending, pk)
 	}
-	delete(m.pendingByEv, e.EventID)
+	es.pending = nil
 }
 
 func (m *Model) offsetCommit(e *evidence.Event, src Source) {
@@ -677,9 +777,9 @@ func (m *Model) offsetCommit(e *evidence.Event, src Source) {
 			continue // settled
 		}
 		delete(m.pending, pk)
-		m.violate("offset-before-effect", src, p.eventID,
+		m.violate("offset-before-effect", src, p.ev.id,
 			"offset %d committed for %s/%d (group %s) before the effect or inbox_reject of the record at offset %d (%s, received at %s)",
-			next, pp.topic, pp.partition, pp.group, off, p.eventID, p.src)
+			next, pp.topic, pp.partition, pp.group, off, p.ev.id, p.src)
 	}
 }
 
@@ -693,9 +793,9 @@ func (m *Model) Finish(truncated bool) {
 	}
 	for _, k := range m.recordOrder {
 		r := m.records[k]
-		if r.received > 0 && !r.published {
-			m.violateStatus(st, "receive-without-publish", r.firstRecv, r.recEventID,
-				"record %s/%d@%d (%s) was received but no publish produced it", k.topic, k.partition, k.offset, r.recEventID)
+		if r.received > 0 && !r.publishd {
+			m.violateStatus(st, "receive-without-publish", Source{Log: r.recvLog, Line: r.recvLine, Seq: r.recvSeq}, r.rec.id,
+				"record %s/%d@%d (%s) was received but no publish produced it", k.topic, k.partition, k.offset, r.rec.id)
 		}
 	}
 }
@@ -708,47 +808,86 @@ func (m *Model) KeyIntent() string { return m.keyIntent }
 // Events returns how many events were folded.
 func (m *Model) Events() int64 { return m.events }
 
+// tableSource yields the rows of one replayed table without building them
+// all at once.
+type tableSource struct {
+	spec evidence.DigestSpec
+	n    int
+	row  func(i int, dst []any) []any // appends row i's values (int64, string or nil)
+}
+
+// sources returns the replayed end state, one source per
+// evidence.DigestSpecs entry, rows in creation order.
+func (m *Model) sources() []tableSource {
+	var stockSKUs []string
+	stockSKUs = append(stockSKUs, m.skus...)
+	extra := []string{}
+	for sku := range m.stock { // stock written by an order for an unseeded SKU
+		if _, seeded := m.seedStock[sku]; !seeded {
+			extra = append(extra, sku)
+		}
+	}
+	slices.Sort(extra)
+	stockSKUs = append(stockSKUs, extra...)
+	var rowsOf, linesOf, idemOf []*order
+	for i := range m.orders {
+		o := &m.orders[i]
+		if o.row {
+			rowsOf = append(rowsOf, o)
+		}
+		if o.lines {
+			linesOf = append(linesOf, o)
+		}
+		if o.idem {
+			idemOf = append(idemOf, o)
+		}
+	}
+	src := map[string]tableSource{
+		"stock": {n: len(stockSKUs), row: func(i int, d []any) []any { return append(d, stockSKUs[i], m.stock[stockSKUs[i]]) }},
+		"orders": {n: len(rowsOf), row: func(i int, d []any) []any {
+			return append(d, rowsOf[i].id, rowsOf[i].sku, rowsOf[i].quantity)
+		}},
+		"order_lines": {n: len(linesOf), row: func(i int, d []any) []any {
+			return append(d, linesOf[i].id, linesOf[i].sku, linesOf[i].quantity)
+		}},
+		"idempotency_records": {n: len(idemOf), row: func(i int, d []any) []any {
+			return append(d, idemOf[i].key, idemOf[i].id, idemOf[i].status)
+		}},
+		"outbox": {n: len(m.rows), row: func(i int, d []any) []any {
+			in := m.rows[i]
+			var claimID any
+			if in.claimID != "" {
+				claimID = in.claimID
+			}
+			return append(d, in.id, in.aggregateID, in.state, in.claimVersion, claimID)
+		}},
+		"inbox": {n: len(m.inboxOrder), row: func(i int, d []any) []any {
+			return append(d, m.inboxOrder[i].consumer, m.inboxOrder[i].eventID)
+		}},
+		"notification": {n: len(m.notifs), row: func(i int, d []any) []any {
+			n := &m.notifs[i]
+			return append(d, n.id, n.consumer, n.eventID, n.orderID)
+		}},
+	}
+	out := make([]tableSource, len(evidence.DigestSpecs))
+	for i, s := range evidence.DigestSpecs {
+		ts := src[s.Table]
+		ts.spec = s
+		out[i] = ts
+	}
+	return out
+}
+
 // Tables returns the replayed end state, one TableRows per
 // evidence.DigestSpecs entry, rows in creation order.
 func (m *Model) Tables() []TableRows {
-	rows := map[string][][]any{}
-	for _, sku := range m.skus {
-		rows["stock"] = append(rows["stock"], []any{sku, m.stock[sku]})
-	}
-	for sku, q := range m.stock { // stock written by an order for an unseeded SKU
-		if _, seeded := m.seedStock[sku]; !seeded {
-			rows["stock"] = append(rows["stock"], []any{sku, q})
+	var out []TableRows
+	for _, s := range m.sources() {
+		t := TableRows{Table: s.spec.Table, Columns: s.spec.Columns}
+		for i := range s.n {
+			t.Rows = append(t.Rows, s.row(i, nil))
 		}
-	}
-	for _, id := range m.orderIDs {
-		o := m.orders[id]
-		if o.row {
-			rows["orders"] = append(rows["orders"], []any{o.id, o.sku, o.quantity})
-		}
-		if o.lines {
-			rows["order_lines"] = append(rows["order_lines"], []any{o.id, o.sku, o.quantity})
-		}
-		if o.idem {
-			rows["idempotency_records"] = append(rows["idempotency_records"], []any{o.key, o.id, o.status})
-		}
-	}
-	for _, id := range m.outboxIDs {
-		in := m.outbox[id]
-		var claimID any
-		if in.claimID != "" {
-			claimID = in.claimID
-		}
-		rows["outbox"] = append(rows["outbox"], []any{in.eventID, in.aggregateID, in.state, in.claimVersion, claimID})
-	}
-	for _, k := range m.inboxOrder {
-		rows["inbox"] = append(rows["inbox"], []any{k.consumer, k.eventID})
-	}
-	for _, n := range m.notifs {
-		rows["notification"] = append(rows["notification"], []any{n.id, n.consumer, n.eventID, n.orderID})
-	}
-	out := make([]TableRows, len(evidence.DigestSpecs))
-	for i, s := range evidence.DigestSpecs {
-		out[i] = TableRows{Table: s.Table, Columns: s.Columns, Rows: rows[s.Table]}
+		out = append(out, t)
 	}
 	return out
 }

@@ -158,8 +158,8 @@ func TestModelTables(t *testing.T) {
 			t.Errorf("%s = %v; want %v", table, got[table], rows)
 		}
 	}
-	if m.deliveries["e-1"] != 2 || m.effects["e-1"] != 1 || m.replays != 0 || m.KeyIntent() != "e-1" {
+	if es := m.stateOf("e-1"); es.deliveries != 2 || es.effects != 1 || m.replays != 0 || m.KeyIntent() != "e-1" {
 		t.Errorf("deliveries %d effects %d replays %d key %q; want 2, 1, 0, e-1",
-			m.deliveries["e-1"], m.effects["e-1"], m.replays, m.KeyIntent())
+			es.deliveries, es.effects, m.replays, m.KeyIntent())
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -34,6 +36,12 @@ type TableRows struct {
 	Table   string
 	Columns []string
 	Rows    [][]any
+}
+
+// source returns a tableSource over t's rows.
+func (t TableRows) source() tableSource {
+	spec := evidence.DigestSpec{Table: t.Table, Columns: t.Columns}
+	return tableSource{spec: spec, n: len(t.Rows), row: func(i int, d []any) []any { return append(d, t.Rows[i]...) }}
 }
 
 // engine is the SQL database the replayed end state is loaded into.
@@ -240,9 +248,10 @@ func (e *engine) reset(ctx context.Context) error {
 // placeholders, far below SQLite's 32,766 and MySQL's 65,535.
 const insertChunk = 400
 
-// load bulk-inserts tables in one transaction, then builds the indexes the
-// anti-joins use.
-func (e *engine) load(ctx context.Context, tables []TableRows) (err error) {
+// load bulk-inserts the tables in one transaction, then builds the
+// indexes the anti-joins use. Rows are generated chunk by chunk from the
+// sources, never all at once.
+func (e *engine) load(ctx context.Context, tables []tableSource) (err error) {
 	tx, err := e.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("load replayed state: begin: %w", err)
@@ -265,46 +274,111 @@ func (e *engine) load(ctx context.Context, tables []TableRows) (err error) {
 			return fmt.Errorf("load replayed state: index: %w", err)
 		}
 	}
+	for _, t := range tables {
+		var n int64
+		if err := e.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+t.spec.Table).Scan(&n); err != nil {
+			return fmt.Errorf("load replayed state: count %s: %w", t.spec.Table, err)
+		}
+		if n != int64(t.n) {
+			return fmt.Errorf("load replayed state: %s holds %d rows after loading %d", t.spec.Table, n, t.n)
+		}
+	}
 	return nil
 }
 
-func insertRows(ctx context.Context, tx *sql.Tx, t TableRows) error {
-	if len(t.Rows) == 0 {
+func insertRows(ctx context.Context, tx *sql.Tx, t tableSource) error {
+	if t.n == 0 {
 		return nil
 	}
-	one := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(t.Columns)), ", ") + ")"
-	head := "INSERT INTO " + t.Table + " (" + strings.Join(t.Columns, ", ") + ") VALUES "
+	cols := t.spec.Columns
+	one := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(cols)), ", ") + ")"
+	head := "INSERT INTO " + t.spec.Table + " (" + strings.Join(cols, ", ") + ") VALUES "
 	stmts := map[int]*sql.Stmt{}
 	defer func() {
 		for _, s := range stmts {
 			s.Close()
 		}
 	}()
-	args := make([]any, 0, insertChunk*len(t.Columns))
-	for start := 0; start < len(t.Rows); start += insertChunk {
-		end := min(start+insertChunk, len(t.Rows))
+	args := make([]any, 0, insertChunk*len(cols))
+	for start := 0; start < t.n; start += insertChunk {
+		end := min(start+insertChunk, t.n)
 		n := end - start
 		st, ok := stmts[n]
 		if !ok {
 			q := head + strings.TrimSuffix(strings.Repeat(one+", ", n), ", ")
 			var err error
 			if st, err = tx.PrepareContext(ctx, q); err != nil {
-				return fmt.Errorf("load %s: prepare: %w", t.Table, err)
+				return fmt.Errorf("load %s: prepare: %w", t.spec.Table, err)
 			}
 			stmts[n] = st
 		}
 		args = args[:0]
-		for _, r := range t.Rows[start:end] {
-			if len(r) != len(t.Columns) {
-				return fmt.Errorf("load %s: row has %d values for %d columns", t.Table, len(r), len(t.Columns))
-			}
-			args = append(args, r...)
+		for i := start; i < end; i++ {
+			args = t.row(i, args)
+		}
+		if len(args) != n*len(cols) {
+			return fmt.Errorf("load %s: %d values for %d rows of %d columns", t.spec.Table, len(args), n, len(cols))
 		}
 		if _, err := st.ExecContext(ctx, args...); err != nil {
-			return fmt.Errorf("load %s: insert: %w", t.Table, err)
+			return fmt.Errorf("load %s: insert: %w", t.spec.Table, err)
 		}
 	}
 	return nil
+}
+
+// usedTables returns the sources of the tables some invariant reads (a
+// table name as a word of its SQL): only those need loading.
+func usedTables(srcs []tableSource, invs []Invariant) []tableSource {
+	var out []tableSource
+	for _, s := range srcs {
+		re := regexp.MustCompile(`\b` + regexp.QuoteMeta(s.spec.Table) + `\b`)
+		for _, inv := range invs {
+			if re.MatchString(inv.SQL) {
+				out = append(out, s)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// digestSource digests a replayed table exactly as the runner digests the
+// live one (evidence.DigestRows over the DigestSpec columns; integers in
+// decimal as database/sql renders them into a string, NULL as nil).
+// TestDigestMatchesSQL checks that it equals the digest of the same rows
+// read back from the SQL engine with the DigestSpec query.
+func digestSource(t tableSource) evidence.TableDigest {
+	if t.n == 0 {
+		return evidence.TableDigest{Table: t.spec.Table, SHA256: evidence.DigestRows(nil)}
+	}
+	// Three arenas instead of a pointer and a string per value: a million
+	// events make tables of 125,000 rows.
+	cols := len(t.spec.Columns)
+	vals := make([]string, t.n*cols)
+	ptrs := make([]*string, t.n*cols)
+	rows := make([][]*string, t.n)
+	var buf []any
+	var num []byte
+	for i := range t.n {
+		buf = t.row(i, buf[:0])
+		for j, v := range buf {
+			k := i*cols + j
+			switch x := v.(type) {
+			case nil:
+				continue
+			case int64:
+				num = strconv.AppendInt(num[:0], x, 10)
+				vals[k] = string(num)
+			case string:
+				vals[k] = x
+			default:
+				vals[k] = fmt.Sprint(x)
+			}
+			ptrs[k] = &vals[k]
+		}
+		rows[i] = ptrs[i*cols : (i+1)*cols : (i+1)*cols]
+	}
+	return evidence.TableDigest{Table: t.spec.Table, Rows: int64(t.n), SHA256: evidence.DigestRows(rows)}
 }
 
 // countInvariant runs one invariant on the loaded state.

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
@@ -175,12 +176,37 @@ func (c *checker) evidenceLevel() {
 			if cat == "" {
 				cat = got.Category
 			}
-			c.mismatch("", "proof-boundary-mismatch", "proof_boundary["+cat+"]",
-				fmt.Sprintf("%d had, %d cannot infer", len(got.Had), len(got.CannotInfer)),
-				fmt.Sprintf("%d had, %d cannot infer", len(w.Had), len(w.CannotInfer)),
-				"the proof-boundary row %q is not what this evidence gives (recompute with evidence.ComputeProofBoundary)", cat)
+			field, claimed, want := firstDiff(got, w)
+			c.mismatch("", "proof-boundary-mismatch", "proof_boundary["+cat+"]."+field, claimed, want,
+				"the proof-boundary row %q is not what this evidence gives (evidence.ComputeProofBoundary); "+
+					"evidence written by another version of the tool (%s %s) may word it differently", cat, ev.Tool.Version, ev.Tool.Revision)
 		}
 	}
+}
+
+// firstDiff names the first entry where two proof rows differ.
+func firstDiff(a, b evidence.ProofRow) (field, x, y string) {
+	if a.Category != b.Category {
+		return "category", a.Category, b.Category
+	}
+	for _, l := range []struct {
+		name string
+		a, b []string
+	}{{"had", a.Had, b.Had}, {"cannot_infer", a.CannotInfer, b.CannotInfer}} {
+		for i := 0; i < max(len(l.a), len(l.b)); i++ {
+			var p, q string
+			if i < len(l.a) {
+				p = l.a[i]
+			}
+			if i < len(l.b) {
+				q = l.b[i]
+			}
+			if p != q {
+				return fmt.Sprintf("%s[%d]", l.name, i), p, q
+			}
+		}
+	}
+	return "", "", ""
 }
 
 func equalStrings(a, b []string) bool { return len(a) == len(b) && (len(a) == 0 || slices.Equal(a, b)) }
@@ -497,11 +523,22 @@ func (c *checker) liveInvariantEvents(sc *evidence.Scenario, m *Model, truncated
 // replayed invariant results (nil when SQL could not run).
 func (c *checker) sqlChecks(ctx context.Context, sc *evidence.Scenario, m *Model) map[string]int64 {
 	id := sc.ID
+	// The digests are computed from the replayed rows on another core
+	// while the SQL engine loads the tables the invariants read.
+	srcs := m.sources()
+	digests := make([]evidence.TableDigest, len(srcs))
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i, s := range srcs {
+			digests[i] = digestSource(s)
+		}
+	})
+	defer wg.Wait()
 	if err := c.eng.reset(ctx); err != nil {
 		c.inconclusive(id, "sql-engine", "the replayed state could not be loaded: %v", err)
 		return nil
 	}
-	if err := c.eng.load(ctx, m.Tables()); err != nil {
+	if err := c.eng.load(ctx, usedTables(srcs, c.invs)); err != nil {
 		c.inconclusive(id, "sql-engine", "the replayed state could not be loaded: %v", err)
 		return nil
 	}
@@ -551,13 +588,10 @@ func (c *checker) sqlChecks(ctx context.Context, sc *evidence.Scenario, m *Model
 		claimed[t.Table] = t
 	}
 	specs := map[string]bool{}
-	for _, spec := range evidence.DigestSpecs {
+	wg.Wait()
+	for i, spec := range evidence.DigestSpecs {
 		specs[spec.Table] = true
-		d, err := c.eng.digest(ctx, spec)
-		if err != nil {
-			c.inconclusive(id, "sql-engine", "table %s could not be digested: %v", spec.Table, err)
-			continue
-		}
+		d := digests[i]
 		t, ok := claimed[spec.Table]
 		switch {
 		case !ok && sc.Status != evidence.StatusNotRun:
