@@ -83,7 +83,8 @@ type ServerInfo struct {
 // Server is a connection to the server without a default database, used to
 // create and drop scratch databases.
 type Server struct {
-	cfg  *mysql.Config
+	cfg  *mysql.Config // what our connections use
+	user *mysql.Config // what the user gave, for Redacted
 	db   *sql.DB
 	Info ServerInfo
 }
@@ -125,7 +126,7 @@ func Connect(ctx context.Context, cfg *mysql.Config) (*Server, error) {
 		db.Close()
 		return nil, fmt.Errorf("%w: %s: %v", ErrUnavailable, Redact(cfg), err)
 	}
-	return &Server{cfg: c, db: db, Info: info}, nil
+	return &Server{cfg: c, user: cfg.Clone(), db: db, Info: info}, nil
 }
 
 func redactErr(err error, cfg *mysql.Config) string {
@@ -165,8 +166,9 @@ func FlavourOf(version string) string {
 // DB returns the server-level pool (no default database).
 func (s *Server) DB() *sql.DB { return s.db }
 
-// Redacted returns the server's DSN with the password redacted.
-func (s *Server) Redacted() string { return Redact(s.cfg) }
+// Redacted returns the DSN the user gave (not the options this package
+// adds to it) with the password redacted.
+func (s *Server) Redacted() string { return Redact(s.user) }
 
 // Close closes the server-level pool.
 func (s *Server) Close() error { return s.db.Close() }

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# regen-evidence.sh regenerates the committed reference example from a real
+# run: evidence/u80.json with its event logs (evidence/u80/), checked by the
+# verifier, and the report rendered from it (reports/u80.md). Commit all three
+# together; cmd/orderflow-audit's TestCommittedEvidence fails when they drift.
+set -euo pipefail
+
+export PATH="/usr/local/go/bin:${PATH:-/usr/local/bin:/usr/bin:/bin}"
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+scripts/ensure-mariadb.sh
+bin="$(mktemp -d)/orderflow-audit"
+trap 'rm -rf "$(dirname "$bin")"' EXIT
+go build -o "$bin" ./cmd/orderflow-audit
+
+"$bin" run --out evidence/u80.json
+"$bin" verify evidence/u80.json
+"$bin" report evidence/u80.json -o reports/u80.md
+echo "regenerated evidence/u80.json, evidence/u80/ and reports/u80.md" >&2
