@@ -39,6 +39,20 @@ type scenarioSpec struct {
 	suite, boundary string
 	metrics         func(f facts) []metricValue
 	accept          map[string]string // metric -> required value (absent: unconstrained)
+	// injected says why the events do not show the scenario's fault
+	// injection ("" when they do); nil for scenarios without one. Without
+	// it a boundary scenario's acceptance would hold vacuously.
+	injected func(f facts) string
+}
+
+// faultHit requires a fault event at point.
+func faultHit(point string) func(f facts) string {
+	return func(f facts) string {
+		if slices.Contains(f.m.faults, point) {
+			return ""
+		}
+		return "no fault event at " + point
+	}
 }
 
 func (f facts) intent() (string, *intent) {
@@ -174,6 +188,14 @@ var catalogue = map[string]scenarioSpec{
 				flag("seedUntouched", f.seedUntouched())}
 		},
 		accept: map[string]string{"stock": "10", "idemRows": "0", "outboxRollback": "true", "seedUntouched": "true"},
+		injected: func(f facts) string {
+			for _, id := range f.m.rolledBack {
+				if in := f.m.intentOf(id); in != nil && in.decoy {
+					return ""
+				}
+			}
+			return "no order transaction rolled back on a seeded decoy's event id (the unique conflict)"
+		},
 	},
 	"normalChain": {
 		suite: "U80", boundary: evidence.BoundaryNone,
@@ -229,7 +251,8 @@ var catalogue = map[string]scenarioSpec{
 				}),
 			}
 		},
-		accept: map[string]string{"deliveries": "2", "businessEffects": "1", "oldTokenCas": "0", "state": "SENT"},
+		accept:   map[string]string{"deliveries": "2", "businessEffects": "1", "oldTokenCas": "0", "state": "SENT"},
+		injected: faultHit("after-publish-before-mark"),
 	},
 	"offsetReplay": {
 		suite: "U80", boundary: evidence.BoundaryAck,
@@ -240,7 +263,8 @@ var catalogue = map[string]scenarioSpec{
 				f.perIntent("effects", func(e string) metricValue { return num("effects", int64(f.m.stateOf(e).effects)) }),
 			}
 		},
-		accept: map[string]string{"replay": "1", "inboxRejected": "true", "effects": "1"},
+		accept:   map[string]string{"replay": "1", "inboxRejected": "true", "effects": "1"},
+		injected: faultHit("after-effect-before-offset-commit"),
 	},
 	"businessInvariants": {
 		suite: "U80", boundary: evidence.BoundaryNone,

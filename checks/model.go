@@ -20,7 +20,7 @@ import (
 //	                         order_committed, seed_outbox or outbox_written created
 //	intent-outside-order-tx  an order_committed whose writes lack "outbox", or an
 //	                         outbox_written event (the intent committed apart)
-//	intent-id-mismatch       an order_committed whose event_id is not e-<order_id>
+//	intent-id-mismatch       an order_committed or order_rolled_back whose event_id is not e-<order_id>
 //	duplicate-intent         a second intent with one event_id (the unique key forbids it)
 //	duplicate-order          a second order_committed for one order id
 //	claim-on-live-lease      a claim of a SENT row, or of a row whose previous claim's
@@ -45,6 +45,15 @@ import (
 //	offset-before-effect     an offset_commit covering a received record whose effect or
 //	                         inbox_reject was not recorded yet
 //	fault-undeclared         a fault event at a point the scenario does not declare
+//	fault-mismatch           a fault event naming an unknown event id, or a claim token that never
+//	                         claimed its event id
+//	impossible-rows          a mark or lease_expired reporting more than one row (event_id is unique)
+//	lease-expired-mismatch   a lease_expired with rows>=1 naming another claim than the row's current one
+//	inbox-record-mismatch    an inbox_insert/inbox_reject naming a record not received with its event id
+//	offset-not-received      an offset_commit of offset n by a group that never received record n-1
+//	observe-mismatch         an observe of a state and claim_version the row never held (end of scenario)
+//	stock-mismatch           orders whose stock values do not chain from the seed by their quantities
+//	                         (end of scenario; ordered by stock, since concurrent orders may log out of order)
 
 // Source locates an event: the log as named in the evidence, its line and
 // its seq.
@@ -105,6 +114,8 @@ type eventState struct {
 	claimID      string // "" = NULL
 	claimActor   string
 	leaseUntil   int64 // unix nanoseconds
+	sentVersion  int64 // claim_version when the row turned SENT (sent: it did)
+	sent         bool
 	tokens       []tokenState
 
 	deliveries, effects, rejects int32
@@ -117,6 +128,12 @@ type observed struct {
 	seeded  *observation // the seed_outbox values of a seeded row
 	states  []string     // collapsed observed states
 	lastObs *observation
+	all     []observedAt // every observation (capped), checked by Finish
+}
+
+type observedAt struct {
+	observation
+	src Source
 }
 
 func (es *eventState) obs() *observed {
@@ -183,6 +200,7 @@ type record struct {
 	pub      *eventState // the published event (when published)
 	rec      *eventState // the event of the first receive
 	received int32
+	groups   uint64 // consumer groups (bit i: m.groups[i]) that received it
 	publishd bool
 	recvLine int64  // where the first receive is, for a finding
 	recvLog  string // (shared with the evidence's log path)
@@ -228,6 +246,12 @@ type pendingRec struct {
 	src Source
 }
 
+// decrement is one order's stock write.
+type decrement struct {
+	stock, quantity int64
+	src             Source
+}
+
 // request summarizes one answer of the order service.
 type request struct {
 	kind    evidence.Kind
@@ -240,14 +264,15 @@ type Model struct {
 	faultPoints map[string]bool // declared by the scenario
 	strs        map[string]string
 
-	stock     map[string]int64
-	seedStock map[string]int64
-	skus      []string        // in seeding order
-	orders    []order         // in commit order
-	orderIdx  map[int64]int32 // order id -> index in orders
-	byID      map[string]*eventState
-	rows      []*eventState // outbox rows in creation order
-	keyIntent string        // the scenario's intent e (see KeyIntent)
+	stock      map[string]int64
+	seedStock  map[string]int64
+	decrements map[string][]decrement
+	skus       []string        // in seeding order
+	orders     []order         // in commit order
+	orderIdx   map[int64]int32 // order id -> index in orders
+	byID       map[string]*eventState
+	rows       []*eventState // outbox rows in creation order
+	keyIntent  string        // the scenario's intent e (see KeyIntent)
 
 	records      map[recordKey]record
 	recordOrder  []recordKey
@@ -269,6 +294,7 @@ type Model struct {
 	invariants   map[string]int64 // live invariant events: id -> rows (last)
 	invOrder     []string
 	faults       []string
+	rolledBack   []string // event ids of rolled-back order transactions (capped)
 	events       int64
 
 	violations []Violation
@@ -290,6 +316,7 @@ func NewModel(faultPoints []string) *Model {
 		strs:         map[string]string{},
 		stock:        map[string]int64{},
 		seedStock:    map[string]int64{},
+		decrements:   map[string][]decrement{},
 		orderIdx:     map[int64]int32{},
 		byID:         map[string]*eventState{},
 		records:      map[recordKey]record{},
@@ -410,7 +437,16 @@ func (m *Model) Step(e *evidence.Event, src Source) {
 		if in := m.newIntent(e.EventID, val(e.OrderID), src); in != nil && m.keyIntent == "" {
 			m.keyIntent = in.id
 		}
-	case evidence.KindOrderRolledBack, evidence.KindOrderReplayed, evidence.KindOrderRejected:
+	case evidence.KindOrderRolledBack:
+		if e.EventID != "" && len(m.rolledBack) < 64 {
+			m.rolledBack = append(m.rolledBack, strings.Clone(e.EventID))
+		}
+		if e.OrderID != nil && e.EventID != "" && e.EventID != evidence.EventIDFor(*e.OrderID) {
+			m.violate("intent-id-mismatch", src, e.EventID, "order %d tried to write intent %q, want %q",
+				*e.OrderID, e.EventID, evidence.EventIDFor(*e.OrderID))
+		}
+		m.request(e)
+	case evidence.KindOrderReplayed, evidence.KindOrderRejected:
 		m.request(e)
 	case evidence.KindClaim:
 		m.claim(e, src)
@@ -424,16 +460,23 @@ func (m *Model) Step(e *evidence.Event, src Source) {
 			return
 		}
 		in.touched = true
-		if val(e.Rows) >= 1 {
+		rows := val(e.Rows)
+		m.oneRow(e, rows, src)
+		if rows >= 1 {
 			if in.state != evidence.StateClaimed {
 				m.violate("lease-expired-not-claimed", src, e.EventID,
-					"lease of %s expired by SQL (rows=%d) while the row is %s, not CLAIMED", e.EventID, val(e.Rows), in.state)
+					"lease of %s expired by SQL (rows=%d) while the row is %s, not CLAIMED", e.EventID, rows, in.state)
+			} else if val(e.ClaimVersion) != in.claimVersion || e.ClaimID != in.claimID {
+				m.violate("lease-expired-mismatch", src, e.EventID,
+					"lease_expired names claim v%d/%s of %s, but the lease it aged belongs to v%d/%s",
+					val(e.ClaimVersion), e.ClaimID, e.EventID, in.claimVersion, in.claimID)
 			}
 			in.leaseExpired = true
 		}
 	case evidence.KindReceive:
 		m.receive(e, src)
 	case evidence.KindInboxInsert:
+		m.inboxRecord(e, src)
 		es := m.ev(e.EventID)
 		k := inboxKey{m.intern(e.Consumer), es.id}
 		if _, dup := m.inbox[k]; dup {
@@ -444,6 +487,7 @@ func (m *Model) Step(e *evidence.Event, src Source) {
 		m.inbox[k] = struct{}{}
 		m.inboxOrder = append(m.inboxOrder, k)
 	case evidence.KindInboxReject:
+		m.inboxRecord(e, src)
 		if _, ok := m.inbox[inboxKey{e.Consumer, e.EventID}]; !ok {
 			m.violate("reject-without-inbox", src, e.EventID,
 				"inbox_reject of (%s, %s) with no inbox row to conflict with", e.Consumer, e.EventID)
@@ -471,10 +515,26 @@ func (m *Model) Step(e *evidence.Event, src Source) {
 		}
 		o.lastObs = &observation{state: st, claimVersion: val(e.ClaimVersion), orderID: oid,
 			payloadSHA256: strings.Clone(e.PayloadSHA256)}
+		if len(o.all) < 64 {
+			o.all = append(o.all, observedAt{*o.lastObs, src})
+		}
 	case evidence.KindFault:
 		if !m.faultPoints[e.Point] {
 			m.violate("fault-undeclared", src, e.EventID,
 				"a fault was injected at %q, which the scenario does not declare", e.Point)
+		}
+		if e.EventID != "" && m.byID[e.EventID] == nil {
+			m.violate("fault-mismatch", src, e.EventID, "the fault at %s names %s, an event id no earlier event mentions", e.Point, e.EventID)
+		} else if e.EventID != "" && e.ClaimVersion != nil {
+			in := m.intentOf(e.EventID)
+			var ts *tokenState
+			if in != nil {
+				ts = in.token(token{*e.ClaimVersion, e.ClaimID})
+			}
+			if ts == nil || !ts.claimed {
+				m.violate("fault-mismatch", src, e.EventID,
+					"the fault at %s says its actor held claim v%d/%s of %s, which never claimed it", e.Point, *e.ClaimVersion, e.ClaimID, e.EventID)
+			}
 		}
 		if len(m.faults) < 64 {
 			m.faults = append(m.faults, strings.Clone(e.Point))
@@ -557,7 +617,15 @@ func (m *Model) orderCommitted(e *evidence.Event, src Source) {
 	m.orders = append(m.orders, order{id: id, sku: sku, quantity: val(e.Quantity), key: strings.Clone(e.Key), status: int64(e.Status),
 		row: row, lines: lines, idem: idem})
 	if stock {
-		m.stock[sku] = val(e.Stock)
+		// Concurrent orders may log in another order than they committed:
+		// the stock left is the lowest any of them reported.
+		left := val(e.Stock)
+		if cur, ok := m.stock[sku]; !ok || left < cur {
+			m.stock[sku] = left
+		}
+		if _, seeded := m.seedStock[sku]; seeded && len(m.decrements[sku]) < 1<<20 {
+			m.decrements[sku] = append(m.decrements[sku], decrement{stock: left, quantity: val(e.Quantity), src: src})
+		}
 	}
 	if outbox {
 		if in := m.newIntent(e.EventID, id, src); in != nil && m.keyIntent == "" {
@@ -674,6 +742,7 @@ func (m *Model) mark(e *evidence.Event, src Source) {
 		ts = in.addToken(tk)
 	}
 	ts.marked, ts.markRows, ts.markAt = true, rows, m.events
+	m.oneRow(e, rows, src)
 	if rows < 1 {
 		return
 	}
@@ -685,6 +754,9 @@ func (m *Model) mark(e *evidence.Event, src Source) {
 	if !ts.published {
 		m.violate("sent-without-publish", src, e.EventID,
 			"mark of %s to SENT with token v%d/%s before any successful publish of that claim", e.EventID, tk.version, tk.id)
+	}
+	if !in.sent {
+		in.sent, in.sentVersion = true, in.claimVersion
 	}
 	in.state = evidence.StateSent
 }
@@ -717,8 +789,14 @@ func (m *Model) receive(e *evidence.Event, src Source) {
 			e.EventID, *e.OrderID, es.aggregateID)
 	}
 	group := m.intern(e.Consumer)
-	if !slices.Contains(m.groups, group) && len(m.groups) < 64 {
+	gi := slices.Index(m.groups, group)
+	if gi < 0 && len(m.groups) < 64 {
+		gi = len(m.groups)
 		m.groups = append(m.groups, group)
+	}
+	if gi >= 0 {
+		r.groups |= 1 << gi
+		m.records[k] = r
 	}
 	pk := pendingKey{group, k}
 	if _, ok := m.pending[pk]; !ok {
@@ -763,12 +841,21 @@ func (m *Model) effect(e *evidence.Event, src Source) {
 }
 
 func (m *Model) offsetCommit(e *evidence.Event, src Source) {
+	next := val(e.Offset)
+	if next > 0 {
+		r := m.records[recordKey{e.Topic, val(e.Partition), next - 1}]
+		gi := slices.Index(m.groups, e.Consumer)
+		if gi < 0 || r.groups&(1<<gi) == 0 {
+			m.violate("offset-not-received", src, "",
+				"group %s committed offset %d of %s/%d, but never received the record at offset %d",
+				e.Consumer, next, e.Topic, val(e.Partition), next-1)
+		}
+	}
 	pp := partKey{e.Consumer, e.Topic, val(e.Partition)}
 	h := m.pendingHeaps[pp]
 	if h == nil {
 		return
 	}
-	next := val(e.Offset)
 	for h.Len() > 0 && (*h)[0] < next {
 		off := heap.Pop(h).(int64)
 		pk := pendingKey{pp.group, recordKey{pp.topic, pp.partition, off}}
@@ -783,6 +870,26 @@ func (m *Model) offsetCommit(e *evidence.Event, src Source) {
 	}
 }
 
+// oneRow: event_id is the outbox's unique key, so an UPDATE by event id
+// changes at most one row.
+func (m *Model) oneRow(e *evidence.Event, rows int64, src Source) {
+	if rows > 1 {
+		m.violate("impossible-rows", src, e.EventID, "%s of %s reports %d rows; an update by the unique event_id changes at most 1",
+			e.Kind, e.EventID, rows)
+	}
+}
+
+// inboxRecord: an inbox decision names the record it was made for, which
+// its consumer must have received with that event id.
+func (m *Model) inboxRecord(e *evidence.Event, src Source) {
+	r, ok := m.records[recordKey{e.Topic, val(e.Partition), val(e.Offset)}]
+	if !ok || r.received == 0 || r.rec == nil || r.rec.id != e.EventID {
+		m.violate("inbox-record-mismatch", src, e.EventID,
+			"%s of %s names record %s/%d@%d, which was not received with that event id", e.Kind, e.EventID,
+			e.Topic, val(e.Partition), val(e.Offset))
+	}
+}
+
 // Finish runs the end-of-scenario checks. truncated says that a log of the
 // scenario was cut: a missing cause may then be in the lost tail, so those
 // findings are inconclusive rather than failures.
@@ -791,6 +898,22 @@ func (m *Model) Finish(truncated bool) {
 	if truncated {
 		st = Inconclusive
 	}
+	for _, es := range m.rows {
+		if es.observed == nil {
+			continue
+		}
+		for _, o := range es.all {
+			if why := es.neverHeld(o.observation); why != "" {
+				m.violateStatus(st, "observe-mismatch", o.src, es.id, "observed %s v%d of %s, but %s", o.state, o.claimVersion, es.id, why)
+			}
+		}
+	}
+	for id, es := range m.byID {
+		if !es.hasRow && es.observed != nil && len(es.all) > 0 {
+			m.violateStatus(st, "observe-mismatch", es.all[0].src, id, "observed %s, a row that never existed", id)
+		}
+	}
+	m.checkStock(st)
 	for _, k := range m.recordOrder {
 		r := m.records[k]
 		if r.received > 0 && !r.publishd {
@@ -798,6 +921,65 @@ func (m *Model) Finish(truncated bool) {
 				"record %s/%d@%d (%s) was received but no publish produced it", k.topic, k.partition, k.offset, r.rec.id)
 		}
 	}
+}
+
+// neverHeld says why a row never was in the observed state ("" when it was).
+func (es *eventState) neverHeld(o observation) string {
+	if o.orderID != nil && *o.orderID != es.aggregateID {
+		return fmt.Sprintf("its aggregate is %d, not %d", es.aggregateID, *o.orderID)
+	}
+	if es.observed != nil && es.seeded != nil && o.state == es.seeded.state && o.claimVersion == es.seeded.claimVersion {
+		return ""
+	}
+	switch o.state {
+	case evidence.StatePending:
+		if es.seeded == nil && o.claimVersion == 0 {
+			return ""
+		}
+	case evidence.StateClaimed:
+		for _, t := range es.tokens {
+			if t.claimed && t.version == o.claimVersion {
+				return ""
+			}
+		}
+	case evidence.StateSent:
+		if es.sent && es.sentVersion == o.claimVersion {
+			return ""
+		}
+	}
+	return "no event put the row in that state with that claim_version"
+}
+
+// checkStock: each order that decremented a SKU left stock = the stock
+// before it minus its quantity. Orders are put in decrement order by their
+// stock (concurrent requests may log in another order than they committed).
+func (m *Model) checkStock(st Status) {
+	for _, sku := range m.skus {
+		ds := m.decrements[sku]
+		if len(ds) == 0 {
+			continue
+		}
+		slices.SortStableFunc(ds, func(a, b decrement) int { return cmpInt64(b.stock, a.stock) })
+		left := m.seedStock[sku]
+		for _, d := range ds {
+			if d.stock != left-d.quantity {
+				m.violateStatus(st, "stock-mismatch", d.src, "",
+					"an order of %d %s left stock %d, but the stock before it was %d", d.quantity, sku, d.stock, left)
+				break
+			}
+			left = d.stock
+		}
+	}
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }
 
 // KeyIntent is the scenario's intent e: the event id of the first

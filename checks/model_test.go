@@ -163,3 +163,16 @@ func TestModelTables(t *testing.T) {
 			es.deliveries, es.effects, m.replays, m.KeyIntent())
 	}
 }
+
+// TestConcurrentStock: orders that log out of commit order leave the
+// lowest stock any of them reported.
+func TestConcurrentStock(t *testing.T) {
+	events := loadHistory(t, "testdata/histories/ok-concurrent-stock/events.jsonl")
+	m := NewModel(nil)
+	for i := range events {
+		m.Step(&events[i], Source{Seq: events[i].Seq})
+	}
+	if got := m.stock["SKU"]; got != 7 {
+		t.Fatalf("stock = %d; want 7 (the lowest reported)", got)
+	}
+}

@@ -110,6 +110,20 @@ type checker struct {
 	pool      *decoderPool
 	logOwners map[string]string // resolved log path -> scenario
 	seen      map[string]bool   // scenario ids
+	// truncated is set while checking a scenario one of whose logs was
+	// cut: end-state comparisons may then be explained by the lost tail,
+	// so they are inconclusive instead of failures.
+	truncated bool
+}
+
+// endState adds a finding about the replayed end state or a recomputed
+// claim: a failure, or inconclusive when a log of the scenario was cut.
+func (c *checker) endState(r Reason) {
+	if c.truncated && r.Status == Fail {
+		r.Status = Inconclusive
+		r.Message += " (a log of this scenario was cut: the lost events may explain it)"
+	}
+	c.add(r)
 }
 
 func (c *checker) add(r Reason) { c.v.Reasons = append(c.v.Reasons, r) }
@@ -305,6 +319,8 @@ func (c *checker) scenario(ctx context.Context, sc *evidence.Scenario) error {
 		return err
 	}
 	m.Finish(truncated)
+	c.truncated = truncated
+	defer func() { c.truncated = false }()
 	c.v.Events += m.Events()
 	vs, more := m.Violations()
 	for _, x := range vs {
@@ -563,15 +579,16 @@ func (c *checker) sqlChecks(ctx context.Context, sc *evidence.Scenario, m *Model
 		}
 		c.v.Invariants = append(c.v.Invariants, chk)
 		if n > 0 {
-			c.add(Reason{Rule: inv.ID, Status: Fail, Scenario: id, Field: inv.ID, Recomputed: strconv.FormatInt(n, 10),
+			c.endState(Reason{Rule: inv.ID, Status: Fail, Scenario: id, Field: inv.ID, Recomputed: strconv.FormatInt(n, 10),
 				Message: fmt.Sprintf("%d row(s) on the replayed end state. %s", n, inv.Meaning)})
 		}
 		switch {
 		case !has && sc.Status != evidence.StatusNotRun:
 			c.inconclusive(id, "invariant-not-recorded", "the evidence has no live result for invariant %s", inv.ID)
 		case has && l != n:
-			c.mismatch(id, "invariant-mismatch", inv.ID, strconv.FormatInt(l, 10), strconv.FormatInt(n, 10),
-				"invariant %s returned %d row(s) live but %d on the replayed end state", inv.ID, l, n)
+			c.endState(Reason{Rule: "invariant-mismatch", Status: Fail, Scenario: id, Field: inv.ID,
+				Claimed: strconv.FormatInt(l, 10), Recomputed: strconv.FormatInt(n, 10),
+				Message: fmt.Sprintf("invariant %s returned %d row(s) live but %d on the replayed end state", inv.ID, l, n)})
 		}
 	}
 	for _, r := range sc.Invariants {
@@ -597,8 +614,10 @@ func (c *checker) sqlChecks(ctx context.Context, sc *evidence.Scenario, m *Model
 		case !ok && sc.Status != evidence.StatusNotRun:
 			c.inconclusive(id, "table-not-recorded", "the evidence has no digest of table %s", spec.Table)
 		case ok && (t.Rows != d.Rows || t.SHA256 != d.SHA256):
-			c.mismatch(id, "table-digest", spec.Table, digestText(t), digestText(d),
-				"table %s: the live digest differs from the replayed end state (%d live rows, %d replayed)", spec.Table, t.Rows, d.Rows)
+			c.endState(Reason{Rule: "table-digest", Status: Fail, Scenario: id, Field: spec.Table,
+				Claimed: digestText(t), Recomputed: digestText(d),
+				Message: fmt.Sprintf("table %s: the live digest differs from the replayed end state (%d live rows, %d replayed)",
+					spec.Table, t.Rows, d.Rows)})
 		}
 	}
 	for _, t := range sc.Tables {
@@ -633,11 +652,13 @@ func (c *checker) metrics(sc *evidence.Scenario, spec scenarioSpec, f facts) {
 			c.mismatch(id, "metric-mismatch", cm.Name, cm.Value, "",
 				"scenario %s has no metric %s (its metrics are %s)", id, cm.Name, strings.Join(names, ", "))
 		case !r.ok:
-			c.add(Reason{Rule: "metric-not-recomputable", Status: Inconclusive, Scenario: id, Field: cm.Name, Claimed: cm.Value,
+			// A claim no event supports is a defect; with a cut log the
+			// supporting event may be the one lost.
+			c.endState(Reason{Rule: "metric-not-recomputable", Status: Fail, Scenario: id, Field: cm.Name, Claimed: cm.Value,
 				Message: fmt.Sprintf("%s=%s cannot be recomputed from the events: %s", cm.Name, cm.Value, r.why)})
 		case r.value != cm.Value:
-			c.mismatch(id, "metric-mismatch", cm.Name, cm.Value, r.value,
-				"%s: the evidence claims %s, the events give %s", cm.Name, cm.Value, r.value)
+			c.endState(Reason{Rule: "metric-mismatch", Status: Fail, Scenario: id, Field: cm.Name, Claimed: cm.Value,
+				Recomputed: r.value, Message: fmt.Sprintf("%s: the evidence claims %s, the events give %s", cm.Name, cm.Value, r.value)})
 		}
 	}
 	if sc.Status == evidence.StatusNotRun {
@@ -654,6 +675,12 @@ func (c *checker) metrics(sc *evidence.Scenario, spec scenarioSpec, f facts) {
 				"the metrics are not in line order")
 		}
 	}
+	if spec.injected != nil && sc.Status == evidence.StatusPass {
+		if why := spec.injected(f); why != "" {
+			c.endState(Reason{Rule: "fault-not-injected", Status: Fail, Scenario: id,
+				Message: "the scenario claims PASS at the " + spec.boundary + " boundary, but the events do not show its fault injection: " + why})
+		}
+	}
 	pass, decided := spec.accepted(rec)
 	recStatus := evidence.StatusFail
 	if pass {
@@ -661,10 +688,12 @@ func (c *checker) metrics(sc *evidence.Scenario, spec scenarioSpec, f facts) {
 	}
 	switch {
 	case sc.Status == evidence.StatusPass && !decided:
-		c.inconclusive(id, "status-not-recomputable", "PASS cannot be confirmed: a metric its acceptance needs cannot be recomputed")
+		c.endState(Reason{Rule: "status-not-recomputable", Status: Fail, Scenario: id, Field: "status", Claimed: sc.Status,
+			Message: "PASS cannot be confirmed: a metric its acceptance needs cannot be recomputed from the events"})
 	case sc.Status == evidence.StatusPass && !pass:
-		c.mismatch(id, "status-mismatch", "status", sc.Status, recStatus,
-			"the scenario claims PASS, but the recomputed metrics do not meet its acceptance (%s)", acceptText(spec))
+		c.endState(Reason{Rule: "status-mismatch", Status: Fail, Scenario: id, Field: "status", Claimed: sc.Status,
+			Recomputed: recStatus, Message: fmt.Sprintf("the scenario claims PASS, but the recomputed metrics do not meet its acceptance (%s)",
+				acceptText(spec))})
 	}
 	allKnown := true
 	ms := make([]evidence.Metric, len(rec))
@@ -674,7 +703,8 @@ func (c *checker) metrics(sc *evidence.Scenario, spec scenarioSpec, f facts) {
 	}
 	if allKnown && decided && sc.Status != evidence.StatusFail {
 		if want := evidence.FormatLine(spec.suite, id, recStatus, ms); want != sc.Line {
-			c.mismatch(id, "line-mismatch", "line", sc.Line, want, "the observation line the events support differs")
+			c.endState(Reason{Rule: "line-mismatch", Status: Fail, Scenario: id, Field: "line", Claimed: sc.Line,
+				Recomputed: want, Message: "the observation line the events support differs"})
 		}
 	}
 }
