@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"fmt"
 	"sync"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
@@ -29,21 +28,9 @@ func init() {
 
 func concurrentRelays(ctx context.Context, e *Env) error {
 	const n = 8
-	topic, err := e.Topic(ctx, "")
+	topic, _, err := e.startChain(ctx, "race", n)
 	if err != nil {
 		return err
-	}
-	if err := e.SeedStock(ctx, defaultSKU, 100); err != nil {
-		return err
-	}
-	cl, err := e.Orders()
-	if err != nil {
-		return err
-	}
-	for i := 1; i <= n; i++ {
-		if _, err := e.placeCommitted(ctx, cl, fmt.Sprintf("race-%d", i)); err != nil {
-			return err
-		}
 	}
 	relays := make([]*relay.Relay, 2)
 	for i, name := range []string{"relay-a", "relay-b"} {

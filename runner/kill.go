@@ -9,7 +9,6 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/runner/actor"
 	"github.com/orderflow-audit/orderflow-audit/runner/fault"
-	"github.com/orderflow-audit/orderflow-audit/runner/internal/consumer"
 )
 
 // FaultSIGKILL names the injection of relayKill9: the relay is a child
@@ -33,21 +32,11 @@ func relayKill9(ctx context.Context, e *Env) error {
 	if e.exe == "" {
 		return errors.New("no executable to start an actor process from")
 	}
-	topic, err := e.Topic(ctx, "")
+	topic, placed, err := e.startChain(ctx, "kill", 1)
 	if err != nil {
 		return err
 	}
-	if err := e.SeedStock(ctx, defaultSKU, 10); err != nil {
-		return err
-	}
-	cl, err := e.Orders()
-	if err != nil {
-		return err
-	}
-	order, err := e.placeCommitted(ctx, cl, "kill-1")
-	if err != nil {
-		return err
-	}
+	order := placed[0]
 
 	logPath, err := e.logPath("relay-a")
 	if err != nil {
@@ -104,26 +93,14 @@ func relayKill9(ctx context.Context, e *Env) error {
 			takeover = c.ClaimVersion
 		}
 	}
-	c, err := e.Consumer(ctx, "consumer-1", topic, "notify-"+e.RunID, nil)
-	if err != nil {
-		return err
-	}
-	st, err := e.poll(ctx, c, func(s consumer.Stats) bool { return s.Received >= 2 })
-	if err != nil {
-		return err
-	}
-	effects, err := e.Count(ctx, "notification", "event_id = ?", order.EventID)
-	if err != nil {
-		return err
-	}
-	state, err := e.Observe(ctx, order.EventID)
+	m, err := e.measureTakeover(ctx, topic, order.EventID)
 	if err != nil {
 		return err
 	}
 	e.Result.Expect("killed", killed, true)
 	e.Result.Expect("takeoverVersion", takeover, 2)
-	e.Result.Expect("deliveries", st.Received, 2)
-	e.Result.Expect("businessEffects", effects, 1)
-	e.Result.Expect("state", state, "SENT")
+	e.Result.Expect("deliveries", m.deliveries, 2)
+	e.Result.Expect("businessEffects", m.effects, 1)
+	e.Result.Expect("state", m.state, "SENT")
 	return nil
 }

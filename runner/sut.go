@@ -207,3 +207,52 @@ func (e *Env) poll(ctx context.Context, c *consumer.Consumer, cond func(consumer
 	}
 	return st, err
 }
+
+// startChain prepares a chain scenario: its topic, stock 10 (or more, for
+// n > 10), the order service, and n committed orders keyed prefix-1..n.
+func (e *Env) startChain(ctx context.Context, prefix string, n int) (string, []*orders.PlaceResponse, error) {
+	topic, err := e.Topic(ctx, "")
+	if err != nil {
+		return "", nil, err
+	}
+	if err := e.SeedStock(ctx, defaultSKU, int64(max(10, n))); err != nil {
+		return "", nil, err
+	}
+	cl, err := e.Orders()
+	if err != nil {
+		return "", nil, err
+	}
+	placed := make([]*orders.PlaceResponse, n)
+	for i := range placed {
+		if placed[i], err = e.placeCommitted(ctx, cl, fmt.Sprintf("%s-%d", prefix, i+1)); err != nil {
+			return "", nil, err
+		}
+	}
+	return topic, placed, nil
+}
+
+// afterTakeover is what a takeover scenario measures at its end: a fresh
+// consumer reads the topic until it has received both publishes of eventID;
+// then the effects of eventID are counted and its final state observed.
+type afterTakeover struct {
+	deliveries, effects int64
+	state               string
+}
+
+func (e *Env) measureTakeover(ctx context.Context, topic, eventID string) (afterTakeover, error) {
+	var m afterTakeover
+	c, err := e.Consumer(ctx, "consumer-1", topic, "notify-"+e.RunID, nil)
+	if err != nil {
+		return m, err
+	}
+	st, err := e.poll(ctx, c, func(s consumer.Stats) bool { return s.Received >= 2 })
+	if err != nil {
+		return m, err
+	}
+	m.deliveries = int64(st.Received)
+	if m.effects, err = e.Count(ctx, "notification", "event_id = ?", eventID); err != nil {
+		return m, err
+	}
+	m.state, err = e.Observe(ctx, eventID)
+	return m, err
+}

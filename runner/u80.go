@@ -143,21 +143,11 @@ func txBoundaryRollback(ctx context.Context, e *Env) error {
 }
 
 func normalChain(ctx context.Context, e *Env) error {
-	topic, err := e.Topic(ctx, "")
+	topic, placed, err := e.startChain(ctx, "normal", 1)
 	if err != nil {
 		return err
 	}
-	if err := e.SeedStock(ctx, defaultSKU, 10); err != nil {
-		return err
-	}
-	cl, err := e.Orders()
-	if err != nil {
-		return err
-	}
-	order, err := e.placeCommitted(ctx, cl, "normal-1")
-	if err != nil {
-		return err
-	}
+	order := placed[0]
 	var states []string
 	observe := func() error {
 		s, err := e.Observe(ctx, order.EventID)
@@ -232,21 +222,11 @@ func normalChain(ctx context.Context, e *Env) error {
 }
 
 func sendBeforeMarkCrash(ctx context.Context, e *Env) error {
-	topic, err := e.Topic(ctx, "")
+	topic, placed, err := e.startChain(ctx, "crash", 1)
 	if err != nil {
 		return err
 	}
-	if err := e.SeedStock(ctx, defaultSKU, 10); err != nil {
-		return err
-	}
-	cl, err := e.Orders()
-	if err != nil {
-		return err
-	}
-	order, err := e.placeCommitted(ctx, cl, "crash-1")
-	if err != nil {
-		return err
-	}
+	order := placed[0]
 
 	// Relay A claims v1, publishes, and dies before its mark.
 	faultsA := &fault.Injector{}
@@ -297,45 +277,23 @@ func sendBeforeMarkCrash(ctx context.Context, e *Env) error {
 		e.Result.Failf("relay B's mark hit %d rows, want 1", newRows)
 	}
 
-	c, err := e.Consumer(ctx, "consumer-1", topic, "notify-"+e.RunID, nil)
+	m, err := e.measureTakeover(ctx, topic, order.EventID)
 	if err != nil {
 		return err
 	}
-	st, err := e.poll(ctx, c, func(s consumer.Stats) bool { return s.Received >= 2 })
-	if err != nil {
-		return err
-	}
-	effects, err := e.Count(ctx, "notification", "event_id = ?", order.EventID)
-	if err != nil {
-		return err
-	}
-	state, err := e.Observe(ctx, order.EventID)
-	if err != nil {
-		return err
-	}
-	e.Result.Expect("deliveries", st.Received, 2)
-	e.Result.Expect("businessEffects", effects, 1)
+	e.Result.Expect("deliveries", m.deliveries, 2)
+	e.Result.Expect("businessEffects", m.effects, 1)
 	e.Result.Expect("oldTokenCas", oldRows, 0)
-	e.Result.Expect("state", state, "SENT")
+	e.Result.Expect("state", m.state, "SENT")
 	return nil
 }
 
 func offsetReplay(ctx context.Context, e *Env) error {
-	topic, err := e.Topic(ctx, "")
+	topic, placed, err := e.startChain(ctx, "replay", 1)
 	if err != nil {
 		return err
 	}
-	if err := e.SeedStock(ctx, defaultSKU, 10); err != nil {
-		return err
-	}
-	cl, err := e.Orders()
-	if err != nil {
-		return err
-	}
-	order, err := e.placeCommitted(ctx, cl, "replay-1")
-	if err != nil {
-		return err
-	}
+	order := placed[0]
 	r, err := e.Relay("relay-a", topic, nil)
 	if err != nil {
 		return err
@@ -377,21 +335,9 @@ func offsetReplay(ctx context.Context, e *Env) error {
 
 func businessInvariants(ctx context.Context, e *Env) error {
 	const n = 3
-	topic, err := e.Topic(ctx, "")
+	topic, _, err := e.startChain(ctx, "inv", n)
 	if err != nil {
 		return err
-	}
-	if err := e.SeedStock(ctx, defaultSKU, 10); err != nil {
-		return err
-	}
-	cl, err := e.Orders()
-	if err != nil {
-		return err
-	}
-	for i := 1; i <= n; i++ {
-		if _, err := e.placeCommitted(ctx, cl, fmt.Sprintf("inv-%d", i)); err != nil {
-			return err
-		}
 	}
 	r, err := e.Relay("relay-a", topic, nil)
 	if err != nil {
