@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 
@@ -31,7 +30,7 @@ func (e *Env) recordEndState(ctx context.Context, rec *evidence.Scenario) error 
 		}
 	}
 	for _, spec := range evidence.DigestSpecs {
-		d, err := digestTable(ctx, e.DB, spec)
+		d, err := evidence.DigestTable(ctx, e.DB, spec)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -54,35 +53,4 @@ func (e *Env) InvariantRows(ctx context.Context, id string) (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("unknown invariant %q", id)
-}
-
-func digestTable(ctx context.Context, db *sql.DB, spec evidence.DigestSpec) (evidence.TableDigest, error) {
-	rows, err := db.QueryContext(ctx, spec.DigestQuery())
-	if err != nil {
-		return evidence.TableDigest{}, fmt.Errorf("digest %s: %w", spec.Table, err)
-	}
-	defer rows.Close()
-	var all [][]*string
-	for rows.Next() {
-		vals := make([]sql.NullString, len(spec.Columns))
-		ptrs := make([]any, len(vals))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			return evidence.TableDigest{}, fmt.Errorf("digest %s: %w", spec.Table, err)
-		}
-		row := make([]*string, len(vals))
-		for i, v := range vals {
-			if v.Valid {
-				s := v.String
-				row[i] = &s
-			}
-		}
-		all = append(all, row)
-	}
-	if err := rows.Err(); err != nil {
-		return evidence.TableDigest{}, fmt.Errorf("digest %s: %w", spec.Table, err)
-	}
-	return evidence.TableDigest{Table: spec.Table, Rows: int64(len(all)), SHA256: evidence.DigestRows(all)}, nil
 }
