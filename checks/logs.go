@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 )
@@ -32,8 +33,15 @@ const (
 	batchQueue = 2 // batches a log may have decoded ahead of the merger
 )
 
+// maxSlowLines bounds, per log, the lines that need the full JSON Schema
+// validator (~100-165 us each): a hostile log of a million schema-invalid
+// lines would otherwise take minutes. Past it, lines the fast path cannot
+// decide are not checked and the log fails with log-too-broken.
+const maxSlowLines = 20000
+
 // lineBatch is a run of consecutive lines of one log.
 type lineBatch struct {
+	lr     *logRead
 	buf    []byte
 	ends   []int
 	first  int64 // line number of the first line
@@ -57,9 +65,14 @@ func (b *lineBatch) decode(d *fastDecoder) {
 		line := b.text[start:end]
 		start = end
 		pe := &b.events[k]
-		if p := d.decodeLine(line, pe); p != nil {
-			b.probs = append(b.probs, batchProblem{line: b.first + int64(i), prob: p})
-			continue
+		if !d.decode(line, pe) {
+			if b.lr != nil && b.lr.slow.Add(1) > maxSlowLines {
+				continue // counted: the merger reports log-too-broken
+			}
+			if p := slowDecode([]byte(line), pe); p != nil {
+				b.probs = append(b.probs, batchProblem{line: b.first + int64(i), prob: p})
+				continue
+			}
 		}
 		pe.line = b.first + int64(i)
 		k++
@@ -104,8 +117,9 @@ type logRead struct {
 
 	sum       string
 	lines     int64
-	truncated int64 // line number of a cut last line (0: none)
-	tooLong   int64 // line number of a line over evidence.MaxLineBytes (0: none)
+	slow      atomic.Int64 // lines that needed the full validator
+	truncated int64        // line number of a cut last line (0: none)
+	tooLong   int64        // line number of a line over evidence.MaxLineBytes (0: none)
 	err       error
 }
 
@@ -134,20 +148,12 @@ func (lr *logRead) read(ctx context.Context, pool *decoderPool) {
 	lr.readFrom(ctx, f, pool)
 }
 
-// readFrom streams r (the log's bytes) into batches; it closes lr.out and
-// then lr.done.
+// readFrom streams r (the log's bytes) into batches on lr.out and the
+// pool; it closes lr.out and then lr.done.
 func (lr *logRead) readFrom(ctx context.Context, r io.Reader, pool *decoderPool) {
 	defer close(lr.done)
 	defer close(lr.out)
-	h := sha256.New()
-	cr := &countingReader{r: io.TeeReader(r, h)}
-	var cur *lineBatch
-	send := func() bool {
-		if cur == nil || len(cur.ends) == 0 {
-			return true
-		}
-		b := cur
-		cur = nil
+	lr.scan(ctx, r, func(b *lineBatch) bool {
 		select {
 		case lr.out <- b:
 		case <-ctx.Done():
@@ -159,6 +165,23 @@ func (lr *logRead) readFrom(ctx context.Context, r io.Reader, pool *decoderPool)
 			return false
 		}
 		return true
+	})
+}
+
+// scan reads r through sha256 and a newline counter, cuts it into batches
+// and hands each to emit (false: stop). It fills in the digest, the line
+// count and what went wrong.
+func (lr *logRead) scan(ctx context.Context, r io.Reader, emit func(*lineBatch) bool) {
+	h := sha256.New()
+	cr := &countingReader{r: io.TeeReader(r, h)}
+	var cur *lineBatch
+	send := func() bool {
+		if cur == nil || len(cur.ends) == 0 {
+			return true
+		}
+		b := cur
+		cur = nil
+		return emit(b)
 	}
 	var last int64
 	err := evidence.ScanLines(cr, func(l evidence.Line) error {
@@ -168,7 +191,7 @@ func (lr *logRead) readFrom(ctx context.Context, r io.Reader, pool *decoderPool)
 			return ctx.Err()
 		}
 		if cur == nil {
-			cur = &lineBatch{first: l.No, done: make(chan struct{}), buf: make([]byte, 0, batchBytes+4096)}
+			cur = &lineBatch{lr: lr, first: l.No, done: make(chan struct{}), buf: make([]byte, 0, batchBytes+4096)}
 		}
 		cur.buf = append(cur.buf, l.Raw...)
 		cur.ends = append(cur.ends, len(cur.buf))

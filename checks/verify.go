@@ -471,6 +471,10 @@ func (c *checker) replay(ctx context.Context, sc *evidence.Scenario, m *Model, r
 			run.logReason(Reason{Rule: "log-unreadable", Status: Fail, Log: path, Message: "read: " + lr.err.Error()})
 			continue
 		}
+		if n := lr.slow.Load(); n > maxSlowLines {
+			run.logReason(Reason{Rule: "log-too-broken", Status: Fail, Log: path,
+				Message: fmt.Sprintf("%d lines needed the full schema validator; after %d of them the rest were not checked", n, maxSlowLines)})
+		}
 		if lr.tooLong > 0 {
 			run.logReason(Reason{Rule: "event-line-too-long", Status: Fail, Log: path, Line: lr.tooLong,
 				Message: fmt.Sprintf("line %d is longer than %d bytes: it and the lines after it were not read "+

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"encoding/json"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/orderflow-audit/orderflow-audit/evidence"
+)
+
+// verifyFixture copies a real-run fixture of checks/testdata into a
+// temporary directory (recomputing the derived boundary and proof tables
+// if evidence/proof.go words them differently now), lets edit change it,
+// records the logs' digests again, and returns the evidence path.
+func verifyFixture(t *testing.T, name string, edit func(dir string)) string {
+	t.Helper()
+	src := filepath.Join("..", "..", "checks", "testdata", name)
+	dst := t.TempDir()
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dst, "u80.json")
+	if edit != nil {
+		edit(dst)
+	}
+	ev, _, err := evidence.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range ev.Scenarios {
+		for j := range ev.Scenarios[i].Logs {
+			ref := &ev.Scenarios[i].Logs[j]
+			if ref.SHA256, ref.Lines, err = evidence.FileDigest(filepath.Join(dst, ref.Path)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	ev.Boundaries = evidence.ComputeBoundaries(ev.Scenarios)
+	ev.ProofBoundary = evidence.ComputeProofBoundary(ev)
+	if err := evidence.WriteFile(path, ev); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestVerifyCommand(t *testing.T) {
+	clean := verifyFixture(t, "u80", nil)
+	planted := verifyFixture(t, filepath.Join("planted", "mark-without-token"), nil)
+	cut := verifyFixture(t, "u80", func(dir string) {
+		p := filepath.Join(dir, "u80", "normalChain", "scenario.jsonl")
+		b, _ := os.ReadFile(p)
+		os.WriteFile(p, b[:len(b)-40], 0o644) // the last line loses its end
+	})
+	notJSON := filepath.Join(t.TempDir(), "u80.json")
+	os.WriteFile(notJSON, []byte("hello"), 0o644)
+	badSchema := filepath.Join(t.TempDir(), "u80.json")
+	raw, _ := os.ReadFile(clean)
+	os.WriteFile(badSchema, []byte(strings.Replace(strings.Replace(string(raw), `"MariaDB"`, `"Oracle"`, 1), `"seed": 1`, `"seed": "x"`, 1)), 0o644)
+
+	for _, tc := range []struct {
+		name       string
+		args       []string
+		code       int
+		wantStdout string
+		wantStderr string
+	}{
+		{"pass", []string{"verify", clean}, exitOK, "orderflow-audit verify: PASS", ""},
+		{"flags after the file", []string{"verify", clean, "--json"}, exitOK, `"status": "PASS"`, ""},
+		{"planted bug", []string{"verify", planted}, exitFail, "[stale-token-mark]", ""},
+		{"cut log", []string{"verify", cut}, exitInconclusive, "[log-truncated]", ""},
+		{"not JSON", []string{"verify", notJSON}, exitUsage, "", "not JSON"},
+		{"schema", []string{"verify", badSchema}, exitUsage, "", "  /run/seed:"},
+		{"missing", []string{"verify", filepath.Join(t.TempDir(), "nope.json")}, exitUsage, "", "no such file"},
+		{"no file", []string{"verify"}, exitUsage, "", "want exactly one evidence file"},
+		{"two files", []string{"verify", clean, clean}, exitUsage, "", "want exactly one evidence file"},
+		{"bad DSN", []string{"verify", "--mysql-dsn", "not a dsn", clean}, exitUsage, "", "--mysql-dsn"},
+		{"server down", []string{"verify", "--mysql-dsn", "root:hunter2@tcp(127.0.0.1:1)/", clean}, exitUnavailable, "", "unavailable"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, tc.args...)
+			if code != tc.code || !strings.Contains(stdout, tc.wantStdout) || !strings.Contains(stderr, tc.wantStderr) {
+				t.Fatalf("exit %d; want %d\nstdout:\n%s\nstderr:\n%s", code, tc.code, stdout, stderr)
+			}
+			for _, bad := range []string{"goroutine ", "panic:", "hunter2"} {
+				if strings.Contains(stdout+stderr, bad) {
+					t.Errorf("output contains %q:\n%s%s", bad, stdout, stderr)
+				}
+			}
+		})
+	}
+	t.Run("json", func(t *testing.T) {
+		code, stdout, _ := runCLI(t, "verify", "--json", planted)
+		var v struct {
+			Status  string `json:"status"`
+			Planted string `json:"planted"`
+			Reasons []struct {
+				Rule, Status, Scenario, Log string
+				Seq                         int64
+			} `json:"reasons"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &v); err != nil {
+			t.Fatalf("--json output is not JSON: %v\n%s", err, stdout)
+		}
+		if code != exitFail || v.Status != "FAIL" || v.Planted != "mark-without-token" || len(v.Reasons) == 0 {
+			t.Fatalf("exit %d, verdict %+v", code, v)
+		}
+	})
+}
