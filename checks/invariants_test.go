@@ -212,9 +212,8 @@ func TestInvariantsOnLiveSchema(t *testing.T) {
 }
 
 // TestDigestMatchesSQL: the digest computed from the replayed rows equals
-// the digest of the same rows loaded into the SQL engine and read back
-// with the DigestSpec query (the way the runner digests the live tables),
-// on SQLite and on MySQL/MariaDB.
+// evidence.DigestTable (the procedure the runner digests the live tables
+// with) on the same rows loaded into SQLite and into MySQL/MariaDB.
 func TestDigestMatchesSQL(t *testing.T) {
 	sets := map[string][]tableSource{}
 	var fx []tableSource
@@ -253,7 +252,7 @@ func TestDigestMatchesSQL(t *testing.T) {
 					t.Fatalf("%s: %v", set, err)
 				}
 				for _, s := range srcs {
-					want, err := e.digest(t.Context(), s.spec)
+					want, err := evidence.DigestTable(t.Context(), e.db, s.spec)
 					if err != nil {
 						t.Fatal(err)
 					}
