@@ -387,4 +387,3 @@ func digestSource(t tableSource) evidence.TableDigest {
 func (e *engine) countInvariant(ctx context.Context, inv Invariant) (int64, error) {
 	return CountRows(ctx, e.db, inv)
 }
-
