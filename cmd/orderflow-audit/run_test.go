@@ -1,8 +1,13 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
+	"errors"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -113,5 +118,55 @@ func TestRedactArgs(t *testing.T) {
 	got := strings.Join(redactArgs([]string{"--mysql-dsn", "u:pw1@tcp(h:1)/", "--mysql-dsn=u:pw2@tcp(h:1)/"}), " ")
 	if strings.Contains(got, "pw1") || strings.Contains(got, "pw2") {
 		t.Errorf("redactArgs = %q", got)
+	}
+}
+
+// TestRunSIGINT interrupts a real run process after its first observation
+// line: it must exit non-zero, drop its scratch databases and leave an
+// evidence file that says interrupted (never a passing one).
+func TestRunSIGINT(t *testing.T) {
+	srv := infratest.Server(t)
+	out := filepath.Join(t.TempDir(), "u80.json")
+	cmd := exec.Command(binary(t), "run", "--out", out)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		cmd.Process.Kill()
+		t.Fatalf("no observation line: %v; stderr:\n%s", err, stderr.String())
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	go io.Copy(io.Discard, stdout)
+	err = cmd.Wait()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != exitFail {
+		t.Fatalf("after SIGINT: %v, want exit %d; first line %q; stderr:\n%s", err, exitFail, line, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "interrupted") {
+		t.Errorf("stderr does not say interrupted:\n%s", stderr.String())
+	}
+	ev, _, err := evidence.ReadFile(out)
+	if err != nil {
+		t.Fatalf("evidence of the interrupted run: %v", err)
+	}
+	if !ev.Run.Interrupted || ev.Summary.Passed == ev.Summary.Total {
+		t.Errorf("evidence run %+v summary %+v: want interrupted and not all passed", ev.Run, ev.Summary)
+	}
+	var left int
+	if err := srv.DB().QueryRow(`SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME LIKE ?`,
+		"ofa_"+ev.Run.ID+"%").Scan(&left); err != nil {
+		t.Fatal(err)
+	}
+	if left != 0 {
+		t.Errorf("%d scratch databases of run %s left behind", left, ev.Run.ID)
 	}
 }

@@ -226,7 +226,16 @@ func (s *Server) CreateScratch(ctx context.Context, name, runID string) (*Scratc
 	if !scratchRE.MatchString(name) || len(name) > 64 {
 		return nil, fmt.Errorf("create %q: %w", name, ErrBadName)
 	}
-	if _, err := s.db.ExecContext(ctx, "CREATE DATABASE `"+name+"` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"); err != nil {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("create database %s: %w", name, err)
+	}
+	// CREATE DATABASE is not cancellable: a statement cut off by ctx may
+	// still complete on the server, leaving a database nobody drops. It is
+	// quick, so it runs to its end (bounded) whatever ctx does; a cancelled
+	// ctx then fails the migrations below, which drop it again.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if _, err := s.db.ExecContext(cctx, "CREATE DATABASE `"+name+"` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"); err != nil {
 		return nil, fmt.Errorf("create database %s: %w", name, err)
 	}
 	db, err := sql.Open("mysql", s.ConfigFor(name).FormatDSN())
