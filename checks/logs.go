@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 )
@@ -46,6 +47,7 @@ type lineBatch struct {
 	ends   []int
 	first  int64 // line number of the first line
 	text   string
+	arr    *[batchLines]parsedEvent // pooled storage of events, if any
 	events []parsedEvent
 	probs  []batchProblem
 	done   chan struct{}
@@ -56,10 +58,21 @@ type batchProblem struct {
 	prob *lineProblem
 }
 
+// eventArrays recycles the decoded events of batches the merger is done
+// with: the model copies or clones whatever it keeps of an event, so a
+// batch's events are dead once every one of them was folded.
+var eventArrays = sync.Pool{New: func() any { return new([batchLines]parsedEvent) }}
+
 func (b *lineBatch) decode(d *fastDecoder) {
-	b.text = string(b.buf)
+	// The buffer is never written again: the text can share it.
+	b.text = unsafe.String(unsafe.SliceData(b.buf), len(b.buf))
 	b.buf = nil
-	b.events = make([]parsedEvent, len(b.ends)) // never reallocated: events point into it
+	if len(b.ends) <= batchLines {
+		b.arr = eventArrays.Get().(*[batchLines]parsedEvent)
+		b.events = b.arr[:len(b.ends)]
+	} else {
+		b.events = make([]parsedEvent, len(b.ends))
+	}
 	k, start := 0, 0
 	for i, end := range b.ends {
 		line := b.text[start:end]
@@ -191,7 +204,8 @@ func (lr *logRead) scan(ctx context.Context, r io.Reader, emit func(*lineBatch) 
 			return ctx.Err()
 		}
 		if cur == nil {
-			cur = &lineBatch{lr: lr, first: l.No, done: make(chan struct{}), buf: make([]byte, 0, batchBytes+4096)}
+			cur = &lineBatch{lr: lr, first: l.No, done: make(chan struct{}), buf: make([]byte, 0, batchBytes+4096),
+				ends: make([]int, 0, batchLines)}
 		}
 		cur.buf = append(cur.buf, l.Raw...)
 		cur.ends = append(cur.ends, len(cur.buf))
@@ -252,6 +266,7 @@ func (c *logCursor) head(ctx context.Context, onProblem func(*logRead, batchProb
 		}
 		if !ok {
 			c.eof = true
+			c.release()
 			c.batch = nil
 			break
 		}
@@ -263,9 +278,20 @@ func (c *logCursor) head(ctx context.Context, onProblem func(*logRead, batchProb
 		for _, p := range b.probs {
 			onProblem(c.lr, p)
 		}
+		c.release()
 		c.batch, c.pos = b, 0
 	}
 	return nil, nil
+}
+
+// release hands the events of the batch the cursor is done with back to
+// the pool.
+func (c *logCursor) release() {
+	if b := c.batch; b != nil && b.arr != nil {
+		clear(b.arr[:])
+		eventArrays.Put(b.arr)
+		b.arr, b.events = nil, nil
+	}
 }
 
 // resolveLog checks that rel names a regular file inside dir (the evidence
