@@ -14,9 +14,12 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/orderflow-audit/orderflow-audit/checks"
+	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/runner/actor"
 	"github.com/orderflow-audit/orderflow-audit/runner/fault"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra"
+	"github.com/orderflow-audit/orderflow-audit/schemas"
 )
 
 // Exit codes of every subcommand. This block is the only place they are
@@ -76,10 +79,11 @@ func exitCodeFor(err error) int {
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return exitOK
-	case errors.Is(err, infra.ErrUnavailable):
+	case errors.Is(err, infra.ErrUnavailable), errors.Is(err, checks.ErrUnavailable):
 		return exitUnavailable
 	case errors.Is(err, errUsage), errors.Is(err, actor.ErrUsage),
-		errors.Is(err, infra.ErrBadName), errors.Is(err, infra.ErrNotOurs):
+		errors.Is(err, infra.ErrBadName), errors.Is(err, infra.ErrNotOurs),
+		errors.Is(err, evidence.ErrBadInput):
 		return exitUsage
 	case errors.Is(err, errInconclusive):
 		return exitInconclusive
@@ -91,8 +95,10 @@ func exitCodeFor(err error) int {
 }
 
 // fail prints err as one "orderflow-audit <cmd>: <message>" line (no stack
-// trace, secrets redacted) and returns its exit code.
-func fail(stderr io.Writer, cmd string, err error) int {
+// trace, secrets redacted; a schema error lists each problem on a line of
+// its own) and returns its exit code. dsns are DSNs given as flags whose
+// passwords must not appear either.
+func fail(stderr io.Writer, cmd string, err error, dsns ...string) int {
 	if err == nil {
 		return exitOK
 	}
@@ -100,17 +106,29 @@ func fail(stderr io.Writer, cmd string, err error) int {
 	if cmd != "" {
 		prefix += " " + cmd
 	}
-	fmt.Fprintf(stderr, "%s: %s\n", prefix, redactSecrets(err.Error()))
+	var se *schemas.Error
+	if errors.As(err, &se) {
+		fmt.Fprintf(stderr, "%s: bad input: the evidence file does not match %s (%d problem(s)):\n",
+			prefix, se.Schema, len(se.Problems))
+		for _, p := range se.Problems {
+			fmt.Fprintf(stderr, "  %s\n", redactSecrets(p.String(), dsns...))
+		}
+		return exitCodeFor(err)
+	}
+	fmt.Fprintf(stderr, "%s: %s\n", prefix, redactSecrets(err.Error(), dsns...))
 	if errors.Is(err, errUsage) && cmd != "" {
 		fmt.Fprintf(stderr, "Run '%s %s -h' for usage.\n", progName, cmd)
 	}
 	return exitCodeFor(err)
 }
 
-// redactSecrets removes the password of the configured DSN and the JWT
-// secret from a message, in case a library echoed one of them.
-func redactSecrets(msg string) string {
-	if dsn := os.Getenv(infra.EnvMySQLDSN); dsn != "" {
+// redactSecrets removes the passwords of the configured DSN and of dsns,
+// and the JWT secret, from a message, in case a library echoed one of them.
+func redactSecrets(msg string, dsns ...string) string {
+	for _, dsn := range append(dsns, os.Getenv(infra.EnvMySQLDSN)) {
+		if dsn == "" {
+			continue
+		}
 		if cfg, err := mysql.ParseDSN(dsn); err == nil && cfg.Passwd != "" {
 			msg = strings.ReplaceAll(msg, cfg.Passwd, "xxxxx")
 		}
@@ -389,5 +407,18 @@ func cmdHelp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	default:
 		fmt.Fprintf(stderr, "%s help: want at most one command name\n", progName)
 		return exitUsage
+	}
+}
+
+// verdictExit maps a verifier verdict to the exit code: 0 PASS, 4
+// INCONCLUSIVE, 1 FAIL.
+func verdictExit(st checks.Status) int {
+	switch st {
+	case checks.Pass:
+		return exitOK
+	case checks.Inconclusive:
+		return exitInconclusive
+	default:
+		return exitFail
 	}
 }

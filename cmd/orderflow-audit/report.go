@@ -2,12 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"strings"
-
-	"github.com/go-sql-driver/mysql"
 
 	"github.com/orderflow-audit/orderflow-audit/checks"
 	"github.com/orderflow-audit/orderflow-audit/evidence"
@@ -42,7 +38,7 @@ orderflow-audit report -o reports/u80.md evidence/u80.json`)
 
 	md, v, err := renderReport(ctx, path, *dsn)
 	if err != nil {
-		return reportFailure(stderr, err, *dsn)
+		return fail(stderr, "report", err, *dsn)
 	}
 	if out == "" {
 		if _, err := stdout.Write(md); err != nil {
@@ -54,14 +50,7 @@ orderflow-audit report -o reports/u80.md evidence/u80.json`)
 		}
 		fmt.Fprintf(stderr, "report written to %s (verdict %s, %d reasons)\n", out, v.Status, len(v.Reasons))
 	}
-	switch v.Status {
-	case checks.Pass:
-		return exitOK
-	case checks.Inconclusive:
-		return exitInconclusive
-	default:
-		return exitFail
-	}
+	return verdictExit(v.Status)
 }
 
 // renderReport runs the verifier on the evidence file at path (on the
@@ -78,24 +67,4 @@ func renderReport(ctx context.Context, path, mysqlDSN string) ([]byte, *checks.V
 		return nil, v, fmt.Errorf("render report of %s: %w", path, err)
 	}
 	return md, v, nil
-}
-
-// reportFailure prints why no report could be made and returns the exit
-// code: 2 for bad input, 3 when the verification database is unreachable,
-// 1 otherwise. The password of --mysql-dsn never appears.
-func reportFailure(stderr io.Writer, err error, dsn string) int {
-	msg := err.Error()
-	if cfg, perr := mysql.ParseDSN(dsn); perr == nil && cfg.Passwd != "" {
-		msg = strings.ReplaceAll(msg, cfg.Passwd, "xxxxx")
-	}
-	switch {
-	case errors.Is(err, evidence.ErrBadInput):
-		fmt.Fprintf(stderr, "%s report: %s\n", progName, redactSecrets(msg))
-		return exitUsage
-	case errors.Is(err, checks.ErrUnavailable):
-		fmt.Fprintf(stderr, "%s report: %s\n", progName, redactSecrets(msg))
-		return exitUnavailable
-	default:
-		return fail(stderr, "report", errors.New(msg))
-	}
 }

@@ -3,15 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
 
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/orderflow-audit/orderflow-audit/checks"
-	"github.com/orderflow-audit/orderflow-audit/evidence"
-	"github.com/orderflow-audit/orderflow-audit/schemas"
 )
 
 // cmdVerify re-derives every claim of an evidence file from its event logs
@@ -48,7 +44,7 @@ orderflow-audit verify --mysql-dsn 'root@tcp(127.0.0.1:3306)/' evidence/u80.json
 	}
 	v, err := checks.Verify(ctx, fs.Arg(0), checks.Options{MySQLDSN: *dsn})
 	if err != nil {
-		return verifyError(stderr, err)
+		return fail(stderr, "verify", err, *dsn)
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
@@ -60,35 +56,5 @@ orderflow-audit verify --mysql-dsn 'root@tcp(127.0.0.1:3306)/' evidence/u80.json
 	} else if err := checks.WriteText(stdout, v); err != nil {
 		return fail(stderr, "verify", err)
 	}
-	switch v.Status {
-	case checks.Pass:
-		return exitOK
-	case checks.Inconclusive:
-		return exitInconclusive
-	default:
-		return exitFail
-	}
-}
-
-// verifyError prints why the file could not be checked at all, one schema
-// problem per line, and returns the exit code.
-func verifyError(stderr io.Writer, err error) int {
-	var se *schemas.Error
-	switch {
-	case errors.As(err, &se):
-		fmt.Fprintf(stderr, "%s verify: bad input: the evidence file does not match %s (%d problem(s)):\n",
-			progName, se.Schema, len(se.Problems))
-		for _, p := range se.Problems {
-			fmt.Fprintf(stderr, "  %s\n", redactSecrets(p.String()))
-		}
-		return exitUsage
-	case errors.Is(err, evidence.ErrBadInput):
-		fmt.Fprintf(stderr, "%s verify: %s\n", progName, redactSecrets(err.Error()))
-		return exitUsage
-	case errors.Is(err, checks.ErrUnavailable):
-		fmt.Fprintf(stderr, "%s verify: %s\n", progName, redactSecrets(err.Error()))
-		return exitUnavailable
-	default:
-		return fail(stderr, "verify", err)
-	}
+	return verdictExit(v.Status)
 }
