@@ -29,7 +29,7 @@ func TestBadInput(t *testing.T) {
 		{"empty", func(p string) { os.WriteFile(p, nil, 0o644) }, "not JSON"},
 		{"garbage", func(p string) { os.WriteFile(p, []byte("\x00\x01PK\x03\x04 binary"), 0o644) }, "not JSON"},
 		{"trailing data", func(p string) { os.WriteFile(p, append(append([]byte{}, fixture...), "{}"...), 0o644) }, "not JSON"},
-		{"array", func(p string) { os.WriteFile(p, []byte("[1,2,3]"), 0o644) }, "not JSON"},
+		{"array", func(p string) { os.WriteFile(p, []byte("[1,2,3]"), 0o644) }, "the top level is an array"},
 		{"other schema version", func(p string) {
 			os.WriteFile(p, []byte(strings.Replace(string(fixture), evidence.SchemaVersion, "orderflow-audit/evidence/v9", 1)), 0o644)
 		}, "schema_version"},

@@ -89,6 +89,9 @@ func ReadFile(path string) (*Evidence, []byte, error) {
 		return nil, nil, fmt.Errorf("%w: %v", ErrBadInput, err)
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > MaxFileBytes {
+		return nil, nil, fmt.Errorf("%w: %s is larger than %d MiB", ErrBadInput, path, MaxFileBytes>>20)
+	}
 	raw, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: read %s: %v", ErrBadInput, path, err)
@@ -105,11 +108,19 @@ func ReadFile(path string) (*Evidence, []byte, error) {
 
 // Parse validates raw against the schema and decodes it strictly.
 func Parse(raw []byte) (*Evidence, error) {
+	if !json.Valid(raw) {
+		var v any
+		err := json.Unmarshal(raw, &v)
+		return nil, fmt.Errorf("%w: not JSON: %v", ErrBadInput, err)
+	}
+	if t := bytes.TrimLeft(raw, " \t\r\n"); t[0] != '{' {
+		return nil, fmt.Errorf("%w: not an evidence document: the top level is %s, want an object", ErrBadInput, jsonKind(t[0]))
+	}
 	var probe struct {
 		SchemaVersion any `json:"schema_version"`
 	}
 	if err := json.Unmarshal(raw, &probe); err != nil {
-		return nil, fmt.Errorf("%w: not JSON: %v", ErrBadInput, err)
+		return nil, fmt.Errorf("%w: not an evidence document: %v", ErrBadInput, err)
 	}
 	if probe.SchemaVersion != SchemaVersion {
 		return nil, fmt.Errorf("%w: schema_version %v, want %q", ErrBadInput, probe.SchemaVersion, SchemaVersion)
@@ -124,4 +135,19 @@ func Parse(raw []byte) (*Evidence, error) {
 		return nil, fmt.Errorf("%w: decode: %v", ErrBadInput, err)
 	}
 	return &ev, nil
+}
+
+func jsonKind(first byte) string {
+	switch first {
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	default:
+		return "a number"
+	}
 }
