@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"log/slog"
 	mrand "math/rand/v2"
@@ -181,7 +182,7 @@ func Run(ctx context.Context, opts Options) (*evidence.Evidence, error) {
 		t0 := opts.Now()
 		res, procs := runOne(ctx, runScope{
 			opts: &opts, runID: runID, server: server, kafka: kafka, secret: secret,
-			stage: stage, base: base, index: i,
+			stage: stage, base: base,
 		}, sc)
 		if procs {
 			ev.Environment.ActorProcesses = true
@@ -246,7 +247,6 @@ type runScope struct {
 	secret []byte
 	stage  string
 	base   string
-	index  int
 }
 
 // runOne runs one scenario in a fresh scratch database and returns its
@@ -275,7 +275,7 @@ func runOne(parent context.Context, rs runScope, sc Scenario) (evidence.Scenario
 	env := &Env{
 		RunID: rs.runID, Scenario: sc, Server: rs.server, Scratch: scratch, DB: scratch.DB,
 		Kafka: rs.kafka, Plant: rs.opts.Plant, Faults: &fault.Injector{}, Secret: rs.secret,
-		Rand:   mrand.New(mrand.NewPCG(uint64(rs.opts.Seed), uint64(rs.index))),
+		Rand:   mrand.New(mrand.NewPCG(uint64(rs.opts.Seed), scenarioStream(sc.ID))),
 		Log:    rs.opts.Logger.With("scenario", sc.ID),
 		exe:    rs.opts.Executable,
 		logDir: filepath.Join(rs.stage, sc.ID),
@@ -379,4 +379,12 @@ func onlyLogs(dir string) error {
 		}
 		return fmt.Errorf("%s is not an event log", p)
 	})
+}
+
+// scenarioStream derives a scenario's random stream from its id, so that a
+// scenario draws the same choices for a seed whichever others are selected.
+func scenarioStream(id string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(id))
+	return h.Sum64()
 }

@@ -137,13 +137,15 @@ func keyReuseOtherBody(ctx context.Context, e *Env) error {
 	return nil
 }
 
-// concurrently runs n requests at once and returns their results.
-func concurrently(n int, f func(i int) (orders.Result, error)) ([]orders.Result, error) {
+// concurrently runs n requests at once and returns their results in
+// request order. The goroutines start in an order drawn from the scenario's
+// seeded random source, so --seed chooses the interleaving that is tried.
+func (e *Env) concurrently(n int, f func(i int) (orders.Result, error)) ([]orders.Result, error) {
 	results := make([]orders.Result, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	start := make(chan struct{})
-	for i := range n {
+	for _, i := range e.Rand.Perm(n) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -167,7 +169,7 @@ func concurrentDuplicates(ctx context.Context, e *Env) error {
 	if err != nil {
 		return err
 	}
-	results, err := concurrently(n, func(int) (orders.Result, error) { return e.placeOne(ctx, cl, "dup-key", 1) })
+	results, err := e.concurrently(n, func(int) (orders.Result, error) { return e.placeOne(ctx, cl, "dup-key", 1) })
 	if err != nil {
 		return err
 	}
@@ -220,7 +222,7 @@ func noOversell(ctx context.Context, e *Env) error {
 	if err != nil {
 		return err
 	}
-	results, err := concurrently(n, func(i int) (orders.Result, error) {
+	results, err := e.concurrently(n, func(i int) (orders.Result, error) {
 		return e.placeOne(ctx, cl, fmt.Sprintf("oversell-%02d", i), 1)
 	})
 	if err != nil {
