@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -25,11 +24,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
+	"github.com/orderflow-audit/orderflow-audit/evidence/evidencetest"
 	"github.com/orderflow-audit/orderflow-audit/runner/actor"
 	"github.com/orderflow-audit/orderflow-audit/runner/fault"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra/infratest"
-	"github.com/orderflow-audit/orderflow-audit/schemas"
 )
 
 var (
@@ -201,32 +200,7 @@ func readLog(t *testing.T, path string) (events []evidence.Event, truncated bool
 		t.Fatalf("open log: %v", err)
 	}
 	defer f.Close()
-	var last int64
-	err = evidence.ScanLines(f, func(l evidence.Line) error {
-		if len(l.Raw) > 0 && l.Raw[len(l.Raw)-1] != '}' {
-			return nil // the truncated tail; ScanLines reports it next
-		}
-		if err := schemas.ValidateEventJSON(l.Raw); err != nil {
-			return fmt.Errorf("line %d: %w", l.No, err)
-		}
-		e, err := evidence.DecodeEvent(l.Raw)
-		if err != nil {
-			return fmt.Errorf("line %d: %w", l.No, err)
-		}
-		if e.Seq <= last {
-			return fmt.Errorf("line %d: seq %d after %d", l.No, e.Seq, last)
-		}
-		last = e.Seq
-		events = append(events, e)
-		return nil
-	})
-	if errors.Is(err, evidence.ErrTruncated) {
-		return events, true
-	}
-	if err != nil {
-		t.Fatalf("log %s: %v", path, err)
-	}
-	return events, false
+	return evidencetest.Read(t, f)
 }
 
 func kinds(es []evidence.Event) []string {

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
+	"github.com/orderflow-audit/orderflow-audit/evidence/evidencetest"
 	"github.com/orderflow-audit/orderflow-audit/runner/fault"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra/infratest"
@@ -144,29 +145,11 @@ func (b *bundle) consumer(t *testing.T, member string, mod func(*consumer.Config
 
 func (b *bundle) events(t *testing.T) []evidence.Event {
 	t.Helper()
-	var out []evidence.Event
-	err := evidence.ScanLines(bytes.NewReader(b.buf.Bytes()), func(l evidence.Line) error {
-		e, err := evidence.DecodeEvent(l.Raw)
-		if err != nil {
-			return fmt.Errorf("line %d: %w", l.No, err)
-		}
-		out = append(out, e)
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("read events: %v", err)
+	es, truncated := evidencetest.Read(t, bytes.NewReader(b.buf.Bytes()))
+	if truncated {
+		t.Fatal("event log ends in a truncated line")
 	}
-	return out
-}
-
-func eventsOf(es []evidence.Event, kind evidence.Kind) []evidence.Event {
-	var out []evidence.Event
-	for _, e := range es {
-		if e.Kind == kind {
-			out = append(out, e)
-		}
-	}
-	return out
+	return es
 }
 
 func count(t *testing.T, db *sql.DB, q string, args ...any) int {
@@ -228,10 +211,10 @@ func TestDuplicateDelivery(t *testing.T) {
 				t.Errorf("notifications = %d; want %d", n, tt.wantNotif)
 			}
 			es := b.events(t)
-			if n := len(eventsOf(es, evidence.KindInboxReject)); n != tt.wantRejects {
+			if n := len(evidencetest.Of(es, evidence.KindInboxReject)); n != tt.wantRejects {
 				t.Errorf("inbox_reject events = %d; want %d", n, tt.wantRejects)
 			}
-			if n := len(eventsOf(es, evidence.KindEffect)); n != tt.wantNotif {
+			if n := len(evidencetest.Of(es, evidence.KindEffect)); n != tt.wantNotif {
 				t.Errorf("effect events = %d; want %d", n, tt.wantNotif)
 			}
 			st := c.Stats()
@@ -239,7 +222,7 @@ func TestDuplicateDelivery(t *testing.T) {
 				t.Errorf("stats = %+v", st)
 			}
 			// The effect event names the notification row it committed.
-			for _, e := range eventsOf(es, evidence.KindEffect) {
+			for _, e := range evidencetest.Of(es, evidence.KindEffect) {
 				if n := count(t, b.db, `SELECT COUNT(*) FROM notification WHERE id = ? AND event_id = ?`, *e.NotificationID, e.EventID); n != 1 {
 					t.Errorf("effect event %+v names no notification row", e)
 				}
@@ -294,7 +277,7 @@ func TestRestartWithoutOffsetCommit(t *testing.T) {
 			}
 			es := b.events(t)
 			replays := 0
-			for _, e := range eventsOf(es, evidence.KindReceive) {
+			for _, e := range evidencetest.Of(es, evidence.KindReceive) {
 				if e.Actor == "consumer-2" && *e.Offset == 0 {
 					replays++
 				}
@@ -303,14 +286,14 @@ func TestRestartWithoutOffsetCommit(t *testing.T) {
 				t.Errorf("second member received offset 0 %d times; want %d", replays, tt.wantReplays)
 			}
 			if tt.bug == plant.None {
-				rej := eventsOf(es, evidence.KindInboxReject)
+				rej := evidencetest.Of(es, evidence.KindInboxReject)
 				if len(rej) != 1 || rej[0].EventID != "e-1" || rej[0].Actor != "consumer-2" {
 					t.Errorf("inbox_reject events = %+v; want one for e-1 by consumer-2", rej)
 				}
 			}
 			// The last committed offset is 2 (both records done).
 			var last int64 = -1
-			for _, e := range eventsOf(es, evidence.KindOffsetCommit) {
+			for _, e := range evidencetest.Of(es, evidence.KindOffsetCommit) {
 				last = *e.Offset
 			}
 			if last != 2 {
@@ -345,7 +328,7 @@ func TestPayloadIdentity(t *testing.T) {
 	if len(got) != 2 || got["e-3"] != 3 || got["e-30"] != 30 {
 		t.Fatalf("notifications = %v; want e-3→3, e-30→30", got)
 	}
-	for _, e := range eventsOf(b.events(t), evidence.KindReceive) {
+	for _, e := range evidencetest.Of(b.events(t), evidence.KindReceive) {
 		if evidence.EventIDFor(*e.OrderID) != e.EventID {
 			t.Errorf("receive %s carries order %d", e.EventID, *e.OrderID)
 		}
@@ -446,7 +429,7 @@ func TestRunChainEndToEnd(t *testing.T) {
 		t.Errorf("%d events with more than one notification", d)
 	}
 	es := b.events(t)
-	if got := len(eventsOf(es, evidence.KindMark)); got != n {
+	if got := len(evidencetest.Of(es, evidence.KindMark)); got != n {
 		t.Errorf("mark events = %d; want %d", got, n)
 	}
 }

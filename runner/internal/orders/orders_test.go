@@ -19,10 +19,10 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
+	"github.com/orderflow-audit/orderflow-audit/evidence/evidencetest"
 	"github.com/orderflow-audit/orderflow-audit/runner/fault"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra/infratest"
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/plant"
-	"github.com/orderflow-audit/orderflow-audit/schemas"
 )
 
 var testSecret = []byte("0123456789abcdef0123456789abcdef")
@@ -56,6 +56,7 @@ type bundle struct {
 	db     *sql.DB
 	dbName string
 	log    *syncBuffer
+	evlog  *evidence.Log
 	faults *fault.Injector
 	svc    *Service
 	client *Client
@@ -84,7 +85,7 @@ func (b *bundle) serve(mods ...func(*Config)) (*Service, *Client) {
 	cfg := Config{
 		DB:     b.db,
 		Secret: testSecret,
-		Log:    evidence.NewLog(b.log, "test-run", "orders-test", nil),
+		Log:    b.eventLog(),
 		Faults: b.faults,
 	}
 	for _, m := range mods {
@@ -97,6 +98,15 @@ func (b *bundle) serve(mods ...func(*Config)) (*Service, *Client) {
 	srv := httptest.NewServer(svc)
 	b.t.Cleanup(srv.Close)
 	return svc, &Client{BaseURL: srv.URL, HTTP: srv.Client()}
+}
+
+// eventLog is the bundle's one event log: services of one test share it, as
+// one log file has one seq counter.
+func (b *bundle) eventLog() *evidence.Log {
+	if b.evlog == nil {
+		b.evlog = evidence.NewLog(b.log, "test-run", "orders-test", nil)
+	}
+	return b.evlog
 }
 
 func (b *bundle) exec(q string, args ...any) {
@@ -155,28 +165,20 @@ func (b *bundle) state() state {
 	return s
 }
 
-// events validates every log line against the event schema and decodes it.
+// events reads the log (schema-valid lines, strict decoding, increasing
+// seq) and checks that every event names this service.
 func (b *bundle) events() []evidence.Event {
 	b.t.Helper()
-	var out []evidence.Event
-	err := evidence.ScanLines(bytes.NewReader(b.log.Bytes()), func(l evidence.Line) error {
-		if err := schemas.ValidateEventJSON(l.Raw); err != nil {
-			return fmt.Errorf("line %d %s: %w", l.No, l.Raw, err)
-		}
-		e, err := evidence.DecodeEvent(l.Raw)
-		if err != nil {
-			return fmt.Errorf("line %d: %w", l.No, err)
-		}
-		if e.Actor != DefaultActor {
-			return fmt.Errorf("line %d: actor %q, want %q", l.No, e.Actor, DefaultActor)
-		}
-		out = append(out, e)
-		return nil
-	})
-	if err != nil {
-		b.t.Fatalf("event log: %v", err)
+	es, truncated := evidencetest.Read(b.t, bytes.NewReader(b.log.Bytes()))
+	if truncated {
+		b.t.Fatal("event log ends in a truncated line")
 	}
-	return out
+	for _, e := range es {
+		if e.Actor != DefaultActor {
+			b.t.Fatalf("seq %d: actor %q, want %q", e.Seq, e.Actor, DefaultActor)
+		}
+	}
+	return es
 }
 
 func kinds(es []evidence.Event) []evidence.Kind {

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
+	"github.com/orderflow-audit/orderflow-audit/evidence/evidencetest"
 	"github.com/orderflow-audit/orderflow-audit/runner/fault"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra/infratest"
@@ -78,29 +79,11 @@ func (b *bundle) relay(t *testing.T, actor string, mod func(*relay.Config)) *rel
 
 func (b *bundle) events(t *testing.T) []evidence.Event {
 	t.Helper()
-	var out []evidence.Event
-	err := evidence.ScanLines(bytes.NewReader(b.buf.Bytes()), func(l evidence.Line) error {
-		e, err := evidence.DecodeEvent(l.Raw)
-		if err != nil {
-			return fmt.Errorf("line %d: %w", l.No, err)
-		}
-		out = append(out, e)
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("read events: %v", err)
+	es, truncated := evidencetest.Read(t, bytes.NewReader(b.buf.Bytes()))
+	if truncated {
+		t.Fatal("event log ends in a truncated line")
 	}
-	return out
-}
-
-func eventsOf(es []evidence.Event, kind evidence.Kind) []evidence.Event {
-	var out []evidence.Event
-	for _, e := range es {
-		if e.Kind == kind {
-			out = append(out, e)
-		}
-	}
-	return out
+	return es
 }
 
 // insertIntents writes PENDING intents for the given orders directly, as the
@@ -245,7 +228,7 @@ func TestConcurrentClaimsNeverOverlap(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	claims := eventsOf(b.events(t), evidence.KindClaim)
+	claims := evidencetest.Of(b.events(t), evidence.KindClaim)
 	owner := map[string]string{}
 	perRelay := map[string]int{}
 	for _, c := range claims {
@@ -345,7 +328,7 @@ func TestStaleMarkAfterTakeover(t *testing.T) {
 				t.Fatalf("planted stale mark left state %s; want SENT (the bug marks with a dead token)", r.State)
 			}
 
-			marks := eventsOf(b.events(t), evidence.KindMark)
+			marks := evidencetest.Of(b.events(t), evidence.KindMark)
 			if len(marks) == 0 || *marks[0].Rows != tt.wantStaleRows || *marks[0].ClaimVersion != 1 || marks[0].ClaimID != a.ClaimID() {
 				t.Fatalf("first mark event = %+v; want rows %d for claim_version 1 of %s", marks, tt.wantStaleRows, a.ClaimID())
 			}
@@ -462,10 +445,10 @@ func TestRunOnceCrash(t *testing.T) {
 				t.Errorf("records on the topic = %d; want %d", got, tt.wantRecords)
 			}
 			es := b.events(t)
-			if got := len(eventsOf(es, evidence.KindMark)); got != tt.wantMarks {
+			if got := len(evidencetest.Of(es, evidence.KindMark)); got != tt.wantMarks {
 				t.Errorf("mark events = %d; want %d", got, tt.wantMarks)
 			}
-			if fs := eventsOf(es, evidence.KindFault); len(fs) != 1 || fs[0].Point != string(tt.point) {
+			if fs := evidencetest.Of(es, evidence.KindFault); len(fs) != 1 || fs[0].Point != string(tt.point) {
 				t.Errorf("fault events = %+v; want one at %s", fs, tt.point)
 			}
 		})
@@ -572,7 +555,7 @@ func TestPublishFailureLeavesClaim(t *testing.T) {
 	if got := readRow(t, b.db, "e-5").State; got != evidence.StateClaimed {
 		t.Fatalf("state = %s; want CLAIMED", got)
 	}
-	ps := eventsOf(b.events(t), evidence.KindPublish)
+	ps := evidencetest.Of(b.events(t), evidence.KindPublish)
 	if len(ps) != 1 || ps[0].Err == "" || ps[0].Offset != nil {
 		t.Fatalf("publish events = %+v; want one with err and no offset", ps)
 	}
