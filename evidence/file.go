@@ -89,8 +89,13 @@ func ReadFile(path string) (*Evidence, []byte, error) {
 		return nil, nil, fmt.Errorf("%w: %v", ErrBadInput, err)
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > MaxFileBytes {
-		return nil, nil, fmt.Errorf("%w: %s is larger than %d MiB", ErrBadInput, path, MaxFileBytes>>20)
+	if st, err := f.Stat(); err == nil {
+		switch {
+		case st.IsDir():
+			return nil, nil, fmt.Errorf("%w: %s is a directory, not an evidence file", ErrBadInput, path)
+		case st.Mode().IsRegular() && st.Size() > MaxFileBytes:
+			return nil, nil, fmt.Errorf("%w: %s is larger than %d MiB", ErrBadInput, path, MaxFileBytes>>20)
+		}
 	}
 	raw, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
 	if err != nil {
@@ -122,7 +127,10 @@ func Parse(raw []byte) (*Evidence, error) {
 	if err := json.Unmarshal(raw, &probe); err != nil {
 		return nil, fmt.Errorf("%w: not an evidence document: %v", ErrBadInput, err)
 	}
-	if probe.SchemaVersion != SchemaVersion {
+	switch {
+	case probe.SchemaVersion == nil:
+		return nil, fmt.Errorf("%w: no schema_version: not an orderflow-audit evidence file (want %q)", ErrBadInput, SchemaVersion)
+	case probe.SchemaVersion != SchemaVersion:
 		return nil, fmt.Errorf("%w: schema_version %v, want %q", ErrBadInput, probe.SchemaVersion, SchemaVersion)
 	}
 	if err := schemas.ValidateEvidenceJSON(raw); err != nil {

@@ -185,26 +185,35 @@ func DecodeEvent(raw []byte) (Event, error) {
 	return e, nil
 }
 
-// ReadEvents reads a whole log (for tests and small logs). A truncated last
-// line is returned as ErrTruncated with the events before it.
+// ReadEvents reads a whole log (for tests and small logs). Only the final
+// line may be cut off (a killed process): it is returned as ErrTruncated
+// with the events before it. A line that does not decode anywhere else is
+// an error naming it.
 func ReadEvents(path string) ([]Event, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("open event log: %w", err)
 	}
 	defer f.Close()
-	var out []Event
+	var (
+		out []Event
+		bad error // a line that did not decode; fatal unless it was the cut-off last one
+	)
 	err = ScanLines(f, func(l Line) error {
+		if bad != nil {
+			return bad
+		}
 		e, err := DecodeEvent(l.Raw)
 		if err != nil {
-			if len(l.Raw) > 0 && l.Raw[len(l.Raw)-1] != '}' {
-				return nil // truncated tail; ScanLines reports it next
-			}
-			return fmt.Errorf("%s line %d: %w", path, l.No, err)
+			bad = fmt.Errorf("%s line %d: %w", path, l.No, err)
+			return nil
 		}
 		out = append(out, e)
 		return nil
 	})
+	if err == nil && bad != nil {
+		err = bad
+	}
 	return out, err
 }
 
