@@ -19,8 +19,10 @@
 //	    back; or a database error before any write
 //
 // Refusals leave no idempotency record, so a client may retry them with the
-// same key. Every request yields exactly one event in the log (the planted
-// bug OutboxOutsideTx adds outbox_written for the extra transaction).
+// same key. Every request yields one event in the log for what the client
+// got, with two exceptions: a request that lost the race for its key to
+// another process logs its own rollback before the replayed answer, and the
+// planted bug OutboxOutsideTx adds outbox_written for the extra transaction.
 package orders
 
 import (
@@ -68,7 +70,8 @@ type Config struct {
 	// Secret is the HS256 key tokens are verified with; at least
 	// MinSecretBytes long. Required.
 	Secret []byte
-	// Log receives one event per request; nil records nothing.
+	// Log receives the events of every request (see the package
+	// documentation); nil records nothing.
 	Log *evidence.Log
 	// Actor names the service in events. Default DefaultActor.
 	Actor string
@@ -450,6 +453,9 @@ func (s *Service) place(ctx context.Context, principal, key, fp string, req Plac
 		dup := fail(http.StatusConflict, "a request with this Idempotency-Key is in flight",
 			fmt.Errorf("insert idempotency record: %w", err))
 		if o, found, ferr := s.fromRecord(ctx, principal, key, fp); ferr == nil && found {
+			// The client gets the stored answer, but this request's own
+			// writes were rolled back: both are recorded.
+			o.events = append(dup.events, o.events...)
 			return o
 		}
 		return dup

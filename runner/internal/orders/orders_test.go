@@ -514,7 +514,7 @@ func TestSameKeyAcrossServicesCreatesOneOrder(t *testing.T) {
 	}
 	got := kinds(b.events())
 	sort.Slice(got, func(i, j int) bool { return got[i] < got[j] })
-	if want := []evidence.Kind{evidence.KindOrderCommitted, evidence.KindOrderReplayed}; !reflect.DeepEqual(got, want) {
+	if want := []evidence.Kind{evidence.KindOrderCommitted, evidence.KindOrderReplayed, evidence.KindOrderRolledBack}; !reflect.DeepEqual(got, want) {
 		t.Errorf("events = %v; want %v", got, want)
 	}
 }
