@@ -2,11 +2,11 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/runner/fault"
-	"github.com/orderflow-audit/orderflow-audit/runner/internal/consumer"
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/relay"
 )
 
@@ -38,9 +38,12 @@ func concurrentRelays(ctx context.Context, e *Env) error {
 			return err
 		}
 	}
-	// Both relays start their claim at the same moment, each asking for
-	// every row.
-	results := make([]relay.Result, len(relays))
+	// Both relays claim at the same moment, each half of the rows, and both
+	// hold their claims before anyone publishes or marks: a correct claim
+	// gives each relay its own four rows (SKIP LOCKED skips the rows the
+	// other is locking; a committed claim holds a live lease), a claim
+	// without the lock or the lease check hands the same rows out twice.
+	held := make([][]relay.Claimed, len(relays))
 	errs := make([]error, len(relays))
 	var wg sync.WaitGroup
 	start := make(chan struct{})
@@ -49,23 +52,21 @@ func concurrentRelays(ctx context.Context, e *Env) error {
 		go func() {
 			defer wg.Done()
 			<-start
-			results[i], errs[i] = r.RunOnce(ctx)
+			held[i], errs[i] = r.Claim(ctx, n/len(relays))
 		}()
 	}
 	close(start)
 	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
+	if err := errors.Join(errs...); err != nil {
+		return err
 	}
 	// A row claimed by both relays is a double claim: every lease here is
 	// live (30 s) for the whole scenario.
 	holders := map[string]int{}
 	claims := 0
-	for _, res := range results {
-		claims += len(res.Claimed)
-		for _, c := range res.Claimed {
+	for _, cs := range held {
+		claims += len(cs)
+		for _, c := range cs {
 			holders[c.EventID]++
 		}
 	}
@@ -75,15 +76,28 @@ func concurrentRelays(ctx context.Context, e *Env) error {
 			double++
 		}
 	}
-	// Anything left (a relay that found nothing) is swept by relay A.
-	if _, err := relays[0].RunOnce(ctx); err != nil {
+	for i, r := range relays {
+		for _, c := range held[i] {
+			if _, _, err := r.Publish(ctx, c); err != nil {
+				return err
+			}
+			if _, err := r.Mark(ctx, c); err != nil {
+				return err
+			}
+		}
+	}
+	// Whatever no relay claimed is swept by relay A.
+	sweep, err := relays[0].RunOnce(ctx)
+	if err != nil {
 		return err
 	}
+	claims += len(sweep.Claimed)
+
 	c, err := e.Consumer(ctx, "consumer-1", topic, "notify-"+e.RunID, nil)
 	if err != nil {
 		return err
 	}
-	if _, err := e.poll(ctx, c, func(s consumer.Stats) bool { return s.Effects >= n }); err != nil {
+	if _, err := e.drain(ctx, c, topic); err != nil {
 		return err
 	}
 	sent, err := e.Count(ctx, "outbox", "state = 'SENT'")

@@ -46,7 +46,7 @@ func relayKill9(ctx context.Context, e *Env) error {
 		Role: actor.Relay, DB: e.Scratch.Name, LogPath: logPath, RunID: e.RunID, Scenario: e.Scenario.ID,
 		Actor: "relay-a", ClaimID: "relay-a-" + e.RunID, Faults: []string{string(fault.AfterPublishBeforeMark) + ":kill"},
 		Plant: string(e.Plant), Brokers: e.Kafka.Brokers, Topic: topic, Lease: killLease, Once: true,
-	}, actor.Env(e.Server.DSNFor(e.Scratch.Name), e.Secret))
+	}, actor.Env(e.Server.DSNFor(e.Scratch.Name), nil)) // a relay needs no JWT secret
 	if err != nil {
 		return err
 	}

@@ -203,10 +203,16 @@ func Run(ctx context.Context, opts Options) (*evidence.Evidence, error) {
 	ev.Boundaries = evidence.ComputeBoundaries(ev.Scenarios)
 	ev.ProofBoundary = evidence.ComputeProofBoundary(ev)
 
+	// Validate first, so that a failure leaves the previous evidence and
+	// its logs as they were; then swap the logs in and write the file.
+	data, err := evidence.Marshal(ev)
+	if err != nil {
+		return ev, err
+	}
 	if err := promoteLogs(stage, filepath.Join(outDir, base)); err != nil {
 		return ev, err
 	}
-	if err := evidence.WriteFile(opts.Out, ev); err != nil {
+	if err := evidence.WriteAtomic(opts.Out, data); err != nil {
 		return ev, err
 	}
 	if ev.Run.Interrupted {
@@ -268,6 +274,9 @@ func runOne(parent context.Context, rs runScope, sc Scenario) (evidence.Scenario
 	name := infra.ScratchName(rs.runID, sc.ID)
 	scratch, err := rs.server.CreateScratch(ctx, name, rs.runID)
 	if err != nil {
+		if parent.Err() != nil {
+			return fail("interrupted before the scenario started: " + parent.Err().Error())
+		}
 		return fail("could not create scratch database: " + err.Error())
 	}
 	rec.Database = name
@@ -361,7 +370,13 @@ func promoteLogs(stage, dst string) error {
 		if err := os.Rename(dst, old); err != nil {
 			return fmt.Errorf("replace logs %s: %w", dst, err)
 		}
-		defer os.RemoveAll(old)
+		if err := os.Rename(stage, dst); err != nil {
+			if rerr := os.Rename(old, dst); rerr != nil {
+				return fmt.Errorf("move logs to %s: %w (and restoring the previous logs from %s failed: %v)", dst, err, old, rerr)
+			}
+			return fmt.Errorf("move logs to %s: %w", dst, err)
+		}
+		return os.RemoveAll(old)
 	}
 	if err := os.Rename(stage, dst); err != nil {
 		return fmt.Errorf("move logs to %s: %w", dst, err)

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -232,8 +234,9 @@ func (e *Env) startChain(ctx context.Context, prefix string, n int) (string, []*
 }
 
 // afterTakeover is what a takeover scenario measures at its end: a fresh
-// consumer reads the topic until it has received both publishes of eventID;
-// then the effects of eventID are counted and its final state observed.
+// consumer reads every record of the topic (both publishes of eventID, and
+// any extra one); then the effects of eventID are counted and its final
+// state observed.
 type afterTakeover struct {
 	deliveries, effects int64
 	state               string
@@ -245,7 +248,7 @@ func (e *Env) measureTakeover(ctx context.Context, topic, eventID string) (after
 	if err != nil {
 		return m, err
 	}
-	st, err := e.poll(ctx, c, func(s consumer.Stats) bool { return s.Received >= 2 })
+	st, err := e.drain(ctx, c, topic)
 	if err != nil {
 		return m, err
 	}
@@ -255,4 +258,31 @@ func (e *Env) measureTakeover(ctx context.Context, topic, eventID string) (after
 	}
 	m.state, err = e.Observe(ctx, eventID)
 	return m, err
+}
+
+// drain polls c until it has received every record that topic holds now
+// (its end offsets), so that counts taken afterwards cannot miss a record
+// that was published but not yet delivered, such as an extra publish. c must
+// read the topic from its start (a new group).
+func (e *Env) drain(ctx context.Context, c *consumer.Consumer, topic string) (consumer.Stats, error) {
+	end, err := e.Kafka.EndOffset(ctx, topic)
+	if err != nil {
+		return consumer.Stats{}, err
+	}
+	return e.poll(ctx, c, func(s consumer.Stats) bool { return int64(s.Received) >= end })
+}
+
+// rolledBackOn tells whether the order service logged a rollback of the
+// intent eventID caused by a duplicate key (MySQL error 1062).
+func (e *Env) rolledBackOn(eventID string) (bool, error) {
+	es, err := evidence.ReadEvents(filepath.Join(e.logDir, "orders.jsonl"))
+	if err != nil {
+		return false, err
+	}
+	for _, ev := range es {
+		if ev.Kind == evidence.KindOrderRolledBack && ev.EventID == eventID && strings.Contains(ev.Err, "1062") {
+			return true, nil
+		}
+	}
+	return false, nil
 }

@@ -101,8 +101,15 @@ func txBoundaryRollback(ctx context.Context, e *Env) error {
 	if err != nil {
 		return err
 	}
-	if res.Status == 201 {
-		e.Result.Failf("order was accepted (status 201) although its intent collides with the decoy %s", decoyID)
+	// The injection must really have happened: the order transaction
+	// reached its last write and the unique key refused it.
+	if res.Status != 500 {
+		e.Result.Failf("order answered %d (%s), want 500 from the unique conflict on the decoy %s", res.Status, res.Error, decoyID)
+	}
+	if ok, err := e.rolledBackOn(decoyID); err != nil {
+		return err
+	} else if !ok {
+		e.Result.Failf("the order service recorded no rollback of the intent %s on a duplicate key (1062)", decoyID)
 	}
 
 	left, err := e.QueryInt(ctx, `SELECT quantity FROM stock WHERE sku = ?`, defaultSKU)
@@ -191,7 +198,7 @@ func normalChain(ctx context.Context, e *Env) error {
 	if err != nil {
 		return err
 	}
-	st, err := e.poll(ctx, c, func(s consumer.Stats) bool { return s.Received >= 1 })
+	st, err := e.drain(ctx, c, topic)
 	if err != nil {
 		return err
 	}
@@ -319,7 +326,7 @@ func offsetReplay(ctx context.Context, e *Env) error {
 	if err != nil {
 		return err
 	}
-	st, err := e.poll(ctx, c2, func(s consumer.Stats) bool { return s.Received >= 1 && s.OffsetsCommitted >= 1 })
+	st, err := e.drain(ctx, c2, topic)
 	if err != nil {
 		return err
 	}
@@ -350,7 +357,7 @@ func businessInvariants(ctx context.Context, e *Env) error {
 	if err != nil {
 		return err
 	}
-	if _, err := e.poll(ctx, c, func(s consumer.Stats) bool { return s.Received >= n && s.OffsetsCommitted >= 1 }); err != nil {
+	if _, err := e.drain(ctx, c, topic); err != nil {
 		return err
 	}
 	sent, err := e.Count(ctx, "outbox", "state = 'SENT'")

@@ -219,3 +219,24 @@ func (k *Kafka) describeExternal(ctx context.Context) string {
 	}
 	return fmt.Sprintf("external Kafka cluster (cluster id %q, %d broker(s); %s)", md.Cluster, len(md.Brokers), unverified)
 }
+
+// EndOffset returns the sum over the topic's partitions of their end
+// offsets: how many records the topic holds (nothing is ever deleted from
+// our topics during a run).
+func (k *Kafka) EndOffset(ctx context.Context, topic string) (int64, error) {
+	cl, err := kgo.NewClient(k.ClientOpts()...)
+	if err != nil {
+		return 0, fmt.Errorf("end offsets of %s: %w", topic, err)
+	}
+	defer cl.Close()
+	offs, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+	if err == nil {
+		err = offs.Error()
+	}
+	if err != nil {
+		return 0, fmt.Errorf("end offsets of %s: %w", topic, err)
+	}
+	var total int64
+	offs.Each(func(o kadm.ListedOffset) { total += o.Offset })
+	return total, nil
+}
