@@ -453,6 +453,11 @@ func (c *checker) replay(ctx context.Context, sc *evidence.Scenario, m *Model, r
 				Claimed: sc.ID, Recomputed: e.Scenario,
 				Message: fmt.Sprintf("event of scenario %q in a log that scenario %q references", e.Scenario, sc.ID)})
 		}
+		if actor := reads[bi].ref.Actor; e.Actor != actor {
+			run.logReason(Reason{Rule: "log-actor", Status: Fail, Log: path, Seq: e.Seq, Line: best.line, Field: "actor",
+				Claimed: actor, Recomputed: e.Actor,
+				Message: fmt.Sprintf("event of actor %q in the log the evidence lists as %q's: logs swapped or relabelled", e.Actor, actor)})
+		}
 		st.prevSeq, st.prevLine, st.lastTime = max(st.prevSeq, e.Seq), best.line, e.Time
 		m.Step(e, Source{Log: path, Line: best.line, Seq: e.Seq})
 		if n++; n%4096 == 0 && ctx.Err() != nil {

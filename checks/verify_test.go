@@ -288,3 +288,54 @@ func TestVerifyCancelled(t *testing.T) {
 		t.Fatalf("err = %v; want context.Canceled", err)
 	}
 }
+
+// TestSwapLogsWithinScenario: two logs of one scenario swapped (the files,
+// resealed, or only the paths of the evidence's references, with their
+// digests) fail with log-actor: each log's events name the actor that
+// wrote them, and the reference says which actor that must be.
+func TestSwapLogsWithinScenario(t *testing.T) {
+	for _, tc := range []struct {
+		scenario, a, b string
+		files          bool
+	}{
+		{"sendBeforeMarkCrash", "relay-a", "relay-b", true},
+		{"sendBeforeMarkCrash", "relay-a", "relay-b", false},
+		{"offsetReplay", "consumer-1", "consumer-2", true},
+		{"offsetReplay", "consumer-1", "consumer-2", false},
+	} {
+		name := tc.scenario + " " + tc.a + "/" + tc.b + map[bool]string{true: " files resealed", false: " references"}[tc.files]
+		t.Run(name, func(t *testing.T) {
+			p := copyFixture(t, "u80")
+			dir := filepath.Dir(p)
+			ev := readEvidence(t, p)
+			sc := &ev.Scenarios[slices.IndexFunc(ev.Scenarios, func(s evidence.Scenario) bool { return s.ID == tc.scenario })]
+			ia := slices.IndexFunc(sc.Logs, func(l evidence.LogRef) bool { return l.Actor == tc.a })
+			ib := slices.IndexFunc(sc.Logs, func(l evidence.LogRef) bool { return l.Actor == tc.b })
+			if ia < 0 || ib < 0 {
+				t.Fatalf("scenario %s lacks %s or %s", tc.scenario, tc.a, tc.b)
+			}
+			if tc.files {
+				x, y := filepath.Join(dir, sc.Logs[ia].Path), filepath.Join(dir, sc.Logs[ib].Path)
+				bx, _ := os.ReadFile(x)
+				by, _ := os.ReadFile(y)
+				os.WriteFile(x, by, 0o644)
+				os.WriteFile(y, bx, 0o644)
+				reseal(t, p)
+			} else {
+				la, lb := &sc.Logs[ia], &sc.Logs[ib]
+				la.Path, lb.Path = lb.Path, la.Path
+				la.SHA256, lb.SHA256 = lb.SHA256, la.SHA256
+				la.Lines, lb.Lines = lb.Lines, la.Lines
+				writeEvidence(t, p, ev)
+			}
+			v := verify(t, p)
+			if v.Status != Fail || !hasRule(v, "log-actor") {
+				t.Fatalf("verdict %s %v; want FAIL log-actor", v.Status, rules(v))
+			}
+			i := slices.IndexFunc(v.Reasons, func(r Reason) bool { return r.Rule == "log-actor" })
+			if r := v.Reasons[i]; r.Scenario != tc.scenario || r.Log == "" || r.Claimed == "" || r.Recomputed == "" {
+				t.Errorf("reason %+v does not say where and which actors", r)
+			}
+		})
+	}
+}

@@ -17,10 +17,10 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs := newFlagSet("verify", "verify [flags] EVIDENCE",
 		`Checks an evidence file without trusting whoever produced it: the file and
 every event line against the JSON Schemas; the logs' presence, place, sha256,
-line counts, seq order and run id; a replay of the events through a model of
-the outbox, relay and consumer (stale tokens, SENT without a publish, second
-effects, offsets before effects, claims on live leases, intents outside the
-order transaction); every metric, observation line, status and summary
+line counts, seq order, run id and actor; a replay of the events through a
+model of the outbox, relay and consumer (stale tokens, SENT without a publish,
+second effects, offsets before effects, claims on live leases, intents outside
+the order transaction); every metric, observation line, status and summary
 recomputed; the invariant SQL files run on the replayed end state (an
 embedded SQLite by default, so no server is needed) and compared with the
 live results and table digests. Prints PASS, FAIL or INCONCLUSIVE with every
