@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/orderflow-audit/orderflow-audit/checks"
+	"github.com/orderflow-audit/orderflow-audit/evidence"
 )
 
 // The committed reference example: a real run's evidence with its logs and
@@ -42,8 +44,22 @@ func TestCommittedReportUpToDate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("%s is out of date: run scripts/regen-evidence.sh (or orderflow-audit report %s -o %s)",
-			committedReport, committedEvidence, committedReport)
+	if bytes.Equal(got, want) {
+		return
 	}
+	// `orderflow-audit run` writes evidence/u80.json by default, so a
+	// newcomer's first run replaces the committed example. That is not a
+	// stale report; outside CI it is reported and skipped. In CI (a clean
+	// clone) the two always come from the same run.
+	ev, _, err := evidence.ReadFile(committedEvidence)
+	if err != nil {
+		t.Fatal(err)
+	}
+	title := "report: run " + strings.ReplaceAll(ev.Run.ID, "_", `\_`)
+	if !bytes.Contains(want, []byte(title)) && os.Getenv("CI") == "" {
+		t.Skipf("%s holds run %s, not the run of %s: a local run replaced the committed example "+
+			"(git checkout evidence restores it)", committedEvidence, ev.Run.ID, committedReport)
+	}
+	t.Fatalf("%s is out of date: run scripts/regen-evidence.sh (or orderflow-audit report %s -o %s)",
+		committedReport, committedEvidence, committedReport)
 }
