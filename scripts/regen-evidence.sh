@@ -11,7 +11,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 scripts/ensure-mariadb.sh
 bin="$(mktemp -d)/orderflow-audit"
 trap 'rm -rf "$(dirname "$bin")"' EXIT
-go build -o "$bin" ./cmd/orderflow-audit
+# Stamp the binary with the commit it is built from (this machine's GOFLAGS
+# turns VCS stamping off), so that the evidence names the code that ran.
+go build -buildvcs=true -o "$bin" ./cmd/orderflow-audit
 
 "$bin" run --out evidence/u80.json
 "$bin" verify evidence/u80.json

@@ -64,6 +64,9 @@ orderflow-audit run --kafka-brokers 127.0.0.1:9092 --out /tmp/e/u80.json`)
 	}
 
 	ti := buildInfo()
+	if ti.Modified {
+		ti.Revision += " (modified)"
+	}
 	opts := runner.Options{
 		MySQL: cfg, Brokers: infra.ResolveBrokers(*brokers), Scenarios: ids, Seed: *seed,
 		Timeout: *timeout, Keep: *keep, Out: *out, Plant: bug, Args: redactArgs(args),
