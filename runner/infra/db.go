@@ -118,6 +118,11 @@ func Connect(ctx context.Context, cfg *mysql.Config) (*Server, error) {
 	defer cancel()
 	if err := db.PingContext(pctx); err != nil {
 		db.Close()
+		var me *mysql.MySQLError
+		if errors.As(err, &me) && me.Number == 1045 {
+			return nil, fmt.Errorf("%w: MySQL/MariaDB at %s refused the login: %v; check the user and password of the DSN",
+				ErrUnavailable, Redact(cfg), redactErr(err, cfg))
+		}
 		return nil, fmt.Errorf("%w: MySQL/MariaDB at %s is unreachable: %v; %s",
 			ErrUnavailable, Redact(cfg), redactErr(err, cfg), StartHint)
 	}

@@ -122,3 +122,19 @@ func TestExternalKafkaUnreachable(t *testing.T) {
 		t.Fatalf("StartKafka(unreachable) = %v; want ErrUnavailable", err)
 	}
 }
+
+func TestConnectAccessDenied(t *testing.T) {
+	infratest.Server(t) // needs the server up
+	cfg, err := infra.ResolveDSN("nosuchuser:pw4711@tcp(127.0.0.1:3306)/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = infra.Connect(context.Background(), cfg)
+	if !errors.Is(err, infra.ErrUnavailable) {
+		t.Fatalf("Connect(bad login) = %v; want ErrUnavailable", err)
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "refused the login") || strings.Contains(msg, "mariadbd") || strings.Contains(msg, "pw4711") {
+		t.Errorf("bad-login message = %q; want 'refused the login', no start hint, no password", msg)
+	}
+}
