@@ -359,3 +359,33 @@ func TestKeepLeavesDatabases(t *testing.T) {
 		t.Errorf("kept database: sent=%d err=%v", sent, err)
 	}
 }
+
+// TestKeepWithExternalBroker: with --keep against a broker that outlives the
+// run (here a kfake cluster standing in for `orderflow-audit broker`), the
+// scenario's topic and its records stay for any Kafka client to read, and
+// the evidence says the broker was external.
+func TestKeepWithExternalBroker(t *testing.T) {
+	broker := infratest.Kafka(t)
+	opts := runOpts(t, "normalChain")
+	opts.Keep = true
+	opts.Brokers = broker.Brokers
+	ev, err := runner.Run(t.Context(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := ev.Scenarios[0]
+	t.Cleanup(func() { _ = infratest.Server(t).DropScratch(context.Background(), s.Database) })
+	if s.Status != evidence.StatusPass || len(s.Topics) != 1 {
+		t.Fatalf("%s (%s), topics %v", s.Line, s.Reason, s.Topics)
+	}
+	if ev.Environment.Kafka.Mode != infra.ModeExternal {
+		t.Errorf("kafka mode %q, want external", ev.Environment.Kafka.Mode)
+	}
+	n, err := broker.EndOffset(t.Context(), s.Topics[0])
+	if err != nil {
+		t.Fatalf("kept topic %s: %v", s.Topics[0], err)
+	}
+	if n != 1 {
+		t.Errorf("kept topic %s holds %d records, want 1", s.Topics[0], n)
+	}
+}
