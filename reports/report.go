@@ -12,6 +12,8 @@ package reports
 import (
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -20,12 +22,12 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 )
 
-// LogSource returns the events of one event log referenced by the
-// evidence, in file order. When the log ends with a truncated line (a
-// killed process), it returns the complete events and an error wrapping
-// evidence.ErrTruncated; the report shows both.
+// LogSource opens the event logs referenced by the evidence. The report
+// reads each log as a stream of lines (evidence.ScanLines and
+// evidence.DecodeEvent) and keeps only what its timeline draws, so the
+// memory a report needs does not grow with its logs.
 type LogSource interface {
-	Events(ref evidence.LogRef) ([]evidence.Event, error)
+	Open(ref evidence.LogRef) (io.ReadCloser, error)
 }
 
 // DirLogs reads logs from files relative to dir, the directory of the
@@ -33,12 +35,16 @@ type LogSource interface {
 // out with "..") is refused.
 type DirLogs string
 
-// Events implements LogSource.
-func (d DirLogs) Events(ref evidence.LogRef) ([]evidence.Event, error) {
+// Open implements LogSource.
+func (d DirLogs) Open(ref evidence.LogRef) (io.ReadCloser, error) {
 	if !filepath.IsLocal(filepath.FromSlash(ref.Path)) {
 		return nil, fmt.Errorf("read event log %q: path is not inside the evidence directory", ref.Path)
 	}
-	return evidence.ReadEvents(filepath.Join(string(d), filepath.FromSlash(ref.Path)))
+	f, err := os.Open(filepath.Join(string(d), filepath.FromSlash(ref.Path)))
+	if err != nil {
+		return nil, fmt.Errorf("open event log: %w", err)
+	}
+	return f, nil
 }
 
 // FromFile renders the evidence file at path under the verdict v, reading

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -220,17 +221,21 @@ func TestUnverifiedNeverPasses(t *testing.T) {
 	}
 }
 
+// fakeLogs serves each log's bytes from memory, or fails to open it.
 type fakeLogs map[string]struct {
-	events []evidence.Event
-	err    error
+	data []byte
+	err  error
 }
 
-func (f fakeLogs) Events(ref evidence.LogRef) ([]evidence.Event, error) {
+func (f fakeLogs) Open(ref evidence.LogRef) (io.ReadCloser, error) {
 	x, ok := f[ref.Path]
 	if !ok {
 		return nil, errors.New("no such log")
 	}
-	return x.events, x.err
+	if x.err != nil {
+		return nil, x.err
+	}
+	return io.NopCloser(bytes.NewReader(x.data)), nil
 }
 
 func TestBuildLogProblems(t *testing.T) {
@@ -242,12 +247,13 @@ func TestBuildLogProblems(t *testing.T) {
 			sc = s
 		}
 	}
-	full, err := DirLogs("testdata/u80").Events(sc.Logs[0])
+	full, err := evidence.ReadEvents(filepath.Join("testdata/u80", sc.Logs[0].Path))
 	if err != nil || len(full) < 2 {
 		t.Fatalf("read %s: %d events, %v", sc.Logs[0].Path, len(full), err)
 	}
+	second := encodeLines(full[1])
 	logs := fakeLogs{
-		sc.Logs[0].Path: {events: full[:1], err: evidence.ErrTruncated},
+		sc.Logs[0].Path: {data: append(encodeLines(full[0]), second[:len(second)/2]...)},
 		sc.Logs[1].Path: {err: errors.New("permission denied")},
 	}
 	r, err := Build(&evidence.Evidence{Scenarios: []evidence.Scenario{sc}, Tool: ev.Tool, Run: ev.Run, Environment: ev.Environment}, v, logs)
@@ -312,7 +318,7 @@ func TestBuildErrors(t *testing.T) {
 	if err := Render(&bytes.Buffer{}, nil); err == nil {
 		t.Error("Render(nil): no error")
 	}
-	if _, err := DirLogs("testdata/u80").Events(evidence.LogRef{Path: "../u80/evidence.json"}); err == nil {
+	if _, err := DirLogs("testdata/u80").Open(evidence.LogRef{Path: "../u80/evidence.json"}); err == nil {
 		t.Error("DirLogs read a path outside its directory")
 	}
 }

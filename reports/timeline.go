@@ -3,6 +3,10 @@ package reports
 import (
 	"errors"
 	"fmt"
+	"iter"
+	"maps"
+	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -43,51 +47,104 @@ func buildTimeline(sc evidence.Scenario, logs LogSource) Timeline {
 		tl.Problems = append(tl.Problems, "the event logs were not available to the report")
 		return tl
 	}
-	var evs []logEvent
+	// One timeline across the scenario's logs, merged as the verifier
+	// merges them: the earliest head by time, a tie to the earlier log,
+	// each log in its file order (seq strictly increasing). Each log is
+	// read as a stream; only what the diagram draws is kept.
+	readers := make([]*logReader, len(sc.Logs))
+	nexts := make([]func() (logEvent, bool), len(sc.Logs))
+	heads := make([]*logEvent, len(sc.Logs))
 	for i, ref := range sc.Logs {
-		es, err := logs.Events(ref)
-		switch {
-		case errors.Is(err, evidence.ErrTruncated):
-			tl.Problems = append(tl.Problems, fmt.Sprintf(
-				"%s: the last line is truncated (as a killed process leaves it); its %d complete events are drawn", ref.Path, len(es)))
-		case err != nil && len(es) > 0:
-			tl.Problems = append(tl.Problems, fmt.Sprintf("%s: %v; the %d events before it are drawn", ref.Path, err, len(es)))
-		case err != nil:
-			tl.Problems = append(tl.Problems, fmt.Sprintf("%s: %v", ref.Path, err))
-		}
-		for _, e := range es {
-			evs = append(evs, logEvent{Event: e, log: i})
+		readers[i] = &logReader{ref: ref, idx: i}
+		next, stop := iter.Pull(readers[i].read(logs))
+		defer stop()
+		nexts[i] = next
+	}
+	advance := func(i int) {
+		heads[i] = nil
+		if e, ok := nexts[i](); ok {
+			heads[i] = &e
 		}
 	}
-	// One timeline across the scenario's logs: by time, then by log, then
-	// by seq (strictly increasing within a log).
-	sort.SliceStable(evs, func(i, j int) bool {
-		a, b := evs[i], evs[j]
-		if !a.Time.Equal(b.Time) {
-			return a.Time.Before(b.Time)
-		}
-		if a.log != b.log {
-			return a.log < b.log
-		}
-		return a.Seq < b.Seq
-	})
-	seen := map[string]bool{}
-	for i := range evs {
-		if evs[i].Kind == evidence.KindReceive {
-			k := recordKey(evs[i].Event)
-			evs[i].replay = seen[k]
-			seen[k] = true
-		}
+	for i := range nexts {
+		advance(i)
 	}
-	tl.Events = len(evs)
-	if len(evs) > 0 {
-		tl.Mermaid, tl.Shown = diagram(evs)
+	b := newTimelineBuilder()
+	for {
+		best := -1
+		for i, h := range heads {
+			if h != nil && (best < 0 || h.Time.Before(heads[best].Time)) {
+				best = i
+			}
+		}
+		if best < 0 {
+			break
+		}
+		b.add(*heads[best])
+		advance(best)
+	}
+	for _, r := range readers {
+		tl.Problems = append(tl.Problems, r.problems...)
+	}
+	tl.Problems = append(tl.Problems, b.problems()...)
+	tl.Events = b.total
+	if b.total > 0 {
+		tl.Mermaid, tl.Shown = b.diagram()
 	}
 	return tl
 }
 
-func recordKey(e evidence.Event) string {
-	return e.Topic + "\x00" + i32(e.Partition) + "\x00" + i64(e.Offset)
+// logReader reads one event log as a stream and records what it could not
+// read.
+type logReader struct {
+	ref      evidence.LogRef
+	idx      int
+	events   int // events read
+	problems []string
+}
+
+// errStop ends a scan early when the consumer of the events stops.
+var errStop = errors.New("stop")
+
+// read yields the events of the log in file order.
+func (r *logReader) read(src LogSource) iter.Seq[logEvent] {
+	return func(yield func(logEvent) bool) {
+		rc, err := src.Open(r.ref)
+		if err != nil {
+			r.problems = append(r.problems, fmt.Sprintf("%s: %v", r.ref.Path, err))
+			return
+		}
+		defer rc.Close()
+		var bad error // the first line that did not decode; reading stops there
+		err = evidence.ScanLines(rc, func(l evidence.Line) error {
+			if bad != nil {
+				return bad
+			}
+			e, err := evidence.DecodeEvent(l.Raw)
+			if err != nil {
+				bad = fmt.Errorf("line %d: %w", l.No, err)
+				return nil
+			}
+			r.events++
+			if !yield(logEvent{Event: e, log: r.idx}) {
+				return errStop
+			}
+			return nil
+		})
+		switch {
+		case errors.Is(err, errStop):
+		case errors.Is(err, evidence.ErrTruncated):
+			r.problems = append(r.problems, fmt.Sprintf(
+				"%s: the last line is truncated (as a killed process leaves it); its %d complete events are drawn", r.ref.Path, r.events))
+		case err == nil && bad != nil:
+			err = bad
+			fallthrough
+		case err != nil && r.events > 0:
+			r.problems = append(r.problems, fmt.Sprintf("%s: %v; the %d events before it are drawn", r.ref.Path, err, r.events))
+		case err != nil:
+			r.problems = append(r.problems, fmt.Sprintf("%s: %v", r.ref.Path, err))
+		}
+	}
 }
 
 // notable events are drawn even in the middle of a long scenario.
@@ -105,89 +162,208 @@ func notable(e logEvent) bool {
 	return false
 }
 
-// diagram returns the sequenceDiagram lines of evs and how many events it
-// draws one by one.
-func diagram(evs []logEvent) ([]string, int) {
-	// Participants: actors in order of appearance, then the database and
-	// the broker when any event touches them.
-	alias := map[string]string{}
-	var out []string
-	out = append(out, "sequenceDiagram")
-	var usesDB, usesKafka bool
-	var first, last string
-	for _, e := range evs {
-		if _, ok := alias[e.Actor]; !ok {
-			a := "a" + strconv.Itoa(len(alias)+1)
-			alias[e.Actor] = a
-			out = append(out, fmt.Sprintf("    participant %s as %s", a, mtext(e.Actor)))
-			if first == "" {
-				first = a
-			}
-			last = a
-		}
-		switch e.Kind {
-		case evidence.KindPublish, evidence.KindReceive, evidence.KindOffsetCommit:
-			usesKafka = true
-		case evidence.KindOrderRejected, evidence.KindFault:
-		default:
-			usesDB = true
+// Bounds of what a timeline keeps besides the events it draws.
+const (
+	// maxActors is how many actors get a participant on first
+	// appearance; beyond it, only actors of drawn events do.
+	maxActors = 16
+	// maxUnknownKinds is how many kinds unknown to the report a summary
+	// note counts by name; the rest are counted together.
+	maxUnknownKinds = 8
+	// maxOffsetSpans bounds the received offsets remembered to recognise
+	// replays (as ranges: one per partition for a consumer reading in
+	// order).
+	maxOffsetSpans = 1 << 16
+)
+
+// timelineBuilder takes the merged events of one scenario one at a time
+// and keeps only what the diagram draws: the first timelineHead events,
+// a window of the last ones, up to maxNotable notable events in between,
+// and for every run of events left out its count by kind.
+type timelineBuilder struct {
+	total int
+	steps []step
+	// window holds the events not yet decided on, oldest first: while the
+	// scenario may still be short enough to draw whole, up to
+	// maxTimelineEvents-timelineHead of them; once it is known to be
+	// long, the last timelineTail.
+	window   []logEvent
+	long     bool
+	notables int
+
+	alias             map[string]string
+	actors            []string // participant lines of the actors, in order of aliasing
+	first             string   // alias of the first actor
+	usesDB, usesKafka bool
+
+	received    map[partitionKey]*offsetSet
+	spans       int
+	replaysLost bool // maxOffsetSpans was reached: later replays may go unmarked
+}
+
+// step is one entry of the diagram: an event drawn one by one, or a run
+// of events left out.
+type step struct {
+	ev  *logEvent
+	gap *kindCounts
+}
+
+type partitionKey struct {
+	topic     string
+	partition int64
+}
+
+func newTimelineBuilder() *timelineBuilder {
+	return &timelineBuilder{alias: map[string]string{}, received: map[partitionKey]*offsetSet{}}
+}
+
+// add takes the next event of the merged timeline.
+func (b *timelineBuilder) add(e logEvent) {
+	b.total++
+	if len(b.alias) < maxActors {
+		b.aliasOf(e.Actor)
+	}
+	switch e.Kind {
+	case evidence.KindPublish, evidence.KindReceive, evidence.KindOffsetCommit:
+		b.usesKafka = true
+	case evidence.KindOrderRejected, evidence.KindFault:
+	default:
+		b.usesDB = true
+	}
+	if e.Kind == evidence.KindReceive {
+		e.replay = b.receive(e.Event)
+	}
+	if b.total <= timelineHead {
+		b.draw(e)
+		return
+	}
+	b.window = append(b.window, e)
+	if !b.long && len(b.window) > maxTimelineEvents-timelineHead {
+		b.long = true
+	}
+	if !b.long {
+		return
+	}
+	// The oldest events of the window are followed by at least
+	// timelineTail others: they are in the middle.
+	for len(b.window) > timelineTail {
+		m := b.window[0]
+		b.window = b.window[1:]
+		if b.notables < maxNotable && notable(m) {
+			b.notables++
+			b.draw(m)
+		} else {
+			b.skip(m)
 		}
 	}
-	if usesDB {
+}
+
+func (b *timelineBuilder) draw(e logEvent) {
+	b.aliasOf(e.Actor)
+	b.steps = append(b.steps, step{ev: &e})
+}
+
+func (b *timelineBuilder) skip(e logEvent) {
+	if n := len(b.steps); n == 0 || b.steps[n-1].gap == nil {
+		b.steps = append(b.steps, step{gap: &kindCounts{}})
+	}
+	b.steps[len(b.steps)-1].gap.add(e.Kind)
+}
+
+func (b *timelineBuilder) aliasOf(actor string) string {
+	a, ok := b.alias[actor]
+	if !ok {
+		a = "a" + strconv.Itoa(len(b.alias)+1)
+		b.alias[actor] = a
+		b.actors = append(b.actors, fmt.Sprintf("    participant %s as %s", a, mtext(actor)))
+		if b.first == "" {
+			b.first = a
+		}
+	}
+	return a
+}
+
+// receive records the record of a receive and reports whether it was
+// received before in this scenario.
+func (b *timelineBuilder) receive(e evidence.Event) bool {
+	k := partitionKey{topic: e.Topic, partition: math.MinInt64}
+	if e.Partition != nil {
+		k.partition = int64(*e.Partition)
+	}
+	off := int64(math.MinInt64)
+	if e.Offset != nil {
+		off = *e.Offset
+	}
+	s := b.received[k]
+	if s == nil {
+		if b.spans >= maxOffsetSpans {
+			b.replaysLost = true
+			return false
+		}
+		s = &offsetSet{}
+		b.received[k] = s
+	}
+	if s.contains(off) {
+		return true
+	}
+	if b.spans >= maxOffsetSpans && !s.adjacent(off) {
+		b.replaysLost = true
+		return false
+	}
+	b.spans += s.add(off)
+	return false
+}
+
+// problems are the notes of the builder itself.
+func (b *timelineBuilder) problems() []string {
+	if !b.replaysLost {
+		return nil
+	}
+	return []string{fmt.Sprintf("the received offsets fall into more than %d separate ranges: receives after that are not checked for replays", maxOffsetSpans)}
+}
+
+// diagram returns the sequenceDiagram lines and how many events it draws
+// one by one.
+func (b *timelineBuilder) diagram() ([]string, int) {
+	for _, e := range b.window {
+		b.draw(e)
+	}
+	b.window = nil
+	out := append([]string{"sequenceDiagram"}, b.actors...)
+	last := b.first
+	if len(b.alias) > 0 {
+		last = "a" + strconv.Itoa(len(b.alias))
+	}
+	if b.usesDB {
 		out = append(out, "    participant "+aliasDB+" as db")
 		last = aliasDB
 	}
-	if usesKafka {
+	if b.usesKafka {
 		out = append(out, "    participant "+aliasKafka+" as kafka")
 		last = aliasKafka
 	}
-	span := first
-	if last != first {
-		span = first + "," + last
-	}
-
-	show := make([]bool, len(evs))
-	if len(evs) <= maxTimelineEvents {
-		for i := range show {
-			show[i] = true
-		}
-	} else {
-		n := 0
-		for i, e := range evs {
-			switch {
-			case i < timelineHead || i >= len(evs)-timelineTail:
-				show[i] = true
-			case n < maxNotable && notable(e):
-				show[i] = true
-				n++
-			}
-		}
+	span := b.first
+	if last != b.first {
+		span = b.first + "," + last
 	}
 
 	shown := 0
-	var skipped []evidence.Event
-	flush := func() {
-		if len(skipped) == 0 {
-			return
-		}
-		out = append(out, fmt.Sprintf("    Note over %s: %s", span, mtext(summaryNote(skipped))))
-		skipped = nil
-	}
-	for i := 0; i < len(evs); i++ {
-		e := evs[i]
-		if !show[i] {
-			skipped = append(skipped, e.Event)
+	for i := 0; i < len(b.steps); i++ {
+		s := b.steps[i]
+		if s.gap != nil {
+			out = append(out, fmt.Sprintf("    Note over %s: %s", span, mtext(s.gap.note())))
 			continue
 		}
-		flush()
+		e := *s.ev
 		if e.Kind == evidence.KindInvariant {
 			// Consecutive invariant results share one note.
 			var parts []string
 			bad := false
 			j := i
-			for ; j < len(evs) && show[j] && evs[j].Kind == evidence.KindInvariant && evs[j].Actor == e.Actor; j++ {
-				parts = append(parts, evs[j].Invariant+"="+i64(evs[j].Rows))
-				if evs[j].Rows == nil || *evs[j].Rows != 0 {
+			for ; j < len(b.steps) && b.steps[j].ev != nil && b.steps[j].ev.Kind == evidence.KindInvariant && b.steps[j].ev.Actor == e.Actor; j++ {
+				x := b.steps[j].ev
+				parts = append(parts, x.Invariant+"="+i64(x.Rows))
+				if x.Rows == nil || *x.Rows != 0 {
 					bad = true
 				}
 			}
@@ -200,22 +376,54 @@ func diagram(evs []logEvent) ([]string, int) {
 			i = j - 1
 			continue
 		}
-		for _, l := range eventLines(e, alias[e.Actor]) {
+		for _, l := range eventLines(e, b.alias[e.Actor]) {
 			out = append(out, "    "+l)
 		}
 		shown++
 	}
-	flush()
 	return out, shown
 }
 
-// summaryNote counts left-out events by kind, in the order of
-// evidence.Kinds.
-func summaryNote(es []evidence.Event) string {
-	count := map[evidence.Kind]int{}
-	for _, e := range es {
-		count[e.Kind]++
+// diagram draws evs, in this order, as a timeline does.
+func diagram(evs []logEvent) ([]string, int) {
+	b := newTimelineBuilder()
+	for _, e := range evs {
+		b.add(e)
 	}
+	return b.diagram()
+}
+
+// kindCounts counts the events of one run left out of a diagram.
+type kindCounts struct {
+	n      int
+	byKind map[evidence.Kind]int
+	other  int // events of unknown kinds beyond maxUnknownKinds
+}
+
+var knownKind = func() map[evidence.Kind]bool {
+	m := map[evidence.Kind]bool{}
+	for _, k := range evidence.Kinds {
+		m[k] = true
+	}
+	return m
+}()
+
+func (c *kindCounts) add(k evidence.Kind) {
+	c.n++
+	if c.byKind == nil {
+		c.byKind = map[evidence.Kind]int{}
+	}
+	if _, ok := c.byKind[k]; !ok && !knownKind[k] && len(c.byKind) >= len(evidence.Kinds)+maxUnknownKinds {
+		c.other++
+		return
+	}
+	c.byKind[k]++
+}
+
+// note counts the events by kind, in the order of evidence.Kinds, then
+// unknown kinds sorted.
+func (c *kindCounts) note() string {
+	count := maps.Clone(c.byKind)
 	var parts []string
 	for _, k := range evidence.Kinds {
 		if count[k] > 0 {
@@ -229,7 +437,53 @@ func summaryNote(es []evidence.Event) string {
 	}
 	sort.Strings(unknown)
 	parts = append(parts, unknown...)
-	return fmt.Sprintf("%d events summarised (counts by kind: %s)", len(es), strings.Join(parts, ", "))
+	if c.other > 0 {
+		parts = append(parts, fmt.Sprintf("other unknown kinds=%d", c.other))
+	}
+	return fmt.Sprintf("%d events summarised (counts by kind: %s)", c.n, strings.Join(parts, ", "))
+}
+
+// offsetSet is a set of offsets kept as sorted, disjoint, non-adjacent
+// inclusive ranges.
+type offsetSet struct{ spans [][2]int64 }
+
+// find returns the index of the first range starting after x.
+func (s *offsetSet) find(x int64) int {
+	return sort.Search(len(s.spans), func(i int) bool { return s.spans[i][0] > x })
+}
+
+func (s *offsetSet) contains(x int64) bool {
+	i := s.find(x)
+	return i > 0 && s.spans[i-1][1] >= x
+}
+
+// adjacent reports whether x would extend a range rather than start one.
+func (s *offsetSet) adjacent(x int64) bool {
+	i := s.find(x)
+	return (i > 0 && x != math.MinInt64 && s.spans[i-1][1] == x-1) ||
+		(i < len(s.spans) && x != math.MaxInt64 && s.spans[i][0] == x+1)
+}
+
+// add inserts x (not in the set) and returns the change in the number of
+// ranges (1, 0 or -1).
+func (s *offsetSet) add(x int64) int {
+	i := s.find(x)
+	joinsPrev := i > 0 && x != math.MinInt64 && s.spans[i-1][1] == x-1
+	joinsNext := i < len(s.spans) && x != math.MaxInt64 && s.spans[i][0] == x+1
+	switch {
+	case joinsPrev && joinsNext:
+		s.spans[i-1][1] = s.spans[i][1]
+		s.spans = slices.Delete(s.spans, i, i+1)
+		return -1
+	case joinsPrev:
+		s.spans[i-1][1] = x
+		return 0
+	case joinsNext:
+		s.spans[i][0] = x
+		return 0
+	}
+	s.spans = slices.Insert(s.spans, i, [2]int64{x, x})
+	return 1
 }
 
 // eventLines draws one event from participant a.

@@ -1,7 +1,13 @@
 package reports
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -27,10 +33,30 @@ func TestMermaidText(t *testing.T) {
 	}
 }
 
-// memLogs serves events from memory, one log per path.
+// memLogs serves events from memory, one log per path, encoded as JSON
+// Lines as evidence.Log writes them.
 type memLogs map[string][]evidence.Event
 
-func (m memLogs) Events(ref evidence.LogRef) ([]evidence.Event, error) { return m[ref.Path], nil }
+func (m memLogs) Open(ref evidence.LogRef) (io.ReadCloser, error) {
+	es, ok := m[ref.Path]
+	if !ok {
+		return nil, errors.New("no such log")
+	}
+	return io.NopCloser(bytes.NewReader(encodeLines(es...))), nil
+}
+
+// encodeLines encodes events as the lines of a log.
+func encodeLines(es ...evidence.Event) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	for _, e := range es {
+		if err := enc.Encode(&e); err != nil {
+			panic(err)
+		}
+	}
+	return buf.Bytes()
+}
 
 func TestTimeline(t *testing.T) {
 	t0 := time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)
@@ -130,5 +156,42 @@ func TestTimeline(t *testing.T) {
 				t.Errorf("shown %d + summarised %d != events %d", tl.Shown, summarised, tl.Events)
 			}
 		})
+	}
+}
+
+func TestOffsetSet(t *testing.T) {
+	var s offsetSet
+	steps := []struct {
+		add   int64
+		delta int
+		spans [][2]int64
+	}{
+		{5, 1, [][2]int64{{5, 5}}},
+		{6, 0, [][2]int64{{5, 6}}},
+		{9, 1, [][2]int64{{5, 6}, {9, 9}}},
+		{4, 0, [][2]int64{{4, 6}, {9, 9}}},
+		{8, 0, [][2]int64{{4, 6}, {8, 9}}},
+		{7, -1, [][2]int64{{4, 9}}},
+		{math.MinInt64, 1, [][2]int64{{math.MinInt64, math.MinInt64}, {4, 9}}},
+		{math.MaxInt64, 1, [][2]int64{{math.MinInt64, math.MinInt64}, {4, 9}, {math.MaxInt64, math.MaxInt64}}},
+	}
+	for _, st := range steps {
+		if s.contains(st.add) {
+			t.Fatalf("contains(%d) before add", st.add)
+		}
+		if d := s.add(st.add); d != st.delta || !slices.Equal(s.spans, st.spans) {
+			t.Fatalf("add(%d) = %d, spans %v; want %d, %v", st.add, d, s.spans, st.delta, st.spans)
+		}
+		if !s.contains(st.add) {
+			t.Fatalf("contains(%d) after add = false", st.add)
+		}
+	}
+	for _, x := range []int64{3, 10, 0, math.MaxInt64 - 1} {
+		if s.contains(x) {
+			t.Errorf("contains(%d) = true", x)
+		}
+	}
+	if !s.adjacent(10) || !s.adjacent(3) || s.adjacent(11) {
+		t.Errorf("adjacent(10, 3, 11) = %v %v %v; want true true false", s.adjacent(10), s.adjacent(3), s.adjacent(11))
 	}
 }
