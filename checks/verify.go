@@ -110,6 +110,10 @@ type checker struct {
 	pool      *decoderPool
 	logOwners map[string]string // resolved log path -> scenario
 	seen      map[string]bool   // scenario ids
+	// args is what run.args say; argsOK is false when they cannot be
+	// read (see selection).
+	args   runArgs
+	argsOK bool
 	// truncated is set while checking a scenario one of whose logs was
 	// cut: end-state comparisons may then be explained by the lost tail,
 	// so they are inconclusive instead of failures.
@@ -148,6 +152,7 @@ func (c *checker) evidenceLevel() {
 		c.inconclusive("", "run-interrupted", "the run was interrupted before every selected scenario finished: "+
 			"what did not run cannot be concluded")
 	}
+	c.selection()
 	want := evidence.Summarize(ev.Scenarios)
 	for _, f := range []struct {
 		name        string

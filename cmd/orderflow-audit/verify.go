@@ -16,7 +16,9 @@ import (
 func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("verify", "verify [flags] EVIDENCE",
 		`Checks an evidence file without trusting whoever produced it: the file and
-every event line against the JSON Schemas; the logs' presence, place, sha256,
+every event line against the JSON Schemas; its scenarios against those its
+run.args selected (a boundary whose scenario did not run is unproven, so at
+best INCONCLUSIVE); the logs' presence, place, sha256,
 line counts, seq order, run id and actor; a replay of the events through a
 model of the outbox, relay and consumer (stale tokens, SENT without a publish,
 second effects, offsets before effects, claims on live leases, intents outside

@@ -1,0 +1,209 @@
+package checks
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/orderflow-audit/orderflow-audit/evidence"
+)
+
+func TestParseRunArgs(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		args      []string
+		scenarios []string
+		plant     string
+		err       string
+	}{
+		{"none", nil, nil, "", ""},
+		{"default run", []string{"--out", "evidence/u80.json"}, nil, "", ""},
+		{"value as next", []string{"--scenarios", "a,b", "--out", "x.json"}, []string{"a", "b"}, "", ""},
+		{"value after =", []string{"--scenarios=a,b"}, []string{"a", "b"}, "", ""},
+		{"one dash", []string{"-scenarios", "a"}, []string{"a"}, "", ""},
+		{"one dash =", []string{"-scenarios=a"}, []string{"a"}, "", ""},
+		{"spaces, repeats, empties", []string{"--scenarios", " a, ,b,a,"}, []string{"a", "b"}, "", ""},
+		{"empty: all", []string{"--scenarios="}, nil, "", ""},
+		{"last wins", []string{"--scenarios", "a", "--scenarios", "b"}, []string{"b"}, "", ""},
+		{"a value that looks like a flag", []string{"--out", "--scenarios", "--keep"}, nil, "", ""},
+		{"booleans", []string{"--keep", "--json=false", "--scenarios", "a"}, []string{"a"}, "", ""},
+		{"plant", []string{"--plant", "mark-without-token", "--scenarios", "sendBeforeMarkCrash"},
+			[]string{"sendBeforeMarkCrash"}, "mark-without-token", ""},
+		{"every flag", []string{"--seed", "7", "--timeout", "1m", "--kafka-brokers", "h:9092", "--mysql-dsn", "root:xxxxx@tcp(h)/"},
+			nil, "", ""},
+		{"-- at the end", []string{"--keep", "--"}, nil, "", ""},
+		{"positional", []string{"generated"}, nil, "", "unexpected argument"},
+		{"after --", []string{"--", "--scenarios", "a"}, nil, "", "after --"},
+		{"unknown flag", []string{"--verbose"}, nil, "", "not a flag of orderflow-audit run"},
+		{"no value", []string{"--out", "x", "--scenarios"}, nil, "", "has no value"},
+		{"bad boolean", []string{"--keep=maybe"}, nil, "", "invalid boolean"},
+		{"three dashes", []string{"---scenarios", "a"}, nil, "", "bad flag syntax"},
+		{"lone dash", []string{"-"}, nil, "", "unexpected argument"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseRunArgs(tc.args)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("parseRunArgs(%q) error %v; want one containing %q", tc.args, err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("parseRunArgs(%q): %v", tc.args, err)
+			}
+			if !slices.Equal(got.scenarios, tc.scenarios) || got.plant != tc.plant {
+				t.Fatalf("parseRunArgs(%q) = %q, plant %q; want %q, plant %q", tc.args, got.scenarios, got.plant, tc.scenarios, tc.plant)
+			}
+		})
+	}
+}
+
+// copyCommitted copies the committed reference evidence (evidence/u80.json
+// and its logs, a real default run of every scenario) into a temporary
+// directory and returns the copied evidence path.
+func copyCommitted(t testing.TB) string {
+	t.Helper()
+	src := filepath.Join("..", "evidence")
+	dst := t.TempDir()
+	if err := os.CopyFS(filepath.Join(dst, "u80"), os.DirFS(filepath.Join(src, "u80"))); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(src, "u80.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dst, "u80.json")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// dropScenarios deletes scenarios from the evidence at path and recomputes
+// the summary, boundaries and proof matrix, as a forger would.
+func dropScenarios(t testing.TB, path string, ids ...string) {
+	t.Helper()
+	ev := readEvidence(t, path)
+	n := len(ev.Scenarios)
+	ev.Scenarios = slices.DeleteFunc(ev.Scenarios, func(s evidence.Scenario) bool { return slices.Contains(ids, s.ID) })
+	if len(ev.Scenarios) != n-len(ids) {
+		t.Fatalf("not every one of %v is in %s", ids, path)
+	}
+	rederive(t, path, ev)
+}
+
+// rederive recomputes the derived summary, boundaries and proof matrix of
+// ev and writes it to path.
+func rederive(t testing.TB, path string, ev *evidence.Evidence) {
+	t.Helper()
+	ev.Summary = evidence.Summarize(ev.Scenarios)
+	ev.Boundaries = evidence.ComputeBoundaries(ev.Scenarios)
+	ev.ProofBoundary = evidence.ComputeProofBoundary(ev)
+	writeEvidence(t, path, ev)
+}
+
+// reasonsOf returns the reasons of rule.
+func reasonsOf(v *Verdict, rule string) []Reason {
+	var out []Reason
+	for _, r := range v.Reasons {
+		if r.Rule == rule {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func scenariosOf(rs []Reason) []string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, r.Scenario)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestScenarioSelection: the scenarios of the evidence must be those its
+// run.args selected; a boundary whose scenario did not run is unproven.
+func TestScenarioSelection(t *testing.T) {
+	t.Run("committed evidence, one scenario deleted", func(t *testing.T) {
+		p := copyCommitted(t)
+		dropScenarios(t, p, "noOversell")
+		v := verify(t, p)
+		if v.Status != Fail || !slices.Equal(scenariosOf(reasonsOf(v, "scenario-missing")), []string{"noOversell"}) {
+			t.Fatalf("verdict %s %v; want FAIL scenario-missing noOversell", v.Status, v.Reasons)
+		}
+	})
+	t.Run("committed evidence, boundary scenarios deleted", func(t *testing.T) {
+		p := copyCommitted(t)
+		dropScenarios(t, p, "sendBeforeMarkCrash", "offsetReplay")
+		v := verify(t, p)
+		want := []string{"offsetReplay", "sendBeforeMarkCrash"}
+		if v.Status != Fail || !slices.Equal(scenariosOf(reasonsOf(v, "scenario-missing")), want) ||
+			!slices.Equal(scenariosOf(reasonsOf(v, "boundary-not-run")), want) {
+			t.Fatalf("verdict %s %v; want FAIL scenario-missing and boundary-not-run for %v", v.Status, rules(v), want)
+		}
+	})
+	t.Run("selected subset, one deleted", func(t *testing.T) {
+		p := copyFixture(t, "u80") // --scenarios txBoundaryRollback,normalChain,...
+		dropScenarios(t, p, "normalChain")
+		v := verify(t, p)
+		if v.Status != Fail || !slices.Equal(scenariosOf(reasonsOf(v, "scenario-missing")), []string{"normalChain"}) {
+			t.Fatalf("verdict %s %v; want FAIL scenario-missing normalChain", v.Status, rules(v))
+		}
+	})
+	t.Run("present but not selected", func(t *testing.T) {
+		p := copyFixture(t, "u80")
+		ev := readEvidence(t, p)
+		ev.Run.Args = []string{"--scenarios=normalChain,offsetReplay,txBoundaryRollback,sendBeforeMarkCrash", "--out", "u80.json"}
+		writeEvidence(t, p, ev)
+		v := verify(t, p)
+		if v.Status != Fail || !slices.Equal(scenariosOf(reasonsOf(v, "scenario-not-selected")), []string{"businessInvariants"}) {
+			t.Fatalf("verdict %s %v; want FAIL scenario-not-selected businessInvariants", v.Status, rules(v))
+		}
+	})
+	t.Run("subset without boundaries", func(t *testing.T) {
+		p := copyFixture(t, "u80")
+		ev := readEvidence(t, p)
+		ev.Run.Args = []string{"-scenarios", "normalChain,businessInvariants"}
+		ev.Scenarios = slices.DeleteFunc(ev.Scenarios, func(s evidence.Scenario) bool { return s.Boundary != evidence.BoundaryNone })
+		rederive(t, p, ev)
+		v := verify(t, p)
+		rs := reasonsOf(v, "boundary-not-run")
+		if v.Status != Inconclusive || len(rs) != 3 || len(rs) != len(v.Reasons) {
+			t.Fatalf("verdict %s %+v; want INCONCLUSIVE with three boundary-not-run only", v.Status, v.Reasons)
+		}
+		for _, r := range rs {
+			if !strings.Contains(r.Message, "unproven in this run") || !strings.Contains(r.Message, "not selected") {
+				t.Errorf("message %q does not say the boundary is unproven because it was not selected", r.Message)
+			}
+		}
+	})
+	t.Run("boundary scenario not run", func(t *testing.T) {
+		p := copyFixture(t, "u80")
+		ev := readEvidence(t, p)
+		sc := &ev.Scenarios[slices.IndexFunc(ev.Scenarios, func(s evidence.Scenario) bool { return s.ID == "offsetReplay" })]
+		*sc = evidence.Scenario{ID: sc.ID, Suite: sc.Suite, Boundary: sc.Boundary, Description: sc.Description,
+			FaultPoints: sc.FaultPoints, Status: evidence.StatusNotRun, Reason: "run interrupted before this scenario started",
+			Metrics: []evidence.Metric{}, Topics: []string{}, Logs: []evidence.LogRef{},
+			Invariants: []evidence.InvariantResult{}, Tables: []evidence.TableDigest{}}
+		sc.Line = evidence.FormatLine(sc.Suite, sc.ID, sc.Status, nil)
+		rederive(t, p, ev)
+		v := verify(t, p)
+		if v.Status != Inconclusive || !hasRule(v, "scenario-not-run") || len(reasonsOf(v, "boundary-not-run")) != 1 ||
+			strings.Contains(reasonsOf(v, "boundary-not-run")[0].Message, "not selected") {
+			t.Fatalf("verdict %s %+v; want INCONCLUSIVE with scenario-not-run and boundary-not-run (ack, selected)", v.Status, v.Reasons)
+		}
+	})
+	t.Run("unreadable args", func(t *testing.T) {
+		p := copyFixture(t, "u80")
+		ev := readEvidence(t, p)
+		ev.Run.Args = []string{"--scenarios", "normalChain", "--frobnicate"}
+		writeEvidence(t, p, ev)
+		v := verify(t, p)
+		if v.Status != Inconclusive || len(v.Reasons) != 1 || v.Reasons[0].Rule != "run-args" {
+			t.Fatalf("verdict %s %+v; want INCONCLUSIVE run-args only", v.Status, v.Reasons)
+		}
+	})
+}
