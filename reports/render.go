@@ -282,17 +282,24 @@ func (p *printer) timelines() {
 		if len(tl.Problems) > 0 {
 			p.printf("\n")
 		}
+		unread := ""
+		switch {
+		case tl.Unreadable == 1:
+			unread = " 1 line of the logs is not a valid event (named above) and is not drawn."
+		case tl.Unreadable > 1:
+			unread = fmt.Sprintf(" %d lines of the logs are not valid events (named above) and are not drawn.", tl.Unreadable)
+		}
 		switch {
 		case tl.Events == 0 && tl.Status == evidence.StatusNotRun:
-			p.printf("Not run: no events.\n\n")
+			p.printf("Not run: no events.%s\n\n", unread)
 			continue
 		case tl.Events == 0:
-			p.printf("No events to draw.\n\n")
+			p.printf("No events to draw.%s\n\n", unread)
 			continue
 		case tl.Shown == tl.Events:
-			p.printf("%d %s, all drawn.\n\n", tl.Events, plural(int64(tl.Events), "event", "events"))
+			p.printf("%d %s, all drawn.%s\n\n", tl.Events, plural(int64(tl.Events), "event", "events"), unread)
 		default:
-			p.printf("%d events: %d drawn, %d summarised in notes that count them by kind.\n\n", tl.Events, tl.Shown, tl.Events-tl.Shown)
+			p.printf("%d events: %d drawn, %d summarised in notes that count them by kind.%s\n\n", tl.Events, tl.Shown, tl.Events-tl.Shown, unread)
 		}
 		body := strings.Join(tl.Mermaid, "\n")
 		fence := fenceFor(body)

@@ -101,7 +101,12 @@ type Timeline struct {
 	// in summary notes).
 	Events int
 	Shown  int
-	// Problems are logs that could not be read completely.
+	// Unreadable is the number of lines of the scenario's logs that are
+	// not valid events (a truncated final line included); they are not
+	// drawn, and Problems names them.
+	Unreadable int
+	// Problems name the logs that could not be read completely and the
+	// lines that are not valid events.
 	Problems []string
 	// Mermaid holds the lines of the sequenceDiagram, without the fence;
 	// empty when there is nothing to draw.

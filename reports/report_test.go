@@ -267,14 +267,14 @@ func TestBuildLogProblems(t *testing.T) {
 	if !strings.Contains(tl.Problems[0], "truncated") || !strings.Contains(tl.Problems[1], "permission denied") {
 		t.Errorf("problems = %q", tl.Problems)
 	}
-	if tl.Events != 1 || tl.Shown != 1 {
-		t.Errorf("events %d shown %d; want 1 and 1", tl.Events, tl.Shown)
+	if tl.Events != 1 || tl.Shown != 1 || tl.Unreadable != 1 {
+		t.Errorf("events %d shown %d unreadable %d; want 1, 1 and 1", tl.Events, tl.Shown, tl.Unreadable)
 	}
 	var buf bytes.Buffer
 	if err := Render(&buf, r); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(buf.String(), "- log problem: logs/offsetReplay/scenario.jsonl: the last line is truncated") {
+	if !strings.Contains(buf.String(), "- log problem: line 2 of logs/offsetReplay/scenario.jsonl, the final line, is truncated") {
 		t.Errorf("render does not show the truncated log:\n%s", section(buf.String(), "## 6. Timelines"))
 	}
 

@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"iter"
@@ -85,6 +86,7 @@ func buildTimeline(sc evidence.Scenario, logs LogSource) Timeline {
 	}
 	for _, r := range readers {
 		tl.Problems = append(tl.Problems, r.problems...)
+		tl.Unreadable += r.unreadable
 	}
 	tl.Problems = append(tl.Problems, b.problems()...)
 	tl.Events = b.total
@@ -97,54 +99,129 @@ func buildTimeline(sc evidence.Scenario, logs LogSource) Timeline {
 // logReader reads one event log as a stream and records what it could not
 // read.
 type logReader struct {
-	ref      evidence.LogRef
-	idx      int
-	events   int // events read
-	problems []string
+	ref        evidence.LogRef
+	idx        int
+	events     int // events read
+	unreadable int // lines that are not valid events
+	problems   []string
+	// Unreadable lines beyond the first maxNamedLines are counted here and
+	// named by their range.
+	unnamed             int
+	firstUnnamed, lastN int64
 }
 
-// errStop ends a scan early when the consumer of the events stops.
-var errStop = errors.New("stop")
+// maxNamedLines is how many unreadable lines of one log are named one by
+// one; the others are counted, with their range.
+const maxNamedLines = 10
 
-// read yields the events of the log in file order.
+// maxErrText bounds the decoder's message quoted for an unreadable line
+// (it may quote a field name of any length).
+const maxErrText = 200
+
+var (
+	// errStop ends a scan early when the consumer of the events stops.
+	errStop      = errors.New("stop")
+	errEmptyLine = errors.New("the line is empty")
+)
+
+// read yields the events of the log in file order. A line that is not a
+// valid event is counted and named, and reading goes on after it; a final
+// line cut off without its newline is named as truncated. Only a line over
+// evidence.MaxLineBytes or a read error ends the log early, and says so.
 func (r *logReader) read(src LogSource) iter.Seq[logEvent] {
 	return func(yield func(logEvent) bool) {
 		rc, err := src.Open(r.ref)
 		if err != nil {
-			r.problems = append(r.problems, fmt.Sprintf("%s: %v", r.ref.Path, err))
+			r.problems = append(r.problems, fmt.Sprintf("%s: not read: %v", r.ref.Path, err))
 			return
 		}
 		defer rc.Close()
-		var bad error // the first line that did not decode; reading stops there
+		var (
+			lastNo    int64
+			lastBad   int64 // line number of the last line that did not decode
+			lastErr   error
+			lastEvent bool // the last line decoded
+		)
 		err = evidence.ScanLines(rc, func(l evidence.Line) error {
-			if bad != nil {
-				return bad
+			// The previous line is not the final one: name it as invalid.
+			if lastBad != 0 {
+				r.bad(lastBad, " is not a valid event: "+decodeText(lastErr))
+				lastBad = 0
 			}
-			e, err := evidence.DecodeEvent(l.Raw)
+			lastNo = l.No
+			var (
+				e   evidence.Event
+				err = errEmptyLine
+			)
+			if len(bytes.TrimSpace(l.Raw)) > 0 {
+				e, err = evidence.DecodeEvent(l.Raw)
+			}
 			if err != nil {
-				bad = fmt.Errorf("line %d: %w", l.No, err)
+				lastBad, lastErr, lastEvent = l.No, err, false
 				return nil
 			}
+			lastEvent = true
 			r.events++
 			if !yield(logEvent{Event: e, log: r.idx}) {
 				return errStop
 			}
 			return nil
 		})
+		truncated := errors.Is(err, evidence.ErrTruncated)
 		switch {
-		case errors.Is(err, errStop):
-		case errors.Is(err, evidence.ErrTruncated):
-			r.problems = append(r.problems, fmt.Sprintf(
-				"%s: the last line is truncated (as a killed process leaves it); its %d complete events are drawn", r.ref.Path, r.events))
-		case err == nil && bad != nil:
-			err = bad
-			fallthrough
-		case err != nil && r.events > 0:
-			r.problems = append(r.problems, fmt.Sprintf("%s: %v; the %d events before it are drawn", r.ref.Path, err, r.events))
-		case err != nil:
-			r.problems = append(r.problems, fmt.Sprintf("%s: %v", r.ref.Path, err))
+		case lastBad != 0 && truncated:
+			r.bad(lastBad, fmt.Sprintf(", the final line, is truncated (no newline, as a process killed mid-write leaves it) and is not a valid event: %s; not drawn", decodeText(lastErr)))
+		case lastBad != 0:
+			r.bad(lastBad, " is not a valid event: "+decodeText(lastErr))
+		}
+		r.flushUnnamed()
+		switch {
+		case err == nil || errors.Is(err, errStop):
+		case truncated && lastEvent:
+			r.problems = append(r.problems, fmt.Sprintf("line %d of %s, the final line, lacks its newline but is a whole event: drawn", lastNo, r.ref.Path))
+		case truncated:
+		case errors.Is(err, evidence.ErrLineTooLong):
+			r.unreadable++
+			r.problems = append(r.problems, fmt.Sprintf("line %d of %s exceeds 1 MiB: not read, and neither is the rest of the log", lastNo+1, r.ref.Path))
+		default:
+			r.problems = append(r.problems, fmt.Sprintf("%s: reading stopped after line %d: %v; the rest of the log is not read", r.ref.Path, lastNo, err))
 		}
 	}
+}
+
+// bad counts an unreadable line and names it ("line <no> of <path>"
+// followed by what), or counts it in the range of unnamed ones once
+// maxNamedLines are named.
+func (r *logReader) bad(no int64, what string) {
+	r.unreadable++
+	if r.unreadable <= maxNamedLines {
+		r.problems = append(r.problems, fmt.Sprintf("line %d of %s%s", no, r.ref.Path, what))
+		return
+	}
+	if r.unnamed == 0 {
+		r.firstUnnamed = no
+	}
+	r.unnamed++
+	r.lastN = no
+}
+
+func (r *logReader) flushUnnamed() {
+	switch {
+	case r.unnamed == 1:
+		r.problems = append(r.problems, fmt.Sprintf("1 more line of %s is not a valid event (line %d)", r.ref.Path, r.firstUnnamed))
+	case r.unnamed > 1:
+		r.problems = append(r.problems, fmt.Sprintf("%d more lines of %s are not valid events (lines %d to %d)", r.unnamed, r.ref.Path, r.firstUnnamed, r.lastN))
+	}
+	r.unnamed = 0
+}
+
+// decodeText is the decoder's message for a line, cut to maxErrText.
+func decodeText(err error) string {
+	s := err.Error()
+	if r := []rune(s); len(r) > maxErrText {
+		s = string(r[:maxErrText]) + "…"
+	}
+	return s
 }
 
 // notable events are drawn even in the middle of a long scenario.

@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -193,5 +194,106 @@ func TestOffsetSet(t *testing.T) {
 	}
 	if !s.adjacent(10) || !s.adjacent(3) || s.adjacent(11) {
 		t.Errorf("adjacent(10, 3, 11) = %v %v %v; want true true false", s.adjacent(10), s.adjacent(3), s.adjacent(11))
+	}
+}
+
+// TestUnreadableLines: every line that is not a valid event is counted
+// and named, reading goes on after it, and the count shows above the
+// diagram; a cut-off final line is named as truncated.
+func TestUnreadableLines(t *testing.T) {
+	t0 := time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)
+	ev := func(seq int) evidence.Event {
+		return evidence.Event{Seq: int64(seq), Time: t0.Add(time.Duration(seq) * time.Millisecond), Actor: "relay-a",
+			Kind: evidence.KindFault, Point: "p", Detail: fmt.Sprint(seq)}
+	}
+	good := func(seqs ...int) []byte {
+		var b []byte
+		for _, s := range seqs {
+			b = append(b, encodeLines(ev(s))...)
+		}
+		return b
+	}
+	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+	last := good(4)
+	var many []byte
+	for range 15 {
+		many = append(many, "garbage\n"...)
+	}
+	const path = "u80/normalChain/relay-a.jsonl"
+	tests := []struct {
+		name             string
+		data             []byte
+		events, unread   int
+		problems         []string
+		header, noHeader string
+	}{
+		{
+			name: "garbage in the middle", data: cat(good(1, 2), []byte("{\"seq\": 3, garbage\n"), good(4, 5)),
+			events: 4, unread: 1,
+			problems: []string{"line 3 of " + path + " is not a valid event: invalid character 'g'"},
+			header:   "4 events, all drawn. 1 line of the logs is not a valid event (named above) and is not drawn.",
+		},
+		{
+			name: "unknown field and an empty line", data: cat(good(1), []byte(`{"seq":2,"bogus":1}`+"\n\n"), good(3)),
+			events: 2, unread: 2,
+			problems: []string{"line 2 of " + path + ` is not a valid event: json: unknown field "bogus"`,
+				"line 3 of " + path + " is not a valid event: the line is empty"},
+			header: "2 events, all drawn. 2 lines of the logs are not valid events (named above) and are not drawn.",
+		},
+		{
+			name: "truncated final line", data: cat(good(1, 2, 3), last[:len(last)/2]),
+			events: 3, unread: 1,
+			problems: []string{"line 4 of " + path + ", the final line, is truncated (no newline, as a process killed mid-write leaves it)"},
+			header:   "3 events, all drawn. 1 line of the logs is not a valid event",
+		},
+		{
+			name: "complete final event without newline", data: cat(good(1, 2), last[:len(last)-1]),
+			events: 3, unread: 0,
+			problems: []string{"line 3 of " + path + ", the final line, lacks its newline but is a whole event: drawn"},
+			header:   "3 events, all drawn.\n", noHeader: "not a valid event",
+		},
+		{
+			name: "only garbage", data: []byte("x\ny\n"),
+			events: 0, unread: 2,
+			problems: []string{"line 1 of " + path, "line 2 of " + path},
+			header:   "No events to draw. 2 lines of the logs are not valid events (named above) and are not drawn.",
+		},
+		{
+			name: "many bad lines: the first named, the rest counted", data: cat(good(1), many, good(2)),
+			events: 2, unread: 15,
+			problems: []string{"line 11 of " + path + " is not a valid event", "5 more lines of " + path + " are not valid events (lines 12 to 16)"},
+			header:   "15 lines of the logs are not valid events",
+		},
+		{
+			name: "line over 1 MiB", data: cat(good(1), bytes.Repeat([]byte("x"), evidence.MaxLineBytes+10), []byte("\n"), good(3)),
+			events: 1, unread: 1,
+			problems: []string{"line 2 of " + path + " exceeds 1 MiB: not read, and neither is the rest of the log"},
+			header:   "1 event, all drawn. 1 line of the logs is not a valid event",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sc := evidence.Scenario{ID: "normalChain", Status: evidence.StatusPass, Logs: []evidence.LogRef{{Path: path, Actor: "relay-a"}}}
+			tl := buildTimeline(sc, fakeLogs{path: {data: tt.data}})
+			if tl.Events != tt.events || tl.Unreadable != tt.unread {
+				t.Errorf("events %d unreadable %d; want %d and %d (problems %q)", tl.Events, tl.Unreadable, tt.events, tt.unread, tl.Problems)
+			}
+			all := strings.Join(tl.Problems, "\n")
+			for _, p := range tt.problems {
+				if !strings.Contains(all, p) {
+					t.Errorf("problems lack %q:\n%s", p, all)
+				}
+			}
+			var buf bytes.Buffer
+			p := &printer{w: bufio.NewWriter(&buf), r: &Report{Verified: true, Timelines: []Timeline{tl}}}
+			p.timelines()
+			p.w.Flush()
+			if !strings.Contains(buf.String(), tt.header) {
+				t.Errorf("timeline lacks %q:\n%s", tt.header, buf.String())
+			}
+			if tt.noHeader != "" && strings.Contains(buf.String(), tt.noHeader) {
+				t.Errorf("timeline has %q:\n%s", tt.noHeader, buf.String())
+			}
+		})
 	}
 }
