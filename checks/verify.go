@@ -86,6 +86,7 @@ func Verify(ctx context.Context, path string, opt Options) (*Verdict, error) {
 			return nil, fmt.Errorf("verify %s: %w", path, err)
 		}
 	}
+	c.negativeControl()
 	if err := eng.close(context.WithoutCancel(ctx)); err != nil {
 		v.Warnings = append(v.Warnings, "closing the SQL engine: "+err.Error())
 	}

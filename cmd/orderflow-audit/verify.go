@@ -18,16 +18,17 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		`Checks an evidence file without trusting whoever produced it: the file and
 every event line against the JSON Schemas; its scenarios against those its
 run.args selected (a boundary whose scenario did not run is unproven, so at
-best INCONCLUSIVE); the logs' presence, place, sha256,
-line counts, seq order, run id and actor; a replay of the events through a
-model of the outbox, relay and consumer (stale tokens, SENT without a publish,
-second effects, offsets before effects, claims on live leases, intents outside
-the order transaction); every metric, observation line, status and summary
+best INCONCLUSIVE); the logs' presence, place, sha256, line counts, seq
+order, run id and actor; a replay of the events through a model of the
+outbox, relay and consumer (stale tokens, SENT without a publish, second
+effects, offsets before effects, claims on live leases, intents outside the
+order transaction); every metric, observation line, status and summary
 recomputed; the invariant SQL files run on the replayed end state (an
 embedded SQLite by default, so no server is needed) and compared with the
-live results and table digests. Prints PASS, FAIL or INCONCLUSIVE with every
-reason. Exit 0 pass, 1 fail, 2 bad input, 3 --mysql-dsn server unavailable,
-4 inconclusive.`,
+live results and table digests. A planted run (run --plant) must be caught
+by the rule that exposes its bug. Prints PASS, FAIL or INCONCLUSIVE with
+every reason. Exit 0 pass, 1 fail, 2 bad input, 3 --mysql-dsn server
+unavailable, 4 inconclusive.`,
 		`orderflow-audit verify evidence/u80.json
 orderflow-audit verify --json evidence/u80.json
 orderflow-audit verify --mysql-dsn 'root@tcp(127.0.0.1:3306)/' evidence/u80.json`)

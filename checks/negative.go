@@ -1,0 +1,65 @@
+package checks
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/orderflow-audit/orderflow-audit/evidence"
+)
+
+// negativeControl is one row of docs/negative-controls.md: a bug that
+// `orderflow-audit run --plant` can plant, the scenarios that expose it and
+// the verifier rules that catch it there.
+type negativeControl struct {
+	scenarios []string
+	rules     []string
+}
+
+// negativeControls is the table of docs/negative-controls.md (the runner's
+// TestPlantedBugMakesScenarioFail holds the same list).
+var negativeControls = map[string]negativeControl{
+	"mark-before-publish":  {[]string{"sendBeforeMarkCrash"}, []string{"sent-without-publish"}},
+	"mark-without-token":   {[]string{"sendBeforeMarkCrash"}, []string{"stale-token-mark"}},
+	"offset-before-effect": {[]string{"offsetReplay"}, []string{"offset-before-effect"}},
+	"no-inbox-dedupe":      {[]string{"normalChain", "offsetReplay"}, []string{"duplicate-effect", "effect-without-inbox"}},
+	"outbox-outside-tx":    {[]string{"orderCrashWindow"}, []string{"intent-outside-order-tx"}},
+	"claim-without-lock":   {[]string{"concurrentRelays"}, []string{"claim-on-live-lease"}},
+}
+
+// negativeControl checks a planted run once every scenario was checked: a
+// bug planted into the system under test must have been caught by one of
+// its rules. Without this, clean evidence relabelled as a planted run
+// would verify as a plain PASS.
+func (c *checker) negativeControl() {
+	planted := c.ev.Run.Planted
+	if c.argsOK && c.args.plant != planted {
+		c.mismatch("", "planted-mismatch", "run.planted", planted, c.args.plant,
+			"run.planted says %q but run.args plant %q: the run's label as a negative control was edited", planted, c.args.plant)
+	}
+	if planted == "" {
+		return
+	}
+	nc, ok := negativeControls[planted]
+	if !ok {
+		c.fail("", "planted-unknown", "run.planted names bug %q, which the verifier's table of negative controls "+
+			"(docs/negative-controls.md) does not know: what should have caught it cannot be checked", planted)
+		return
+	}
+	if slices.ContainsFunc(c.v.Reasons, func(r Reason) bool { return slices.Contains(nc.rules, r.Rule) }) {
+		return
+	}
+	var ran []string
+	for _, sc := range c.ev.Scenarios {
+		if sc.Status != evidence.StatusNotRun && slices.Contains(nc.scenarios, sc.ID) && !slices.Contains(ran, sc.ID) {
+			ran = append(ran, sc.ID)
+		}
+	}
+	if len(ran) > 0 {
+		c.fail("", "negative-control-not-tripped", "bug %s was planted and %s ran, which exposes it, but none of %s caught it: "+
+			"a negative control that does not trip proves nothing (the bug was not really planted, or the evidence is not that run's)",
+			planted, strings.Join(ran, ", "), strings.Join(nc.rules, ", "))
+		return
+	}
+	c.inconclusive("", "negative-control-not-run", "bug %s was planted, but no scenario that exposes it (%s) ran: "+
+		"whether %s would catch it cannot be concluded from this run", planted, strings.Join(nc.scenarios, ", "), strings.Join(nc.rules, ", "))
+}
