@@ -154,6 +154,10 @@ func (c *checker) evidenceLevel() {
 			"what did not run cannot be concluded")
 	}
 	c.selection()
+	if ev.Run.End.Before(ev.Run.Start) {
+		c.mismatch("", "time-outside-run", "run.end", ev.Run.End.Format(time.RFC3339Nano), "not before "+ev.Run.Start.Format(time.RFC3339Nano),
+			"the run ends before it starts: its times were edited, so the events' times cannot be checked against them")
+	}
 	want := evidence.Summarize(ev.Scenarios)
 	for _, f := range []struct {
 		name        string
@@ -247,6 +251,16 @@ func diffBoundary(a, b evidence.Boundary) string {
 		}
 	}
 	return strings.Join(d, "; ")
+}
+
+// timeTolerance is how far an event's time may lie outside [run.start,
+// run.end]: the runner stamps the run and each actor stamps its events
+// with its own reading of the clock (actors may be other processes), so
+// the two need not agree to the nanosecond.
+const timeTolerance = 2 * time.Second
+
+func runWindow(r evidence.Run) string {
+	return fmt.Sprintf("%s to %s, ±%s", r.Start.Format(time.RFC3339Nano), r.End.Format(time.RFC3339Nano), timeTolerance)
 }
 
 // maxPerLogRule bounds the reasons of one rule for one log; the rest are
@@ -422,6 +436,8 @@ func (c *checker) replay(ctx context.Context, sc *evidence.Scenario, m *Model, r
 		run.logReason(Reason{Rule: rule, Status: Fail, Log: lr.ref.Path, Line: p.line, Message: msg})
 	}
 	runID := c.ev.Run.ID
+	lo, hi := c.ev.Run.Start.Add(-timeTolerance), c.ev.Run.End.Add(timeTolerance)
+	checkRunTimes := !c.ev.Run.End.Before(c.ev.Run.Start) // else evidenceLevel failed the run's own times
 	var n int64
 	for {
 		var best *parsedEvent
@@ -463,6 +479,18 @@ func (c *checker) replay(ctx context.Context, sc *evidence.Scenario, m *Model, r
 			run.logReason(Reason{Rule: "log-actor", Status: Fail, Log: path, Seq: e.Seq, Line: best.line, Field: "actor",
 				Claimed: actor, Recomputed: e.Actor,
 				Message: fmt.Sprintf("event of actor %q in the log the evidence lists as %q's: logs swapped or relabelled", e.Actor, actor)})
+		}
+		if e.Time.Before(st.lastTime) {
+			run.logReason(Reason{Rule: "time-order", Status: Fail, Log: path, Seq: e.Seq, Line: best.line, Field: "time",
+				Claimed: e.Time.Format(time.RFC3339Nano), Recomputed: "not before " + st.lastTime.Format(time.RFC3339Nano),
+				Message: fmt.Sprintf("time goes back %s from the line before: an actor logs its events as they happen, "+
+					"so its log is in time order; this event was moved", st.lastTime.Sub(e.Time))})
+		}
+		if checkRunTimes && (e.Time.Before(lo) || e.Time.After(hi)) {
+			run.logReason(Reason{Rule: "time-outside-run", Status: Fail, Log: path, Seq: e.Seq, Line: best.line, Field: "time",
+				Claimed: e.Time.Format(time.RFC3339Nano), Recomputed: runWindow(c.ev.Run),
+				Message: fmt.Sprintf("the event's time is outside the run (run.start to run.end, give or take %s): "+
+					"it was moved, or it belongs to another run", timeTolerance)})
 		}
 		st.prevSeq, st.prevLine, st.lastTime = max(st.prevSeq, e.Seq), best.line, e.Time
 		m.Step(e, Source{Log: path, Line: best.line, Seq: e.Seq})

@@ -19,7 +19,8 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 every event line against the JSON Schemas; its scenarios against those its
 run.args selected (a boundary whose scenario did not run is unproven, so at
 best INCONCLUSIVE); the logs' presence, place, sha256, line counts, seq
-order, run id and actor; a replay of the events through a model of the
+order, run id and actor, and their events' times (in order within a log,
+within the run); a replay of the events through a model of the
 outbox, relay and consumer (stale tokens, SENT without a publish, second
 effects, offsets before effects, claims on live leases, intents outside the
 order transaction); every metric, observation line, status and summary
