@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/orderflow-audit/orderflow-audit/checks"
+	"github.com/orderflow-audit/orderflow-audit/schemas"
 )
 
 // cmdVerify re-derives every claim of an evidence file from its event logs
@@ -33,32 +35,62 @@ unavailable, 4 inconclusive.`,
 		`orderflow-audit verify evidence/u80.json
 orderflow-audit verify --json evidence/u80.json
 orderflow-audit verify --mysql-dsn 'root@tcp(127.0.0.1:3306)/' evidence/u80.json`)
-	asJSON := fs.Bool("json", false, "print the verdict as JSON instead of text")
+	asJSON := fs.Bool("json", false, "print the verdict as JSON instead of text; on bad input (exit 2)\n"+
+		`{"status":"BAD_INPUT","error":"..."} on stdout as well as the message on stderr`)
 	dsn := fs.String("mysql-dsn", "", "run the invariants in a scratch database ofa_verify_<random> on this MySQL/MariaDB\nserver (dropped after) instead of the embedded SQLite")
 	if code, ok := fs.parse(args, stdout, stderr); !ok {
 		return code
 	}
+	// failed reports err on stderr; with --json, bad input (exit 2) is
+	// also a JSON object on stdout, so that a machine reader gets one.
+	failed := func(err error) int {
+		code := fail(stderr, "verify", err, *dsn)
+		if *asJSON && code == exitUsage {
+			out := badInputJSON{Status: "BAD_INPUT", Error: redactSecrets(err.Error(), *dsn)}
+			var se *schemas.Error
+			if errors.As(err, &se) {
+				for _, p := range se.Problems {
+					out.Problems = append(out.Problems, schemas.Problem{Location: p.Location, Message: redactSecrets(p.Message, *dsn)})
+				}
+			}
+			_ = writeJSON(stdout, out)
+		}
+		return code
+	}
 	if fs.NArg() != 1 {
-		return fail(stderr, "verify", usageErrorf("want exactly one evidence file, got %d arguments", fs.NArg()))
+		return failed(usageErrorf("want exactly one evidence file, got %d arguments", fs.NArg()))
 	}
 	if *dsn != "" {
 		if _, err := mysql.ParseDSN(*dsn); err != nil {
-			return fail(stderr, "verify", usageErrorf("--mysql-dsn: %v", err))
+			return failed(usageErrorf("--mysql-dsn: %v", err))
 		}
 	}
 	v, err := checks.Verify(ctx, fs.Arg(0), checks.Options{MySQLDSN: *dsn})
 	if err != nil {
-		return fail(stderr, "verify", err, *dsn)
+		return failed(err)
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetEscapeHTML(false)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(v); err != nil {
+		if err := writeJSON(stdout, v); err != nil {
 			return fail(stderr, "verify", err)
 		}
 	} else if err := checks.WriteText(stdout, v); err != nil {
 		return fail(stderr, "verify", err)
 	}
 	return verdictExit(v.Status)
+}
+
+// badInputJSON is what verify --json prints on stdout when it exits 2: the
+// evidence could not be checked at all (problems lists a schema error's
+// problems, each with its instance location).
+type badInputJSON struct {
+	Status   string            `json:"status"` // BAD_INPUT
+	Error    string            `json:"error"`
+	Problems []schemas.Problem `json:"problems,omitempty"`
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -102,6 +103,42 @@ func TestVerifyCommand(t *testing.T) {
 				if strings.Contains(stdout+stderr, bad) {
 					t.Errorf("output contains %q:\n%s%s", bad, stdout, stderr)
 				}
+			}
+		})
+	}
+	// With --json, bad input (exit 2) still gives machine readers a JSON
+	// object on stdout; the message stays on stderr for people.
+	for _, tc := range []struct {
+		name, file, extra, want, problem string
+	}{
+		{"not JSON", notJSON, "", "not JSON", ""},
+		{"schema", badSchema, "", "/run/seed", "/run/seed"},
+		{"missing", filepath.Join(t.TempDir(), "nope.json"), "", "no such file", ""},
+		{"two files", clean, clean, "want exactly one evidence file", ""},
+	} {
+		t.Run("json bad input "+tc.name, func(t *testing.T) {
+			args := []string{"verify", "--json", tc.file}
+			if tc.extra != "" {
+				args = append(args, tc.extra)
+			}
+			code, stdout, stderr := runCLI(t, args...)
+			var out struct {
+				Status   string `json:"status"`
+				Error    string `json:"error"`
+				Problems []struct {
+					Location, Message string
+				} `json:"problems"`
+			}
+			if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+				t.Fatalf("exit %d; stdout is not JSON (%v):\n%s", code, err, stdout)
+			}
+			if code != exitUsage || out.Status != "BAD_INPUT" || !strings.Contains(out.Error, tc.want) || stderr == "" {
+				t.Fatalf("exit %d, stdout %+v, stderr %q; want exit 2, BAD_INPUT with %q and the message on stderr too", code, out, stderr, tc.want)
+			}
+			if tc.problem != "" && !slices.ContainsFunc(out.Problems, func(p struct{ Location, Message string }) bool {
+				return p.Location == tc.problem
+			}) {
+				t.Errorf("problems %+v lack %s", out.Problems, tc.problem)
 			}
 		})
 	}
