@@ -202,8 +202,10 @@ func (c *checker) evidenceLevel() {
 			}
 			field, claimed, want := firstDiff(got, w)
 			c.mismatch("", "proof-boundary-mismatch", "proof_boundary["+cat+"]."+field, claimed, want,
-				"the proof-boundary row %q is not what this evidence gives (evidence.ComputeProofBoundary); "+
-					"evidence written by another version of the tool (%s %s) may word it differently", cat, ev.Tool.Version, ev.Tool.Revision)
+				"the proof-boundary row %q is not what this verifier derives from the evidence (evidence.ComputeProofBoundary). "+
+					"The evidence may have been written by another version of the tool (it says %s %s, revision %s), which words "+
+					"the matrix differently: regenerate it with this version (orderflow-audit run) and verify again. "+
+					"Until then it fails, as a hand-edited matrix would", cat, ev.Tool.Name, ev.Tool.Version, ev.Tool.Revision)
 		}
 	}
 }

@@ -339,3 +339,28 @@ func TestSwapLogsWithinScenario(t *testing.T) {
 		})
 	}
 }
+
+// TestProofBoundaryWording: a proof-boundary row worded otherwise than
+// this verifier derives it fails (the committed evidence must be
+// regenerated), and the message says that another version of the tool may
+// have written it.
+func TestProofBoundaryWording(t *testing.T) {
+	p := copyFixture(t, "u80")
+	ev := readEvidence(t, p)
+	ev.ProofBoundary[0].CannotInfer[0] += " (worded by an older tool)"
+	writeEvidence(t, p, ev)
+	v := verify(t, p)
+	rs := reasonsOf(v, "proof-boundary-mismatch")
+	if v.Status != Fail || len(rs) != 1 {
+		t.Fatalf("verdict %s %v; want FAIL with one proof-boundary-mismatch", v.Status, rules(v))
+	}
+	r := rs[0]
+	for _, want := range []string{"another version of the tool", ev.Tool.Version, ev.Tool.Revision, "regenerate", "orderflow-audit run"} {
+		if !strings.Contains(r.Message, want) {
+			t.Errorf("message %q lacks %q", r.Message, want)
+		}
+	}
+	if r.Field != "proof_boundary[real components].cannot_infer[0]" || !strings.HasSuffix(r.Claimed, "(worded by an older tool)") {
+		t.Errorf("reason %+v does not name the entry and its text", r)
+	}
+}
