@@ -982,6 +982,18 @@ func cmpInt64(a, b int64) int {
 	return 0
 }
 
+// release drops what only the replay and Finish need (the broker records,
+// pending offsets, stock decrements, notification ids), so that the SQL
+// load and the digests that follow do not run on top of it: for a million
+// events that is about 40 MB less live heap, and twice that less peak
+// (GOGC=100). The model must not be stepped or finished again.
+func (m *Model) release() {
+	m.records, m.recordOrder = nil, nil
+	m.pending, m.pendingHeaps = nil, nil
+	m.decrements = nil
+	m.notifIDs = nil
+}
+
 // KeyIntent is the scenario's intent e: the event id of the first
 // order_committed (or outbox_written), else of the first seeded intent that
 // is not a decoy. "" when there is none.

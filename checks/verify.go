@@ -341,6 +341,7 @@ func (c *checker) scenario(ctx context.Context, sc *evidence.Scenario) error {
 		return err
 	}
 	m.Finish(truncated)
+	m.release()
 	c.truncated = truncated
 	defer func() { c.truncated = false }()
 	c.v.Events += m.Events()
