@@ -204,3 +204,21 @@ func TestBulkEvidence(t *testing.T) {
 			v.Status, v.Events, v.Reasons, events)
 	}
 }
+
+// TestWriteBulkEvidence writes the 1,000,000-event evidence of
+// BenchmarkVerify1M into the directory $OFA_BULK_DIR, to measure the verify
+// command itself on it (BENCHMARKS.md); skipped when that is unset.
+func TestWriteBulkEvidence(t *testing.T) {
+	dir := os.Getenv("OFA_BULK_DIR")
+	if dir == "" {
+		t.Skip("OFA_BULK_DIR is not set")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path, events := bulkEvidence(t, dir, (1_000_000-8)/8)
+	if events != 1_000_000 {
+		t.Fatalf("wrote %d events; want 1,000,000", events)
+	}
+	t.Logf("wrote %s", path)
+}
