@@ -10,6 +10,7 @@
 package reports
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/orderflow-audit/orderflow-audit/checks"
 	"github.com/orderflow-audit/orderflow-audit/evidence"
@@ -30,19 +32,59 @@ type LogSource interface {
 	Open(ref evidence.LogRef) (io.ReadCloser, error)
 }
 
+// ErrRefused marks an event log the report does not read: its path leaves
+// the evidence directory, as written or once symbolic links are resolved,
+// or it is not a regular file.
+var ErrRefused = errors.New("refused")
+
 // DirLogs reads logs from files relative to dir, the directory of the
-// evidence file. A path that is not local to dir (absolute, or climbing
-// out with "..") is refused.
+// evidence file. Only regular files inside dir are read: a path that is
+// not local to dir (absolute, or climbing out with ".."), one that
+// resolves outside dir through a symbolic link, and anything but a regular
+// file (a FIFO, a device, a directory) are refused with ErrRefused before
+// they are opened.
 type DirLogs string
 
 // Open implements LogSource.
 func (d DirLogs) Open(ref evidence.LogRef) (io.ReadCloser, error) {
-	if !filepath.IsLocal(filepath.FromSlash(ref.Path)) {
-		return nil, fmt.Errorf("read event log %q: path is not inside the evidence directory", ref.Path)
+	rel := filepath.FromSlash(ref.Path)
+	if !filepath.IsLocal(rel) {
+		return nil, fmt.Errorf("%w: the path is not inside the evidence directory", ErrRefused)
 	}
-	f, err := os.Open(filepath.Join(string(d), filepath.FromSlash(ref.Path)))
+	dir, err := filepath.EvalSymlinks(cmp.Or(string(d), "."))
+	if err != nil {
+		return nil, fmt.Errorf("resolve evidence directory: %w", err)
+	}
+	target, err := filepath.EvalSymlinks(filepath.Join(dir, rel))
+	if err != nil {
+		return nil, fmt.Errorf("resolve event log: %w", err)
+	}
+	inside, err := filepath.Rel(dir, target)
+	if err != nil || !filepath.IsLocal(inside) {
+		return nil, fmt.Errorf("%w: it resolves through a symbolic link to a path outside the evidence directory", ErrRefused)
+	}
+	fi, err := os.Stat(target)
+	if err != nil {
+		return nil, fmt.Errorf("stat event log: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: not a regular file (%s)", ErrRefused, fi.Mode().Type())
+	}
+	// Open through a root at dir: a link swapped in after the checks
+	// still cannot lead out of it, and O_NONBLOCK keeps a FIFO swapped in
+	// from blocking the open.
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open evidence directory: %w", err)
+	}
+	defer root.Close()
+	f, err := root.OpenFile(inside, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open event log: %w", err)
+	}
+	if got, err := f.Stat(); err != nil || !os.SameFile(fi, got) {
+		f.Close()
+		return nil, fmt.Errorf("%w: the file changed while it was being opened", ErrRefused)
 	}
 	return f, nil
 }

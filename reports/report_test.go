@@ -10,7 +10,9 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/orderflow-audit/orderflow-audit/checks"
 	"github.com/orderflow-audit/orderflow-audit/evidence"
@@ -320,5 +322,135 @@ func TestBuildErrors(t *testing.T) {
 	}
 	if _, err := DirLogs("testdata/u80").Open(evidence.LogRef{Path: "../u80/evidence.json"}); err == nil {
 		t.Error("DirLogs read a path outside its directory")
+	}
+}
+
+// TestDirLogsConfined: DirLogs reads only regular files that are inside
+// the evidence directory once symbolic links are resolved; anything else is
+// refused before it is opened, and the timeline says so.
+func TestDirLogsConfined(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "evidence")
+	outside := filepath.Join(root, "outside")
+	secret := encodeLines(evidence.Event{Seq: 1, Time: time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC), Actor: "x",
+		Kind: evidence.KindFault, Point: "SECRET-OUTSIDE", Detail: "read from outside"})
+	inside := encodeLines(evidence.Event{Seq: 1, Time: time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC), Actor: "relay-a",
+		Kind: evidence.KindFault, Point: "inside", Detail: "ok"})
+	for _, d := range []string{filepath.Join(dir, "logs", "s"), filepath.Join(dir, "other"), filepath.Join(dir, "logs", "s", "dir.jsonl"), outside} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write := func(path string, data []byte) {
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link := func(target, name string) {
+		if err := os.Symlink(target, filepath.Join(dir, filepath.FromSlash(name))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(outside, "secret.jsonl"), secret)
+	write(filepath.Join(dir, "logs", "s", "plain.jsonl"), inside)
+	write(filepath.Join(dir, "other", "real.jsonl"), inside)
+	link(filepath.Join(outside, "secret.jsonl"), "logs/s/absolute.jsonl")
+	link("../../../outside/secret.jsonl", "logs/s/relative.jsonl")
+	link(outside, "logs/out")
+	link("../../other/real.jsonl", "logs/s/inside-link.jsonl")
+	link("nowhere.jsonl", "logs/s/dangling.jsonl")
+	if err := syscall.Mkfifo(filepath.Join(dir, "logs", "s", "fifo.jsonl"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// unblockFIFO lets an open of the FIFO for reading return (a test
+	// that hangs on it fails instead).
+	unblockFIFO := func() {
+		if w, err := os.OpenFile(filepath.Join(dir, "logs", "s", "fifo.jsonl"), os.O_WRONLY, 0); err == nil {
+			w.Close()
+		}
+	}
+	viaLink := filepath.Join(root, "evidence-link")
+	if err := os.Symlink(dir, viaLink); err != nil {
+		t.Fatal(err)
+	}
+
+	tests := []struct {
+		dir, path string
+		refused   bool // errors.Is(err, ErrRefused)
+		ok        bool
+		want      string
+	}{
+		{dir: dir, path: "logs/s/plain.jsonl", ok: true},
+		{dir: dir, path: "logs/s/inside-link.jsonl", ok: true},
+		{dir: viaLink, path: "logs/s/plain.jsonl", ok: true},
+		{dir: dir, path: "logs/s/absolute.jsonl", refused: true, want: "outside the evidence directory"},
+		{dir: dir, path: "logs/s/relative.jsonl", refused: true, want: "outside the evidence directory"},
+		{dir: dir, path: "logs/out/secret.jsonl", refused: true, want: "outside the evidence directory"},
+		{dir: viaLink, path: "logs/s/relative.jsonl", refused: true, want: "outside the evidence directory"},
+		{dir: dir, path: "../outside/secret.jsonl", refused: true, want: "not inside the evidence directory"},
+		{dir: dir, path: "logs/s/fifo.jsonl", refused: true, want: "not a regular file"},
+		{dir: dir, path: "logs/s/dir.jsonl", refused: true, want: "not a regular file"},
+		{dir: dir, path: "logs/s/dangling.jsonl", want: "no such file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			type result struct {
+				rc  io.ReadCloser
+				err error
+			}
+			done := make(chan result, 1)
+			go func() {
+				rc, err := DirLogs(tt.dir).Open(evidence.LogRef{Path: tt.path})
+				done <- result{rc, err}
+			}()
+			var res result
+			select {
+			case res = <-done:
+			case <-time.After(5 * time.Second):
+				unblockFIFO()
+				res = <-done
+				t.Fatalf("Open(%q) blocked", tt.path)
+			}
+			if res.err == nil {
+				defer res.rc.Close()
+				data, _ := io.ReadAll(res.rc)
+				if !tt.ok {
+					t.Fatalf("Open(%q) read %q; want it refused", tt.path, data)
+				}
+				if !bytes.Equal(data, inside) {
+					t.Errorf("Open(%q) read %q; want %q", tt.path, data, inside)
+				}
+				return
+			}
+			if tt.ok {
+				t.Fatalf("Open(%q) = %v; want it read", tt.path, res.err)
+			}
+			if errors.Is(res.err, ErrRefused) != tt.refused || !strings.Contains(res.err.Error(), tt.want) {
+				t.Errorf("Open(%q) = %v; want refused=%v and %q", tt.path, res.err, tt.refused, tt.want)
+			}
+		})
+	}
+
+	// The timeline names the refusal and never draws what is outside.
+	sc := evidence.Scenario{ID: "s", Status: evidence.StatusPass, Logs: []evidence.LogRef{
+		{Path: "logs/s/plain.jsonl", Actor: "relay-a"}, {Path: "logs/s/absolute.jsonl", Actor: "x"}, {Path: "logs/s/fifo.jsonl", Actor: "x"}}}
+	built := make(chan Timeline, 1)
+	go func() { built <- buildTimeline(sc, DirLogs(dir)) }()
+	var tl Timeline
+	select {
+	case tl = <-built:
+	case <-time.After(5 * time.Second):
+		unblockFIFO()
+		<-built
+		t.Fatal("the timeline blocked on a FIFO")
+	}
+	all := strings.Join(tl.Problems, "\n")
+	if tl.Events != 1 || strings.Contains(strings.Join(tl.Mermaid, "\n"), "SECRET-OUTSIDE") {
+		t.Errorf("timeline drew %d events:\n%s", tl.Events, strings.Join(tl.Mermaid, "\n"))
+	}
+	for _, want := range []string{"logs/s/absolute.jsonl: not read: refused", "logs/s/fifo.jsonl: not read: refused"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("problems lack %q:\n%s", want, all)
+		}
 	}
 }
