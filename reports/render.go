@@ -76,13 +76,26 @@ func (p *printer) table(header []string, rows [][]string) {
 	p.printf("\n")
 }
 
-// status shows a scenario status; a PASS is qualified when the verifier
-// did not accept the evidence, so that nothing unverified reads as passed.
-func (p *printer) status(s string) string {
+// status shows the status of scenario id; a PASS is qualified when the
+// verifier did not accept the evidence, so that nothing unverified reads as
+// passed, and by the verifier's findings when it has reasons about this
+// scenario ("PASS claimed; verifier: FAIL (rule-a, rule-b)").
+func (p *printer) status(id, s string) string {
 	switch s {
 	case evidence.StatusNotRun:
 		return "NOT RUN"
 	case evidence.StatusPass:
+		f := p.r.Findings[id]
+		var by []string
+		if len(f.Fail) > 0 {
+			by = append(by, fmt.Sprintf("%s (%s)", checks.Fail, strings.Join(f.Fail, ", ")))
+		}
+		if len(f.Inconclusive) > 0 {
+			by = append(by, fmt.Sprintf("%s (%s)", checks.Inconclusive, strings.Join(f.Inconclusive, ", ")))
+		}
+		if len(by) > 0 {
+			return "PASS claimed; verifier: " + strings.Join(by, "; ")
+		}
 		if !p.r.Verified {
 			return "PASS (claimed, not verified)"
 		}
@@ -162,6 +175,12 @@ func (p *printer) summary() {
 		{"planted bug", planted},
 		{"scenarios", counts},
 	}
+	if !r.Verified || len(r.Refuted) > 0 {
+		rows = append(rows, []string{"claimed passes refuted by the verifier", claimedOf(r.Refuted, r.Counts.Passed)})
+	}
+	if len(r.Undecided) > 0 {
+		rows = append(rows, []string{"claimed passes the verifier could not decide", claimedOf(r.Undecided, r.Counts.Passed)})
+	}
 	p.table([]string{"field", "value"}, rows)
 
 	if len(r.Verdict.Warnings) > 0 {
@@ -225,7 +244,7 @@ func (p *printer) boundaries() {
 		if figures == "" {
 			figures = "-"
 		}
-		rows = append(rows, []string{b.Boundary, b.Injection, b.Recovery, b.AcceptedWhen, b.Scenario, p.status(b.Status), figures})
+		rows = append(rows, []string{b.Boundary, b.Injection, b.Recovery, b.AcceptedWhen, b.Scenario, p.status(b.Scenario, b.Status), figures})
 	}
 	p.table([]string{"boundary", "injection", "recovery path", "accepted after recovery", "scenario", "status", "figures of this run"}, rows)
 }
@@ -275,7 +294,7 @@ func (p *printer) timelines() {
 		"Claim tokens are shown as `v<claim_version>/<claim_id>` (a claim id or consumer group ending in `-<run id>` without it, " +
 		"one longer than 24 characters cut to 12); a mark that hits 0 rows is a stale compare-and-set.\n\n")
 	for _, tl := range p.r.Timelines {
-		p.printf("### %s: %s\n\n", inline(tl.Scenario), inline(p.status(tl.Status)))
+		p.printf("### %s: %s\n\n", inline(tl.Scenario), inline(p.status(tl.Scenario, tl.Status)))
 		for _, pr := range tl.Problems {
 			p.printf("- log problem: %s\n", inline(pr))
 		}
@@ -312,7 +331,7 @@ func (p *printer) details() {
 	for _, sc := range p.r.Scenarios {
 		p.printf("### %s\n\n", inline(sc.ID))
 		p.printf("- suite %s, boundary %s\n", inline(sc.Suite), inline(sc.Boundary))
-		p.printf("- status: %s\n", inline(p.status(sc.Status)))
+		p.printf("- status: %s\n", inline(p.status(sc.ID, sc.Status)))
 		if sc.Reason != "" {
 			p.printf("- reason: %s\n", inline(sc.Reason))
 		}
@@ -453,6 +472,15 @@ func fenceFor(body string) string {
 		}
 	}
 	return strings.Repeat("`", max(3, longest+1))
+}
+
+// claimedOf counts ids among the claimed passes and names them.
+func claimedOf(ids []string, passed int) string {
+	out := fmt.Sprintf("%d of %d", len(ids), passed)
+	if len(ids) > 0 {
+		out += ": " + strings.Join(ids, ", ")
+	}
+	return out
 }
 
 func yesNo(b bool) string {

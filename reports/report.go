@@ -16,6 +16,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -124,6 +125,21 @@ type Report struct {
 	Proof      []evidence.ProofRow
 	Timelines  []Timeline
 	Scenarios  []evidence.Scenario
+
+	// Findings are the rules of the verifier's reasons per scenario id.
+	Findings map[string]Finding
+	// Refuted are the scenarios claimed PASS for which the verifier has
+	// FAIL reasons; Undecided those for which it has only INCONCLUSIVE
+	// ones. Both in evidence order.
+	Refuted   []string
+	Undecided []string
+}
+
+// Finding lists the distinct rules of the verifier's reasons about one
+// scenario, sorted, by status.
+type Finding struct {
+	Fail         []string
+	Inconclusive []string
 }
 
 // InvariantRow is one invariant aggregated over the scenarios that ran it.
@@ -201,10 +217,51 @@ func Build(ev *evidence.Evidence, v *checks.Verdict, logs LogSource) (*Report, e
 		r.Lines = append(r.Lines, sc.Line)
 	}
 	r.Invariants = invariantRows(ev, v)
+	r.Findings = findings(v)
+	for _, sc := range ev.Scenarios {
+		if sc.Status != evidence.StatusPass {
+			continue
+		}
+		switch f := r.Findings[sc.ID]; {
+		case len(f.Fail) > 0:
+			r.Refuted = append(r.Refuted, sc.ID)
+		case len(f.Inconclusive) > 0:
+			r.Undecided = append(r.Undecided, sc.ID)
+		}
+	}
 	for _, sc := range ev.Scenarios {
 		r.Timelines = append(r.Timelines, buildTimeline(sc, logs))
 	}
 	return r, nil
+}
+
+// findings collects the rules of v's reasons per scenario (reasons about
+// the whole run name no scenario and are not included).
+func findings(v *checks.Verdict) map[string]Finding {
+	out := map[string]Finding{}
+	for _, x := range v.Reasons {
+		if x.Scenario == "" {
+			continue
+		}
+		f := out[x.Scenario]
+		switch x.Status {
+		case checks.Fail:
+			f.Fail = addRule(f.Fail, x.Rule)
+		case checks.Inconclusive:
+			f.Inconclusive = addRule(f.Inconclusive, x.Rule)
+		}
+		out[x.Scenario] = f
+	}
+	return out
+}
+
+// addRule inserts rule into the sorted set rules.
+func addRule(rules []string, rule string) []string {
+	i, found := slices.BinarySearch(rules, rule)
+	if found {
+		return rules
+	}
+	return slices.Insert(rules, i, rule)
 }
 
 // invariantRows aggregates the live results of the evidence and the

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -160,7 +161,26 @@ func TestRenderSections(t *testing.T) {
 		{name: "boundary figures", md: pass, section: "## 3. Boundary table",
 			want: []string{"| boundary ", "| recovery path ", "| accepted after recovery ", "deliveries=2 businessEffects=1 oldTokenCas=0 state=SENT"}},
 		{name: "unverified boundary status", md: fail, section: "## 3. Boundary table",
-			want: []string{"PASS (claimed, not verified)"}},
+			want: []string{"| txBoundaryRollback  | PASS (claimed, not verified) ",
+				"| sendBeforeMarkCrash | PASS claimed; verifier: FAIL (metric-mismatch) ",
+				"| offsetReplay        | PASS claimed; verifier: INCONCLUSIVE (log-digest) "}},
+		{name: "refuted scenario titled by the verifier", md: fail, section: "### sendBeforeMarkCrash: PASS claimed; verifier: FAIL (metric-mismatch)",
+			want: []string{"stale CAS: 0 rows"}},
+		{name: "undecided scenario titled by the verifier", md: fail, section: "### offsetReplay: PASS claimed; verifier: INCONCLUSIVE (log-digest)",
+			want: []string{"REPLAY receive"}},
+		{name: "other claims stay unverified", md: fail, section: "### normalChain: PASS (claimed, not verified)",
+			want: []string{"sequenceDiagram"}},
+		{name: "refuted in the details", md: fail, section: "## 7. Details",
+			want: []string{"- status: PASS claimed; verifier: FAIL (metric-mismatch)\n", "- status: PASS claimed; verifier: INCONCLUSIVE (log-digest)\n"}},
+		{name: "summary counts refuted claims", md: fail, section: "## 1. Summary",
+			want: []string{"| claimed passes refuted by the verifier ", "| 1 of 7: sendBeforeMarkCrash ",
+				"| claimed passes the verifier could not decide ", "| 1 of 7: offsetReplay "}},
+		{name: "planted: a claimed FAIL is not a refuted pass", md: planted, section: "## 1. Summary",
+			want: []string{"| claimed passes refuted by the verifier ", "| 0 of 6 "}, notWant: []string{"could not decide"}},
+		{name: "verified: no refuted row", md: pass, section: "## 1. Summary",
+			notWant: []string{"refuted", "could not decide"}},
+		{name: "planted: both rules of a claimed FAIL", md: planted, section: "### sendBeforeMarkCrash: FAIL",
+			want: []string{"sequenceDiagram"}},
 		{name: "replayed violation", md: fail, section: "## 4. Invariants",
 			want: []string{"VIOLATED: 1 row in sendBeforeMarkCrash; 0 rows in 6 other scenarios", "holds: 0 rows in 7 scenarios"}},
 		{name: "proof matrix computed", md: pass, section: "## 5. Proof-boundary matrix",
@@ -451,6 +471,44 @@ func TestDirLogsConfined(t *testing.T) {
 	for _, want := range []string{"logs/s/absolute.jsonl: not read: refused", "logs/s/fifo.jsonl: not read: refused"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("problems lack %q:\n%s", want, all)
+		}
+	}
+}
+
+// TestStatusByVerifier: a claimed PASS is titled by the verifier's
+// findings about its scenario, rules distinct and sorted.
+func TestStatusByVerifier(t *testing.T) {
+	v := &checks.Verdict{Status: checks.Fail, Reasons: []checks.Reason{
+		{Rule: "rule-b", Status: checks.Fail, Scenario: "a"},
+		{Rule: "rule-a", Status: checks.Fail, Scenario: "a"},
+		{Rule: "rule-b", Status: checks.Fail, Scenario: "a"},
+		{Rule: "rule-c", Status: checks.Inconclusive, Scenario: "a"},
+		{Rule: "rule-c", Status: checks.Inconclusive, Scenario: "b"},
+		{Rule: "run-wide", Status: checks.Fail},
+		{Rule: "scenario-failed", Status: checks.Fail, Scenario: "d"},
+	}}
+	ev := &evidence.Evidence{Scenarios: []evidence.Scenario{
+		{ID: "a", Status: evidence.StatusPass}, {ID: "b", Status: evidence.StatusPass},
+		{ID: "c", Status: evidence.StatusPass}, {ID: "d", Status: evidence.StatusFail}, {ID: "e", Status: evidence.StatusNotRun},
+	}}
+	r, err := Build(ev, v, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(r.Refuted, []string{"a"}) || !slices.Equal(r.Undecided, []string{"b"}) {
+		t.Errorf("refuted %q undecided %q; want [a] and [b]", r.Refuted, r.Undecided)
+	}
+	p := &printer{r: r}
+	want := map[string]string{
+		"a": "PASS claimed; verifier: FAIL (rule-a, rule-b); INCONCLUSIVE (rule-c)",
+		"b": "PASS claimed; verifier: INCONCLUSIVE (rule-c)",
+		"c": "PASS (claimed, not verified)",
+		"d": "FAIL",
+		"e": "NOT RUN",
+	}
+	for _, sc := range ev.Scenarios {
+		if got := p.status(sc.ID, sc.Status); got != want[sc.ID] {
+			t.Errorf("status(%q, %q) = %q; want %q", sc.ID, sc.Status, got, want[sc.ID])
 		}
 	}
 }
