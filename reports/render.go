@@ -268,6 +268,8 @@ func (p *printer) proof() {
 	p.printf("## 5. Proof-boundary matrix\n\n")
 	p.printf("Computed from the evidence (environment, run and the scenarios that ran), not written by hand. " +
 		"Anything marked NOT RUN did not run and is not a pass.\n\n")
+	p.printf("Environment claims (database flavour and version, broker implementation) are recorded by the runner " +
+		"and cannot be re-derived from the event logs by the verifier.\n\n")
 	if len(p.r.Proof) == 0 {
 		p.printf("The evidence has no proof-boundary matrix.\n\n")
 		return

@@ -185,6 +185,8 @@ func TestRenderSections(t *testing.T) {
 			want: []string{"VIOLATED: 1 row in sendBeforeMarkCrash; 0 rows in 6 other scenarios", "holds: 0 rows in 7 scenarios"}},
 		{name: "proof matrix computed", md: pass, section: "## 5. Proof-boundary matrix",
 			want: []string{"kfake is not Apache Kafka broker code", "NOT RUN: scenario orderCrashWindow", "NOT RUN: kill -9 of an actor", "<br>• "}},
+		{name: "environment claims are the runner's", md: pass, section: "## 5. Proof-boundary matrix",
+			want: []string{"Environment claims (database flavour and version, broker implementation) are recorded by the runner and cannot be re-derived from the event logs by the verifier.\n"}},
 		{name: "planted is a negative control", md: planted, section: "# orderflow-audit report: run 20250301t100000z-7f3a",
 			want: []string{"[!WARNING]", "**NEGATIVE CONTROL.**", "`mark-without-token`"}},
 		{name: "planted summary", md: planted, section: "## 1. Summary",
