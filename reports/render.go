@@ -292,7 +292,8 @@ func bullets(xs []string) string {
 
 func (p *printer) timelines() {
 	p.printf("## 6. Timelines\n\n")
-	p.printf("One sequence diagram per scenario, drawn from its event logs (by time, then log, then seq). " +
+	p.printf("One sequence diagram per scenario, drawn from its event logs merged as the verifier merges them " +
+		"(by time, a tie to the earlier log, each log in file order). " +
 		"Claim tokens are shown as `v<claim_version>/<claim_id>` (a claim id or consumer group ending in `-<run id>` without it, " +
 		"one longer than 24 characters cut to 12); a mark that hits 0 rows is a stale compare-and-set.\n\n")
 	for _, tl := range p.r.Timelines {

@@ -16,8 +16,11 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 GitHub-flavoured Markdown: the verdict with every reason, the observation
 lines, the boundary table, the invariants (live and replayed), the
 proof-boundary matrix, a Mermaid timeline per scenario and the details of each
-scenario. Event logs are read relative to the evidence file. Evidence that
-fails verification is never shown as passing.
+scenario. Event logs are read relative to the evidence file, as streams
+(memory does not grow with their length); a log that resolves outside the
+evidence file's directory or is not a regular file is refused, and every
+line that is not a valid event is named in its timeline. Evidence that fails
+verification is never shown as passing.
 
 The report is written even when the verdict is not PASS; the exit code
 follows the verdict: 0 PASS, 1 FAIL, 4 INCONCLUSIVE. Bad input (missing file,

@@ -148,3 +148,49 @@ func TestReportUnavailableVerificationDatabase(t *testing.T) {
 		t.Errorf("stderr shows the password: %q", stderr)
 	}
 }
+
+// TestReportHostileLogs: a log symlinked out of the evidence directory is
+// refused (never read into the report) and a garbage line in a log is
+// named; the report is still rendered under the verifier's verdict.
+func TestReportHostileLogs(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ev")
+	if err := os.CopyFS(dir, os.DirFS(filepath.Dir(fixtureEvidence))); err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(filepath.Dir(dir), "secret.jsonl")
+	if err := os.WriteFile(outside, []byte(`{"seq":1,"time":"2025-03-01T10:00:00Z","run_id":"r","scenario":"s","actor":"x","kind":"fault","point":"SECRET-OUTSIDE","detail":"d"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	relay := filepath.Join(dir, "logs", "normalChain", "relay-A.jsonl")
+	if err := os.Remove(relay); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, relay); err != nil {
+		t.Fatal(err)
+	}
+	orders := filepath.Join(dir, "logs", "offsetReplay", "orders.jsonl")
+	data, err := os.ReadFile(orders)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(orders, append([]byte("not an event\n"), data...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	code, stdout, stderr := runCLI(t, "report", filepath.Join(dir, "evidence.json"))
+	if code != exitFail {
+		t.Errorf("exit %d; want %d (stderr %q)", code, exitFail, stderr)
+	}
+	for _, want := range []string{
+		"- log problem: logs/normalChain/relay-A.jsonl: not read: refused: it resolves through a symbolic link to a path outside the evidence directory",
+		"- log problem: line 1 of logs/offsetReplay/orders.jsonl is not a valid event: invalid character",
+		"1 line of the logs is not a valid event (named above) and is not drawn.",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if strings.Contains(stdout, "SECRET-OUTSIDE") {
+		t.Errorf("report shows the content of a file outside the evidence directory")
+	}
+}
