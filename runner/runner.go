@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -166,8 +167,8 @@ func Run(ctx context.Context, opts Options) (*evidence.Evidence, error) {
 			Go:    runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH,
 		},
 	}
-	if ev.Run.Args == nil {
-		ev.Run.Args = []string{}
+	if len(ev.Run.Args) == 0 {
+		ev.Run.Args = impliedArgs(&opts)
 	}
 
 	secret := make([]byte, 32)
@@ -402,4 +403,24 @@ func scenarioStream(id string) uint64 {
 	h := fnv.New64a()
 	h.Write([]byte(id))
 	return h.Sum64()
+}
+
+// impliedArgs are the command-line arguments equivalent to opts, recorded
+// when Run is called as a library (without Args): the verifier reads the
+// selection and the planted bug from run.args.
+func impliedArgs(o *Options) []string {
+	args := []string{}
+	if len(o.Scenarios) > 0 {
+		args = append(args, "--scenarios", strings.Join(o.Scenarios, ","))
+	}
+	if o.Plant != "" {
+		args = append(args, "--plant", string(o.Plant))
+	}
+	if o.Seed != 1 {
+		args = append(args, "--seed", strconv.FormatInt(o.Seed, 10))
+	}
+	if o.Keep {
+		args = append(args, "--keep")
+	}
+	return append(args, "--out", o.Out)
 }

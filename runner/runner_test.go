@@ -389,3 +389,28 @@ func TestKeepWithExternalBroker(t *testing.T) {
 		t.Errorf("kept topic %s holds %d records, want 1", s.Topics[0], n)
 	}
 }
+
+// TestPlantedVerdictIsExact: a planted run called as a library records its
+// selection and bug in run.args, so the verifier's FAIL is only the bug's
+// own rules, not a complaint about missing scenarios or a relabelled plant.
+func TestPlantedVerdictIsExact(t *testing.T) {
+	opts := runOpts(t, "sendBeforeMarkCrash")
+	bug, err := runner.ParsePlant("mark-without-token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Plant = bug
+	if _, err := runner.Run(t.Context(), opts); err != nil {
+		t.Fatal(err)
+	}
+	v, err := checks.Verify(t.Context(), opts.Out, checks.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range v.Reasons {
+		switch r.Rule {
+		case "scenario-missing", "scenario-not-selected", "planted-mismatch", "run-args":
+			t.Errorf("verify reports %s: %s", r.Rule, r.Message)
+		}
+	}
+}
