@@ -67,7 +67,7 @@ func invariantFixture() []TableRows {
 			{s("e-1"), i(1), s("SENT"), i(1), s("relay-a")},
 			{s("e-2"), i(2), s("SENT"), i(1), s("relay-a")},
 			{s("e-4"), i(4), s("SENT"), i(1), s("relay-a")}, // orphan-sent
-			{s("e-9"), i(-1), s("SENT"), i(0), nil},         // decoy: not orphan-sent; sent-without-effect
+			{s("e-9"), i(-1), s("SENT"), i(0), nil},         // a SENT decoy: orphan-sent and sent-without-effect
 		},
 		"inbox": {{s("c"), s("e-1")}, {s("c"), s("e-7")}}, // e-7: inbox-without-effect
 		"notification": {
@@ -85,7 +85,7 @@ func invariantFixture() []TableRows {
 }
 
 var invariantFixtureWant = map[string]int64{
-	"orphan-sent":          1, // e-4
+	"orphan-sent":          2, // e-4 and the SENT decoy e-9
 	"sent-without-effect":  1, // e-2 (e-9 has notification 4)
 	"effect-without-inbox": 2, // notifications 3 and 4
 	"duplicated-effects":   1, // e-1

@@ -1,9 +1,8 @@
 -- A returned row is a SENT outbox intent whose order does not exist: the
--- chain announced an order that was never committed. Seeded decoys
--- (aggregate_id -1) are excluded.
+-- chain announced an order that was never committed (a seeded decoy,
+-- aggregate_id -1, that got SENT counts too: it is exactly such an intent).
 SELECT o.event_id
 FROM outbox o
 LEFT JOIN orders r ON r.id = o.aggregate_id
 WHERE o.state = 'SENT'
-  AND o.aggregate_id <> -1
   AND r.id IS NULL
