@@ -171,8 +171,8 @@ func Run(ctx context.Context, opts Options) (*evidence.Evidence, error) {
 		ev.Run.Args = impliedArgs(&opts)
 	}
 
-	secret := make([]byte, 32)
-	_, _ = rand.Read(secret)
+	scope := runScope{opts: &opts, runID: runID, server: server, kafka: kafka, secret: make([]byte, 32), stage: stage, base: base}
+	_, _ = rand.Read(scope.secret)
 	for i, sc := range selected {
 		if ctx.Err() != nil {
 			ev.Run.Interrupted = true
@@ -181,10 +181,7 @@ func Run(ctx context.Context, opts Options) (*evidence.Evidence, error) {
 			continue
 		}
 		t0 := opts.Now()
-		res, procs := runOne(ctx, runScope{
-			opts: &opts, runID: runID, server: server, kafka: kafka, secret: secret,
-			stage: stage, base: base,
-		}, sc)
+		res, procs := runOne(ctx, scope, sc)
 		if procs {
 			ev.Environment.ActorProcesses = true
 		}
