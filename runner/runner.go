@@ -145,6 +145,7 @@ func Run(ctx context.Context, opts Options) (*evidence.Evidence, error) {
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create %s: %w", outDir, err)
 	}
+	removeStaleStages(outDir, base, opts.Now(), opts.Logger)
 	stage, err := os.MkdirTemp(outDir, "."+base+"-"+runID+"-")
 	if err != nil {
 		return nil, fmt.Errorf("create staging directory: %w", err)
@@ -420,4 +421,24 @@ func impliedArgs(o *Options) []string {
 		args = append(args, "--keep")
 	}
 	return append(args, "--out", o.Out)
+}
+
+// staleStage is how old a staging directory must be before a later run
+// removes it: only a run killed outright (SIGKILL) leaves one behind.
+const staleStage = time.Hour
+
+// removeStaleStages removes the staging directories (.<base>-<run>-*) that
+// runs killed outright left in outDir, when they are older than staleStage
+// and hold nothing but event logs.
+func removeStaleStages(outDir, base string, now time.Time, log *slog.Logger) {
+	matches, _ := filepath.Glob(filepath.Join(outDir, "."+base+"-*"))
+	for _, m := range matches {
+		st, err := os.Stat(m)
+		if err != nil || !st.IsDir() || now.Sub(st.ModTime()) < staleStage || onlyLogs(m) != nil {
+			continue
+		}
+		if err := os.RemoveAll(m); err != nil {
+			log.Warn("remove stale staging directory", "dir", m, "err", err)
+		}
+	}
 }

@@ -414,3 +414,42 @@ func TestPlantedVerdictIsExact(t *testing.T) {
 		}
 	}
 }
+
+// TestStaleStagingRemoved: a staging directory left by a run killed outright
+// is removed by the next run once it is old; a fresh one (a run in progress)
+// and one holding anything but logs are left alone.
+func TestStaleStagingRemoved(t *testing.T) {
+	opts := runOpts(t, "tokenMissing")
+	dir := filepath.Dir(opts.Out)
+	old := filepath.Join(dir, ".u80-20200101t000000_dead-123")
+	fresh := filepath.Join(dir, ".u80-20200101t000000_live-456")
+	foreign := filepath.Join(dir, ".u80-20200101t000000_mine-789")
+	for _, d := range []string{old, fresh, foreign} {
+		if err := os.MkdirAll(filepath.Join(d, "placement"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "placement", "orders.jsonl"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(foreign, "notes.txt"), []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	past := time.Now().Add(-2 * time.Hour)
+	for _, d := range []string{old, foreign} {
+		if err := os.Chtimes(d, past, past); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := runner.Run(t.Context(), opts); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(old); !os.IsNotExist(err) {
+		t.Errorf("stale staging directory still there (stat: %v)", err)
+	}
+	for _, d := range []string{fresh, foreign} {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("%s was removed: %v", d, err)
+		}
+	}
+}
