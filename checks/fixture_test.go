@@ -2,7 +2,6 @@ package checks
 
 import (
 	"encoding/json"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -22,20 +21,7 @@ func copyFixture(t testing.TB, name string) string {
 	t.Helper()
 	src := filepath.Join("testdata", name)
 	dst := t.TempDir()
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
-	})
+	err := os.CopyFS(dst, os.DirFS(src))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,20 +178,7 @@ func (sf *scenarioFixtures) copyScenario(t *testing.T, scenario string) (string,
 	t.Helper()
 	src := sf.dirs[scenario]
 	dst := t.TempDir()
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
-	})
+	err := os.CopyFS(dst, os.DirFS(src))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,20 +19,7 @@ func verifyFixture(t *testing.T, name string, edit func(dir string)) string {
 	t.Helper()
 	src := filepath.Join("..", "..", "checks", "testdata", name)
 	dst := t.TempDir()
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
-	})
+	err := os.CopyFS(dst, os.DirFS(src))
 	if err != nil {
 		t.Fatal(err)
 	}
