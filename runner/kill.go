@@ -20,13 +20,20 @@ func init() {
 		ID: "relayKill9", Suite: SuiteEXT, Boundary: evidence.BoundarySend,
 		Description: "relay A runs as its own OS process and is killed by SIGKILL after publishing, before marking; its short lease runs out on the database clock; relay B takes over",
 		FaultPoints: append(points(fault.AfterPublishBeforeMark), FaultSIGKILL),
-		Run:         relayKill9,
+		// An actor process to start, a lease to run out on the database
+		// clock, a takeover: below this it cannot pass.
+		MinTimeout: killMinTimeout,
+		Run:        relayKill9,
 	})
 }
 
 // killLease is relay A's lease: short, so that it runs out by itself on the
 // database clock instead of being aged by SQL.
 const killLease = 400 * time.Millisecond
+
+// killMinTimeout is relayKill9's shortest timeout: its lease plus the start
+// of a process and a takeover, with room for a loaded machine.
+const killMinTimeout = 3 * time.Second
 
 func relayKill9(ctx context.Context, e *Env) error {
 	if e.exe == "" {
@@ -54,16 +61,9 @@ func relayKill9(ctx context.Context, e *Env) error {
 	if err != nil {
 		return err
 	}
-	killed := exit.Killed()
-	if killed {
-		if err := e.Emit(evidence.Event{
-			Kind: evidence.KindFault, Point: string(fault.AfterPublishBeforeMark), EventID: order.EventID,
-			Detail: fmt.Sprintf("relay-a process (pid %d) ended by SIGKILL", proc.Pid()),
-		}); err != nil {
-			return err
-		}
-	} else {
-		e.Result.Failf("relay-a process was not killed: %s", exit)
+	killed, err := e.recordKill(proc.Pid(), exit, logPath, order.EventID)
+	if err != nil {
+		return err
 	}
 
 	// Wait for the lease to run out on the database clock.
@@ -103,4 +103,71 @@ func relayKill9(ctx context.Context, e *Env) error {
 	e.Result.Expect("businessEffects", m.effects, 1)
 	e.Result.Expect("state", m.state, "SENT")
 	return nil
+}
+
+// recordKill records how relay A's process ended, where it had got to by
+// its own log. Only a SIGKILL after its publish of eventID and before its
+// mark is the injected fault (at after-publish-before-mark); a SIGKILL at
+// any other step came from outside the scenario and is recorded as a kill
+// (FaultSIGKILL) at the step the log shows, and fails the scenario.
+func (e *Env) recordKill(pid int, exit actor.Exit, logPath, eventID string) (atPoint bool, err error) {
+	if !exit.Killed() {
+		e.Result.Failf("relay-a process was not killed: %s", exit)
+		return false, nil
+	}
+	step, claim := reachedStep(logPath, eventID)
+	if step == stepPublished {
+		return true, e.Emit(evidence.Event{
+			Kind: evidence.KindFault, Point: string(fault.AfterPublishBeforeMark), EventID: eventID,
+			Detail: fmt.Sprintf("relay-a process (pid %d) ended by SIGKILL", pid),
+		})
+	}
+	ev := evidence.Event{
+		Kind:   evidence.KindFault,
+		Point:  FaultSIGKILL,
+		Detail: fmt.Sprintf("relay-a process (pid %d) ended by SIGKILL from outside the scenario %s; %s was not reached", pid, step, fault.AfterPublishBeforeMark),
+	}
+	if claim != nil {
+		ev.EventID, ev.ClaimVersion, ev.ClaimID = eventID, claim.ClaimVersion, claim.ClaimID
+	}
+	e.Result.Failf("relay-a was killed by SIGKILL %s, not at %s (killed from outside)", step, fault.AfterPublishBeforeMark)
+	return false, e.Emit(ev)
+}
+
+// Steps of relay A's round, as its log shows them.
+const (
+	stepNone      = "before claiming"
+	stepClaimed   = "after claiming, before publishing"
+	stepPublished = "after publishing, before marking"
+	// A failed publish is followed by no mark: the relay leaves the claim.
+	stepPublishFailed = "after a failed publish"
+	stepMarked        = "after marking"
+)
+
+// reachedStep reads relay A's log (a killed process may have cut its last
+// line: the events before it count) and says how far it got with eventID:
+// the step after its last claim, publish or mark of it (a planted relay
+// may mark before it publishes), with its claim when it made one.
+func reachedStep(logPath, eventID string) (string, *evidence.Event) {
+	events, _ := evidence.ReadEvents(logPath)
+	step := stepNone
+	var claim *evidence.Event
+	for i, ev := range events {
+		if ev.EventID != eventID {
+			continue
+		}
+		switch ev.Kind {
+		case evidence.KindClaim:
+			step, claim = stepClaimed, &events[i]
+		case evidence.KindPublish:
+			if ev.Err == "" {
+				step = stepPublished
+			} else {
+				step = stepPublishFailed
+			}
+		case evidence.KindMark:
+			step = stepMarked
+		}
+	}
+	return step, claim
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/runner/fault"
@@ -29,6 +30,9 @@ type Scenario struct {
 	// FaultPoints are the named points the scenario arms (or, for the
 	// commit boundary, the real database error it provokes).
 	FaultPoints []string
+	// MinTimeout is the shortest per-scenario --timeout it can pass with
+	// (zero: DefaultMinTimeout); a shorter one is refused before the run.
+	MinTimeout time.Duration
 	// Run drives the scenario. It returns an error only when it could not
 	// run (infrastructure); a scenario that ran and did not hold reports
 	// that through Result.

@@ -25,6 +25,26 @@ const (
 	DefaultMySQLDSN = "root@tcp(127.0.0.1:3306)/"
 )
 
+// Bounds of the calls that must end even when a server stopped answering.
+const (
+	// ConnectTimeout bounds the first login (ping) when the DSN sets no
+	// timeout of its own; a DSN's timeout=... bounds it instead.
+	ConnectTimeout = 5 * time.Second
+	// CleanupTimeout bounds each cleanup step (dropping a scratch
+	// database, deleting a topic) once the work it cleans up after ended,
+	// whatever ended it (Ctrl-C included).
+	CleanupTimeout = 5 * time.Second
+	// ProbeTimeout bounds one liveness probe of the server or the broker.
+	ProbeTimeout = 2 * time.Second
+)
+
+// CleanupContext returns a context for cleanup after ctx ended or was
+// cancelled: not cancelled with ctx (so that Ctrl-C still cleans up) but
+// bounded by CleanupTimeout (so that a hung server cannot hang the cleanup).
+func CleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
+}
+
 // Sentinel errors. ErrUnavailable wraps every failure to reach the server or
 // the broker, so that the CLI can map it to exit code 3.
 var (
@@ -114,7 +134,15 @@ func Connect(ctx context.Context, cfg *mysql.Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: open %s: %v", ErrUnavailable, Redact(cfg), err)
 	}
-	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	// The driver's timeout=... bounds only the TCP dial; a server that
+	// accepts the connection and never answers (stopped) would hold the
+	// handshake. The login as a whole gets the DSN's timeout when it has
+	// one, else ConnectTimeout.
+	bound := ConnectTimeout
+	if cfg.Timeout > 0 {
+		bound = cfg.Timeout
+	}
+	pctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
 	if err := db.PingContext(pctx); err != nil {
 		db.Close()
@@ -126,7 +154,7 @@ func Connect(ctx context.Context, cfg *mysql.Config) (*Server, error) {
 		return nil, fmt.Errorf("%w: MySQL/MariaDB at %s is unreachable: %v; %s",
 			ErrUnavailable, Redact(cfg), redactErr(err, cfg), StartHint)
 	}
-	info, err := serverInfo(ctx, db)
+	info, err := serverInfo(pctx, db)
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("%w: %s: %v", ErrUnavailable, Redact(cfg), err)
@@ -177,6 +205,21 @@ func (s *Server) Redacted() string { return Redact(s.user) }
 
 // Close closes the server-level pool.
 func (s *Server) Close() error { return s.db.Close() }
+
+// Probe tells whether the server still answers: a ping bounded by
+// ProbeTimeout (the DSN's readTimeout, if shorter, applies too). A failure
+// wraps ErrUnavailable and names the server, password redacted.
+func (s *Server) Probe(ctx context.Context) error {
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ProbeTimeout)
+	defer cancel()
+	if err := s.db.PingContext(pctx); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("%w: MySQL/MariaDB at %s stopped answering (no reply within %v)", ErrUnavailable, s.Redacted(), ProbeTimeout)
+		}
+		return fmt.Errorf("%w: MySQL/MariaDB at %s is unreachable: %v", ErrUnavailable, s.Redacted(), redactErr(err, s.user))
+	}
+	return nil
+}
 
 // DSNFor returns a DSN for database name on this server, for a child actor
 // process. It carries the password: never print it, print Redact instead.
@@ -236,11 +279,26 @@ func (s *Server) CreateScratch(ctx context.Context, name, runID string) (*Scratc
 	}
 	// CREATE DATABASE is not cancellable: a statement cut off by ctx may
 	// still complete on the server, leaving a database nobody drops. It is
-	// quick, so it runs to its end (bounded) whatever ctx does; a cancelled
-	// ctx then fails the migrations below, which drop it again.
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	// quick, so it runs to its end whatever ctx does, bounded by
+	// CleanupTimeout (a stopped server must not hold it); a cancelled ctx
+	// then fails the migrations below, which drop it again.
+	cctx, cancel := CleanupContext(ctx)
 	defer cancel()
 	if _, err := s.db.ExecContext(cctx, "CREATE DATABASE `"+name+"` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"); err != nil {
+		var me *mysql.MySQLError
+		switch {
+		case errors.As(err, &me) && me.Number == 1007: // it exists, and is not ours
+		case errors.Is(err, context.DeadlineExceeded):
+			err = fmt.Errorf("%w (the server did not answer: if it runs the statement later, %s is left on it without our marker)", err, name)
+		default:
+			// Cut off: it may exist now, without the marker. The name
+			// holds our run id, so nobody else made it.
+			dctx, dcancel := CleanupContext(ctx)
+			if _, derr := s.db.ExecContext(dctx, "DROP DATABASE IF EXISTS `"+name+"`"); derr != nil {
+				err = fmt.Errorf("%w (and it may have been created: dropping it failed: %v)", err, derr)
+			}
+			dcancel()
+		}
 		return nil, fmt.Errorf("create database %s: %w", name, err)
 	}
 	db, err := sql.Open("mysql", s.ConfigFor(name).FormatDSN())
@@ -256,7 +314,11 @@ func (s *Server) CreateScratch(ctx context.Context, name, runID string) (*Scratc
 			db.Close()
 		}
 		// We just created it; drop without the marker check.
-		_, _ = s.db.ExecContext(context.WithoutCancel(ctx), "DROP DATABASE IF EXISTS `"+name+"`")
+		dctx, dcancel := CleanupContext(ctx)
+		defer dcancel()
+		if _, derr := s.db.ExecContext(dctx, "DROP DATABASE IF EXISTS `"+name+"`"); derr != nil {
+			return nil, fmt.Errorf("prepare scratch database %s: %w (and dropping it failed, so it is left on the server: %v)", name, err, derr)
+		}
 		return nil, fmt.Errorf("prepare scratch database %s: %w", name, err)
 	}
 	return &Scratch{Name: name, DB: db, server: s}, nil

@@ -1,0 +1,28 @@
+package runner
+
+import "time"
+
+// DefaultMinTimeout is the shortest per-scenario timeout a scenario
+// without a MinTimeout of its own is given a chance with: its scratch
+// database and migrations alone take tens of milliseconds on an idle
+// machine and several times that on a loaded one.
+const DefaultMinTimeout = time.Second
+
+// MinTimeout returns the shortest per-scenario timeout the selection
+// needs, and the scenario that needs it.
+func MinTimeout(selected []Scenario) (time.Duration, string) {
+	var (
+		min time.Duration
+		id  string
+	)
+	for _, sc := range selected {
+		m := sc.MinTimeout
+		if m == 0 {
+			m = DefaultMinTimeout
+		}
+		if m > min {
+			min, id = m, sc.ID
+		}
+	}
+	return min, id
+}
