@@ -28,15 +28,19 @@ func runOne(parent context.Context, rs *runScope, sc Scenario) (evidence.Scenari
 	ctx, cancel := context.WithTimeout(parent, rs.opts.Timeout)
 	defer cancel()
 
+	// Creating and migrating takes milliseconds: an interrupt lets it
+	// finish (so that nothing is left half made), a lost server does not.
+	cctx, ccancel := context.WithTimeout(rs.watch.lostCtx, rs.opts.Timeout)
+	defer ccancel()
 	name := infra.ScratchName(rs.runID, sc.ID)
-	scratch, err := rs.server.CreateScratch(ctx, name, rs.runID)
+	scratch, err := rs.server.CreateScratch(cctx, name, rs.runID)
 	if err != nil {
-		why := rs.stopped(parent)
-		if why == "" && rs.watch.check(parent) != nil {
-			why = rs.stopped(parent)
+		what, detail := rs.stopped(parent)
+		if what == "" && rs.watch.check(parent) != nil {
+			what, detail = rs.stopped(parent)
 		}
-		if why != "" {
-			return notRun(sc, why+" before the scenario started"), false
+		if what != "" {
+			return notRun(sc, notRunReason(what, "before it started", detail, "")), false
 		}
 		rec.Status = evidence.StatusFail
 		rec.Reason = oneLine("could not create scratch database: " + err.Error())
@@ -62,26 +66,27 @@ func runOne(parent context.Context, rs *runScope, sc Scenario) (evidence.Scenari
 	// Did it run to its end? A scenario that failed or timed out may have
 	// been cut short by the infrastructure: probe it before blaming the
 	// system under test.
-	why := rs.stopped(parent)
-	if why == "" && (runErr != nil || ctx.Err() != nil || !env.Result.Passed()) && rs.watch.check(parent) != nil {
-		why = rs.stopped(parent)
+	what, detail := rs.stopped(parent)
+	if what == "" && (runErr != nil || ctx.Err() != nil || !env.Result.Passed()) && rs.watch.check(parent) != nil {
+		what, detail = rs.stopped(parent)
 	}
 	var endErr error
-	if why == "" {
+	if what == "" {
 		// The end state is recorded whatever the scenario did, so that
 		// the verifier can compare it with the replay.
 		ectx, ecancel := context.WithTimeout(context.WithoutCancel(ctx), endStateTimeout)
 		endErr = env.recordEndState(ectx, &rec)
 		ecancel()
 		if endErr != nil && rs.watch.check(parent) != nil {
-			why = rs.stopped(parent)
+			what, detail = rs.stopped(parent)
 		}
 	}
 	refs, logErr := env.closeLogs()
 	rs.release(&rec, scratch, env.topics)
-	if why != "" {
-		r := notRun(sc, fmt.Sprintf("%s after %.1fs (its partial event logs are kept in %s/, not part of the evidence)",
-			why, rs.opts.Now().Sub(t0).Seconds(), env.logRel))
+	if what != "" {
+		when := fmt.Sprintf("after %.1fs", rs.opts.Now().Sub(t0).Seconds())
+		note := "its partial event logs are kept in " + env.logRel + "/, not part of the evidence"
+		r := notRun(sc, notRunReason(what, when, detail, note))
 		r.Database, r.Kept, r.Topics = rec.Database, rec.Kept, append([]string{}, env.topics...)
 		r.ElapsedMS = rs.opts.Now().Sub(t0).Milliseconds()
 		return r, false
@@ -127,7 +132,9 @@ func (rs *runScope) release(rec *evidence.Scenario, scratch *infra.Scratch, topi
 		scratch.DB.Close()
 		return
 	}
-	lost := rs.watch.Lost()
+	// A server that stopped answering would hold each drop for its whole
+	// bound: probe it first (milliseconds when it is well).
+	lost := rs.watch.check(context.Background())
 	if lost != nil && lost.database {
 		scratch.DB.Close()
 		fmt.Fprintf(rs.opts.Progress, "scratch database %s is left on the server, which was lost; "+
@@ -137,8 +144,8 @@ func (rs *runScope) release(rec *evidence.Scenario, scratch *infra.Scratch, topi
 		err := scratch.Drop(ctx)
 		cancel()
 		if err != nil {
-			fmt.Fprintf(rs.opts.Progress, "scratch database %s is left on the server: %s; "+
-				"'orderflow-audit clean' drops it once this run has ended\n", scratch.Name, oneLine(err.Error()))
+			fmt.Fprintf(rs.opts.Progress, "scratch database %s may be left on the server (%s); "+
+				"'orderflow-audit clean' drops it, if so, once this run has ended\n", scratch.Name, oneLine(err.Error()))
 		}
 	}
 	if lost != nil && !lost.database {

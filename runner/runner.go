@@ -134,7 +134,7 @@ func Check(opts Options) error {
 		return &marked{err, ErrBadOptions}
 	}
 	if min, id := MinTimeout(selected); opts.Timeout < min {
-		return &marked{fmt.Errorf("timeout %v is below what the selected scenarios need: at least %v (%s)", opts.Timeout, min, id), ErrBadOptions}
+		return &marked{fmt.Errorf("--timeout %v is below what the selected scenarios need: at least %v (%s)", opts.Timeout, min, id), ErrBadOptions}
 	}
 	return CheckOut(opts.Out)
 }
@@ -168,9 +168,9 @@ func Run(ctx context.Context, opts Options) (*evidence.Evidence, error) {
 	defer cancelRun(nil)
 	rs.watch = startWatchdog(runCtx, rs.server, rs.kafka, cancelRun)
 	for i, sc := range selected {
-		if why := rs.stopped(runCtx); why != "" {
+		if what, detail := rs.stopped(runCtx); what != "" {
 			ev.Run.Interrupted = true
-			ev.Scenarios = append(ev.Scenarios, notRun(sc, why+" before this scenario started"))
+			ev.Scenarios = append(ev.Scenarios, notRun(sc, notRunReason(what, "before it started", detail, "")))
 			continue
 		}
 		t0 := opts.Now()
@@ -364,21 +364,38 @@ func (rs *runScope) close() {
 	if rs.kafka != nil {
 		rs.kafka.Close()
 	}
-	rs.live.Release()
+	if rs.watch != nil && rs.watch.Lost() != nil && rs.watch.Lost().database {
+		rs.live.Close() // the server is gone, and the lock with the connection
+	} else {
+		rs.live.Release()
+	}
 	rs.server.Close()
 }
 
-// stopped says why the run must not go on ("" while it may): interrupted
-// (ctx cancelled by the caller: Ctrl-C, SIGTERM, a closed stdout) or the
-// infrastructure lost.
-func (rs *runScope) stopped(runCtx context.Context) string {
+// stopped says why the run must not go on (what is "" while it may):
+// interrupted (ctx cancelled by the caller: Ctrl-C, SIGTERM, a closed
+// stdout) or the infrastructure lost (detail says how).
+func (rs *runScope) stopped(runCtx context.Context) (what, detail string) {
 	if l := rs.watch.Lost(); l != nil {
-		return "not run: infrastructure lost: " + l.Error()
+		return "infrastructure lost", l.Error()
 	}
 	if runCtx.Err() != nil {
-		return "not run: " + interruption(runCtx)
+		return interruption(runCtx), ""
 	}
-	return ""
+	return "", ""
+}
+
+// notRunReason is the reason of a scenario that did not run to its end:
+// "not run: <what> <when>[: <detail>][ (<note>)]".
+func notRunReason(what, when, detail, note string) string {
+	r := "not run: " + what + " " + when
+	if detail != "" {
+		r += ": " + detail
+	}
+	if note != "" {
+		r += " (" + note + ")"
+	}
+	return r
 }
 
 // interruption says what interrupted the run: the cause the caller gave

@@ -43,6 +43,11 @@ type watchdog struct {
 	server *infra.Server
 	kafka  *infra.Kafka
 	cancel context.CancelCauseFunc
+	// lostCtx is cancelled when the infrastructure is lost, and only
+	// then: for work that an interrupt must let finish (a scratch
+	// database's creation) but a lost server must not hold.
+	lostCtx    context.Context
+	lostCancel context.CancelCauseFunc
 
 	mu   sync.Mutex
 	lost *lostError
@@ -53,6 +58,7 @@ type watchdog struct {
 
 func startWatchdog(ctx context.Context, server *infra.Server, kafka *infra.Kafka, cancel context.CancelCauseFunc) *watchdog {
 	w := &watchdog{server: server, kafka: kafka, cancel: cancel, stop: make(chan struct{}), done: make(chan struct{})}
+	w.lostCtx, w.lostCancel = context.WithCancelCause(context.WithoutCancel(ctx))
 	go w.loop(ctx)
 	return w
 }
@@ -63,10 +69,10 @@ func (w *watchdog) loop(ctx context.Context) {
 	defer t.Stop()
 	failed := 0
 	for {
+		// It goes on after ctx ends (Ctrl-C): the cleanup that follows
+		// must not wait on a server that is gone.
 		select {
 		case <-w.stop:
-			return
-		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
@@ -102,6 +108,7 @@ func (w *watchdog) setLost(l *lostError) {
 	}
 	w.mu.Unlock()
 	w.cancel(l)
+	w.lostCancel(l)
 }
 
 // Lost returns what was lost, or nil.
@@ -124,6 +131,7 @@ func (w *watchdog) check(ctx context.Context) *lostError {
 	return nil
 }
 
+// Stop ends the probing; check still works.
 func (w *watchdog) Stop() {
 	close(w.stop)
 	<-w.done

@@ -214,12 +214,23 @@ func (s *Server) Probe(ctx context.Context) error {
 	defer cancel()
 	if err := s.db.PingContext(pctx); err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
-			return fmt.Errorf("%w: MySQL/MariaDB at %s stopped answering (no reply within %v)", ErrUnavailable, s.Redacted(), ProbeTimeout)
+			return unavailablef("MySQL/MariaDB at %s stopped answering (no reply within %v)", s.Redacted(), ProbeTimeout)
 		}
-		return fmt.Errorf("%w: MySQL/MariaDB at %s is unreachable: %v", ErrUnavailable, s.Redacted(), redactErr(err, s.user))
+		return unavailablef("MySQL/MariaDB at %s is unreachable: %v", s.Redacted(), redactErr(err, s.user))
 	}
 	return nil
 }
+
+// unavailablef returns an error wrapping ErrUnavailable whose message is
+// the formatted text alone.
+func unavailablef(format string, args ...any) error {
+	return &unavailable{fmt.Errorf(format, args...)}
+}
+
+type unavailable struct{ err error }
+
+func (e *unavailable) Error() string   { return e.err.Error() }
+func (e *unavailable) Unwrap() []error { return []error{e.err, ErrUnavailable} }
 
 // DSNFor returns a DSN for database name on this server, for a child actor
 // process. It carries the password: never print it, print Redact instead.
@@ -269,7 +280,15 @@ func ScratchName(parts ...string) string {
 }
 
 // CreateScratch creates database name, marks it as ours and applies the
-// migrations. A failure after CREATE DATABASE drops it again.
+// migrations. A failure after CREATE DATABASE drops it again, unless ctx
+// was cancelled (the caller gave up on the server: the error then says
+// that the database may be left, and where).
+//
+// CREATE DATABASE is not cancellable on the server: a statement cut off by
+// ctx may still complete there. A caller that wants Ctrl-C to let a
+// creation finish passes a ctx that Ctrl-C does not cancel (the runner
+// does: creating and migrating take milliseconds). A stopped server must
+// not hold the creation: CREATE DATABASE is bounded by CleanupTimeout.
 func (s *Server) CreateScratch(ctx context.Context, name, runID string) (*Scratch, error) {
 	if !scratchRE.MatchString(name) || len(name) > 64 {
 		return nil, fmt.Errorf("create %q: %w", name, ErrBadName)
@@ -277,29 +296,16 @@ func (s *Server) CreateScratch(ctx context.Context, name, runID string) (*Scratc
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("create database %s: %w", name, err)
 	}
-	// CREATE DATABASE is not cancellable: a statement cut off by ctx may
-	// still complete on the server, leaving a database nobody drops. It is
-	// quick, so it runs to its end whatever ctx does, bounded by
-	// CleanupTimeout (a stopped server must not hold it); a cancelled ctx
-	// then fails the migrations below, which drop it again.
-	cctx, cancel := CleanupContext(ctx)
+	cctx, cancel := context.WithTimeout(ctx, CleanupTimeout)
 	defer cancel()
 	if _, err := s.db.ExecContext(cctx, "CREATE DATABASE `"+name+"` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"); err != nil {
 		var me *mysql.MySQLError
-		switch {
-		case errors.As(err, &me) && me.Number == 1007: // it exists, and is not ours
-		case errors.Is(err, context.DeadlineExceeded):
-			err = fmt.Errorf("%w (the server did not answer: if it runs the statement later, %s is left on it without our marker)", err, name)
-		default:
-			// Cut off: it may exist now, without the marker. The name
-			// holds our run id, so nobody else made it.
-			dctx, dcancel := CleanupContext(ctx)
-			if _, derr := s.db.ExecContext(dctx, "DROP DATABASE IF EXISTS `"+name+"`"); derr != nil {
-				err = fmt.Errorf("%w (and it may have been created: dropping it failed: %v)", err, derr)
-			}
-			dcancel()
+		if errors.As(err, &me) && me.Number == 1007 { // it exists, and is not ours
+			return nil, fmt.Errorf("create database %s: %w", name, err)
 		}
-		return nil, fmt.Errorf("create database %s: %w", name, err)
+		// Cut off: it may exist now, without the marker. The name holds
+		// our run id, so nobody else made it.
+		return nil, fmt.Errorf("create database %s: %w", name, s.dropHalfMade(ctx, name, err))
 	}
 	db, err := sql.Open("mysql", s.ConfigFor(name).FormatDSN())
 	if err == nil {
@@ -313,15 +319,27 @@ func (s *Server) CreateScratch(ctx context.Context, name, runID string) (*Scratc
 		if db != nil {
 			db.Close()
 		}
-		// We just created it; drop without the marker check.
-		dctx, dcancel := CleanupContext(ctx)
-		defer dcancel()
-		if _, derr := s.db.ExecContext(dctx, "DROP DATABASE IF EXISTS `"+name+"`"); derr != nil {
-			return nil, fmt.Errorf("prepare scratch database %s: %w (and dropping it failed, so it is left on the server: %v)", name, err, derr)
-		}
-		return nil, fmt.Errorf("prepare scratch database %s: %w", name, err)
+		return nil, fmt.Errorf("prepare scratch database %s: %w", name, s.dropHalfMade(ctx, name, err))
 	}
 	return &Scratch{Name: name, DB: db, server: s}, nil
+}
+
+// dropHalfMade drops database name, which CreateScratch may have created
+// before err, without the marker check (it may not have one yet), bounded
+// by CleanupTimeout; it returns err, saying so when the database may be
+// left behind. When ctx was cancelled (the caller gave up on the server)
+// or the server did not answer within CleanupTimeout while ctx was still
+// running, it does not wait on the server again.
+func (s *Server) dropHalfMade(ctx context.Context, name string, err error) error {
+	if errors.Is(ctx.Err(), context.Canceled) || (ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded)) {
+		return fmt.Errorf("%w (%s may be left on the server without our marker: drop it by hand if so)", err, name)
+	}
+	dctx, cancel := CleanupContext(ctx)
+	defer cancel()
+	if _, derr := s.db.ExecContext(dctx, "DROP DATABASE IF EXISTS `"+name+"`"); derr != nil {
+		return fmt.Errorf("%w (and dropping %s again failed, so it may be left on the server without our marker: %v)", err, name, derr)
+	}
+	return err
 }
 
 // Drop closes the pool and drops the database, but only if it carries our

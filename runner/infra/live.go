@@ -70,6 +70,15 @@ func (l *Liveness) Release() {
 	l.conn.Close()
 }
 
+// Close closes the lock's connection without a word to the server (which
+// releases the lock when it sees the connection end): for a server known
+// lost.
+func (l *Liveness) Close() {
+	if l != nil {
+		l.conn.Close()
+	}
+}
+
 // Leftover is a scratch database on the server with our marker.
 type Leftover struct {
 	Name    string
