@@ -61,7 +61,7 @@ func relayKill9(ctx context.Context, e *Env) error {
 	if err != nil {
 		return err
 	}
-	killed, err := e.recordKill(proc.Pid(), exit, logPath, order.EventID)
+	killed, aClaimed, err := e.recordKill(proc.Pid(), exit, logPath, order.EventID)
 	if err != nil {
 		return err
 	}
@@ -87,9 +87,11 @@ func relayKill9(ctx context.Context, e *Env) error {
 	if err != nil {
 		return err
 	}
+	// A takeover is B's claim of an intent that A had claimed (as the
+	// verifier defines it: the first claim by another claim id).
 	var takeover int64
 	for _, c := range resB.Claimed {
-		if c.EventID == order.EventID {
+		if c.EventID == order.EventID && aClaimed {
 			takeover = c.ClaimVersion
 		}
 	}
@@ -110,14 +112,14 @@ func relayKill9(ctx context.Context, e *Env) error {
 // mark is the injected fault (at after-publish-before-mark); a SIGKILL at
 // any other step came from outside the scenario and is recorded as a kill
 // (FaultSIGKILL) at the step the log shows, and fails the scenario.
-func (e *Env) recordKill(pid int, exit actor.Exit, logPath, eventID string) (atPoint bool, err error) {
+func (e *Env) recordKill(pid int, exit actor.Exit, logPath, eventID string) (atPoint, claimed bool, err error) {
+	step, claim := reachedStep(logPath, eventID)
 	if !exit.Killed() {
 		e.Result.Failf("relay-a process was not killed: %s", exit)
-		return false, nil
+		return false, claim != nil, nil
 	}
-	step, claim := reachedStep(logPath, eventID)
 	if step == stepPublished {
-		return true, e.Emit(evidence.Event{
+		return true, true, e.Emit(evidence.Event{
 			Kind: evidence.KindFault, Point: string(fault.AfterPublishBeforeMark), EventID: eventID,
 			Detail: fmt.Sprintf("relay-a process (pid %d) ended by SIGKILL", pid),
 		})
@@ -131,7 +133,7 @@ func (e *Env) recordKill(pid int, exit actor.Exit, logPath, eventID string) (atP
 		ev.EventID, ev.ClaimVersion, ev.ClaimID = eventID, claim.ClaimVersion, claim.ClaimID
 	}
 	e.Result.Failf("relay-a was killed by SIGKILL %s, not at %s (killed from outside)", step, fault.AfterPublishBeforeMark)
-	return false, e.Emit(ev)
+	return false, claim != nil, e.Emit(ev)
 }
 
 // Steps of relay A's round, as its log shows them.
