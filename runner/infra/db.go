@@ -309,11 +309,7 @@ func (s *Server) CreateScratch(ctx context.Context, name, runID string) (*Scratc
 	}
 	db, err := sql.Open("mysql", s.ConfigFor(name).FormatDSN())
 	if err == nil {
-		_, err = migrations.Apply(ctx, db)
-	}
-	if err == nil {
-		_, err = db.ExecContext(ctx,
-			`INSERT INTO ofa_marker (id, tool, run_id) VALUES (1, 'orderflow-audit', ?)`, runID)
+		err = migrate(ctx, db, runID)
 	}
 	if err != nil {
 		if db != nil {
@@ -322,6 +318,28 @@ func (s *Server) CreateScratch(ctx context.Context, name, runID string) (*Scratc
 		return nil, fmt.Errorf("prepare scratch database %s: %w", name, s.dropHalfMade(ctx, name, err))
 	}
 	return &Scratch{Name: name, DB: db, server: s}, nil
+}
+
+// migrate applies the migrations to a new scratch database, marking it as
+// ours first: the marker's migration, its row, then the rest. A run killed
+// while migrating then leaves a database that Leftovers finds.
+func migrate(ctx context.Context, db *sql.DB, runID string) error {
+	ms, err := migrations.All()
+	if err != nil {
+		return err
+	}
+	if len(ms) == 0 || ms[0].Name != "marker" {
+		return errors.New("migrations: the first one must create ofa_marker")
+	}
+	if _, err := migrations.ApplyList(ctx, db, ms[:1]); err != nil {
+		return err
+	}
+	if _, err := db.ExecContext(ctx,
+		`INSERT INTO ofa_marker (id, tool, run_id) VALUES (1, 'orderflow-audit', ?)`, runID); err != nil {
+		return fmt.Errorf("mark database: %w", err)
+	}
+	_, err = migrations.ApplyList(ctx, db, ms)
+	return err
 }
 
 // dropHalfMade drops database name, which CreateScratch may have created
