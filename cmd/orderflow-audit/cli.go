@@ -220,7 +220,8 @@ Examples:
   %[1]s report evidence/u80.json   # Markdown report
 
 Exit codes: 0 ok, 1 a scenario or check failed, 2 usage error or bad input,
-3 database or broker unavailable, 4 verification inconclusive.
+3 database or broker unavailable (also lost mid-run), 4 inconclusive (not
+everything ran or can be decided); 130/143 a second Ctrl-C/SIGTERM.
 
 Environment: %[2]s (default %[3]s),
 %[4]s (default: an embedded broker).
