@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
 // SchemaVersion is the value of schema_version this code reads and writes;
@@ -20,12 +22,12 @@ const (
 	StatusNotRun = "NOT_RUN"
 )
 
-// Boundaries a scenario can inject a fault at.
+// Boundaries a scenario can inject a fault at (declared in spec).
 const (
-	BoundaryNone   = "none"
-	BoundaryCommit = "commit"
-	BoundarySend   = "send"
-	BoundaryAck    = "ack"
+	BoundaryNone   = spec.BoundaryNone
+	BoundaryCommit = spec.BoundaryCommit
+	BoundarySend   = spec.BoundarySend
+	BoundaryAck    = spec.BoundaryAck
 )
 
 // Evidence is the content of evidence/u80.json.

@@ -238,7 +238,7 @@ func notRun(sc Scenario, reason string) evidence.Scenario {
 func scenarioRecord(sc Scenario) evidence.Scenario {
 	return evidence.Scenario{
 		ID: sc.ID, Suite: sc.Suite, Boundary: sc.Boundary, Description: sc.Description,
-		FaultPoints: append([]string{}, sc.FaultPoints...),
+		FaultPoints: sc.FaultPoints(),
 		Metrics:     []evidence.Metric{}, Topics: []string{}, Logs: []evidence.LogRef{},
 		Invariants: []evidence.InvariantResult{}, Tables: []evidence.TableDigest{},
 	}
@@ -333,6 +333,7 @@ func runOne(parent context.Context, rs runScope, sc Scenario) (evidence.Scenario
 	if logErr != nil {
 		reasons = append(reasons, "event log: "+logErr.Error())
 	}
+	env.Result.judge(sc.Scenario, runErr == nil && parent.Err() == nil)
 	if !env.Result.Passed() {
 		reasons = append(reasons, env.Result.Reason())
 	}
