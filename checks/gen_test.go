@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
+	"github.com/orderflow-audit/orderflow-audit/invariants"
 )
 
 // bulkEvidence writes an evidence file whose scenario businessInvariants
@@ -95,7 +96,7 @@ func bulkEvidence(tb testing.TB, dir string, n int) (path string, events int64) 
 		emit(con, at(7), evidence.Event{Kind: evidence.KindOffsetCommit, Topic: topic, Partition: evidence.Ptr[int32](0),
 			Offset: evidence.Ptr(id), Consumer: group})
 	}
-	invs, err := Invariants()
+	invs, err := invariants.All()
 	if err != nil {
 		tb.Fatal(err)
 	}

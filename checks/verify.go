@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
+	"github.com/orderflow-audit/orderflow-audit/invariants"
 	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
@@ -56,7 +57,7 @@ func Verify(ctx context.Context, path string, opt Options) (*Verdict, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: resolve the directory of %s: %v", evidence.ErrBadInput, path, err)
 	}
-	invs, err := Invariants()
+	invs, err := invariants.All()
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +108,7 @@ type checker struct {
 	ev        *evidence.Evidence
 	dir       string
 	realDir   string
-	invs      []Invariant
+	invs      []invariants.Invariant
 	eng       *engine
 	pool      *decoderPool
 	logOwners map[string]string // resolved log path -> scenario
