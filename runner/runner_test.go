@@ -22,7 +22,7 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
-// referenceLines are the U80 observation lines of DESIGN.md: a run on a
+// referenceLines are the U80 observation lines of docs/design.md: a run on a
 // fresh database must print exactly these.
 var referenceLines = map[string]string{
 	"txBoundaryRollback":  "U80 txBoundaryRollback=PASS stock=10 idemRows=0 outboxRollback=true seedUntouched=true",

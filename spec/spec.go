@@ -48,7 +48,7 @@ type Metric struct {
 	Accept string
 }
 
-// Design is the row of the boundary table (DESIGN.md) that a U80 boundary
+// Design is the row of the boundary table (docs/design.md) that a U80 boundary
 // scenario stands for: what it injects, how the chain recovers, and when it
 // is accepted.
 type Design struct {
@@ -126,7 +126,7 @@ var registry []Scenario
 // register adds scenarios; topic files call it from init.
 func register(ss ...Scenario) { registry = append(registry, ss...) }
 
-// referenceOrder pins the run order of the reference lines (DESIGN.md lists
+// referenceOrder pins the run order of the reference lines (docs/design.md lists
 // them in this order). A scenario not listed runs after the listed ones of
 // its suite, in registration order (topic file name, then position).
 var referenceOrder = []string{

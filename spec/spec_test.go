@@ -43,7 +43,7 @@ func TestScenariosWellFormed(t *testing.T) {
 	}
 }
 
-// TestReferenceOrder: the reference scenarios run in the order DESIGN.md
+// TestReferenceOrder: the reference scenarios run in the order docs/design.md
 // lists their lines, suite by suite.
 func TestReferenceOrder(t *testing.T) {
 	var got []string
