@@ -117,6 +117,8 @@ type checker struct {
 	// read (see selection).
 	args   runArgs
 	argsOK bool
+	// layers are the layers of rules that apply to the system under test.
+	layers []spec.Layer
 	// truncated is set while checking a scenario one of whose logs was
 	// cut: end-state comparisons may then be explained by the lost tail,
 	// so they are inconclusive instead of failures.
@@ -156,6 +158,7 @@ func (c *checker) evidenceLevel() {
 			"what did not run cannot be concluded")
 	}
 	c.selection()
+	c.layers = c.systemUnderTest()
 	if ev.Run.End.Before(ev.Run.Start) {
 		c.mismatch("", "time-outside-run", "run.end", ev.Run.End.Format(time.RFC3339Nano), "not before "+ev.Run.Start.Format(time.RFC3339Nano),
 			"the run ends before it starts: its times were edited, so the events' times cannot be checked against them")

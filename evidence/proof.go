@@ -210,6 +210,15 @@ func proofReal(ev *Evidence, ran []Scenario) ProofRow {
 	} else {
 		row.Had = append(row.Had, "order service, relay and consumer as in-process actors of the same binary (no separate OS processes)")
 	}
+	if s := env.SUT; s != nil {
+		row.Had = append(row.Had, fmt.Sprintf("system under test: %s, claiming %s; the verifier checks the rule layers %s",
+			s.Name, orNone(strings.Join(s.Features, ", ")), strings.Join(s.Layers, ", ")))
+		for _, l := range spec.Layers {
+			if !slices.Contains(s.Layers, string(l)) {
+				row.CannotInfer = append(row.CannotInfer, l.Unchecked())
+			}
+		}
+	}
 	goVersion := env.Go
 	if !strings.HasPrefix(goVersion, "go") {
 		goVersion = "Go " + goVersion
@@ -359,6 +368,13 @@ func proofSynthetic(ran []Scenario) ProofRow {
 			"such an effect needs its own idempotency key downstream",
 	)
 	return row
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "no feature"
+	}
+	return s
 }
 
 // keys returns the keys of m, sorted.

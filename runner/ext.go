@@ -7,7 +7,7 @@ import (
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/runner/fault"
-	"github.com/orderflow-audit/orderflow-audit/runner/internal/relay"
+	"github.com/orderflow-audit/orderflow-audit/runner/sut"
 )
 
 // The EXT scenarios expose bugs that the U80 five cannot: a race between
@@ -23,7 +23,7 @@ func concurrentRelays(ctx context.Context, e *Env) error {
 	if err != nil {
 		return err
 	}
-	relays := make([]*relay.Relay, 2)
+	relays := make([]sut.Relay, 2)
 	for i, name := range []string{"relay-a", "relay-b"} {
 		if relays[i], err = e.Relay(name, topic, nil); err != nil {
 			return err
@@ -34,7 +34,7 @@ func concurrentRelays(ctx context.Context, e *Env) error {
 	// gives each relay its own four rows (SKIP LOCKED skips the rows the
 	// other is locking; a committed claim holds a live lease), a claim
 	// without the lock or the lease check hands the same rows out twice.
-	held := make([][]relay.Claimed, len(relays))
+	held := make([][]sut.Claimed, len(relays))
 	errs := make([]error, len(relays))
 	var wg sync.WaitGroup
 	start := make(chan struct{})
