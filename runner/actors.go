@@ -18,8 +18,8 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/runner/fault"
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/orders"
-	"github.com/orderflow-audit/orderflow-audit/runner/sut"
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/relay"
+	"github.com/orderflow-audit/orderflow-audit/runner/sut"
 )
 
 // Fixed test data: one SKU per scenario database, priced in cents.

@@ -175,7 +175,7 @@ func Run(ctx context.Context, opts Options) (*evidence.Evidence, error) {
 			},
 			Kafka: evidence.KafkaEnv{Mode: kafka.Mode, Implementation: kafka.Implementation, Brokers: kafka.Brokers},
 			Go:    runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH,
-			SUT:   sutEnv(opts.SUT),
+			SUT: sutEnv(opts.SUT),
 		},
 	}
 	if len(ev.Run.Args) == 0 {
