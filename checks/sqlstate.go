@@ -21,6 +21,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
+	"github.com/orderflow-audit/orderflow-audit/migrations/sqlsplit"
 )
 
 //go:embed ddl/*.sql
@@ -56,32 +57,7 @@ func ddl(name string) []string {
 	if err != nil {
 		panic("checks: missing embedded ddl/" + name) // embedded at build time
 	}
-	return splitStatements(string(b))
-}
-
-// splitStatements drops "--" comment lines and splits on a ";" that ends a
-// line (the grammar of migrations/; our DDL files follow it).
-func splitStatements(body string) []string {
-	var (
-		out []string
-		cur strings.Builder
-	)
-	for _, line := range strings.Split(body, "\n") {
-		t := strings.TrimSpace(line)
-		if t == "" || strings.HasPrefix(t, "--") {
-			continue
-		}
-		cur.WriteString(line)
-		cur.WriteByte('\n')
-		if strings.HasSuffix(t, ";") {
-			out = append(out, strings.TrimSuffix(strings.TrimSpace(cur.String()), ";"))
-			cur.Reset()
-		}
-	}
-	if s := strings.TrimSpace(cur.String()); s != "" {
-		out = append(out, s)
-	}
-	return out
+	return sqlsplit.Split(string(b))
 }
 
 // openSQLite opens a private in-memory SQLite database. One connection
