@@ -506,17 +506,6 @@ type lineValue struct {
 	arr []string
 }
 
-// parsedEvent is a decoded event with the storage its pointer fields point
-// into, so that decoding allocates no integer boxes. Never copy a
-// parsedEvent whose ev is still used: take its address.
-type parsedEvent struct {
-	ev    evidence.Event
-	ints  [7]int64
-	part  int32
-	lease time.Time
-	line  int64
-}
-
 // fastDecoder decodes lines on one goroutine; it is not safe for
 // concurrent use (it caches pattern matches).
 type fastDecoder struct {
@@ -529,9 +518,9 @@ func newFastDecoder() *fastDecoder { return &fastDecoder{rules: fastRules} }
 
 const patCacheMax = 512
 
-// decode fills pe from line and reports whether the fast path decided the
-// line is valid. false means undecided: use the full validator.
-func (d *fastDecoder) decode(line string, pe *parsedEvent) bool {
+// Fast fills pe from line and reports whether the fast path decided the
+// line is valid. false means undecided: use Full, the full validator.
+func (d *fastDecoder) Fast(line string, pe *evidence.Decoded) bool {
 	if d.rules == nil {
 		return false
 	}
@@ -927,17 +916,10 @@ func daysIn(m time.Month, year int) int {
 	return 31
 }
 
-// fill stores the validated values into pe.
-func (d *fastDecoder) fill(present uint64, pe *parsedEvent) bool {
-	e := &pe.ev
-	*e = evidence.Event{}
-	ni := 0
-	boxInt := func(n int64) *int64 {
-		pe.ints[ni] = n
-		p := &pe.ints[ni]
-		ni++
-		return p
-	}
+// fill stores the validated values into pe, which is empty.
+func (d *fastDecoder) fill(present uint64, pe *evidence.Decoded) bool {
+	e := &pe.Event
+	boxInt := pe.Box
 	for f := range numEventFields {
 		if present&(1<<f) == 0 {
 			continue
@@ -973,8 +955,7 @@ func (d *fastDecoder) fill(present uint64, pe *parsedEvent) bool {
 			if !ok {
 				return false
 			}
-			pe.lease = t
-			e.LeaseUntil = &pe.lease
+			e.LeaseUntil = pe.BoxTime(t)
 		case fStateBefore:
 			e.StateBefore = internState(v.s)
 		case fState:
@@ -987,8 +968,7 @@ func (d *fastDecoder) fill(present uint64, pe *parsedEvent) bool {
 			if v.n < math.MinInt32 || v.n > math.MaxInt32 {
 				return false // encoding/json refuses it: let it say so
 			}
-			pe.part = int32(v.n)
-			e.Partition = &pe.part
+			e.Partition = pe.Box32(int32(v.n))
 		case fOffset:
 			e.Offset = boxInt(v.n)
 		case fConsumer:
@@ -1054,6 +1034,8 @@ type lineProblem struct {
 	decode string            // valid against the schema but not decodable
 }
 
+func (p *lineProblem) Error() string { return p.String() }
+
 func (p *lineProblem) String() string {
 	if p.decode != "" {
 		return p.decode
@@ -1067,14 +1049,25 @@ func (p *lineProblem) String() string {
 
 // decodeLine decodes one event line: the fast path, else the full
 // validator and the strict decoder. A nil problem means pe holds the event.
-func (d *fastDecoder) decodeLine(line string, pe *parsedEvent) *lineProblem {
-	if d.decode(line, pe) {
+func (d *fastDecoder) decodeLine(line string, pe *evidence.Decoded) *lineProblem {
+	pe.Reset()
+	if d.Fast(line, pe) {
 		return nil
 	}
+	pe.Reset()
 	return slowDecode([]byte(line), pe)
 }
 
-func slowDecode(raw []byte, pe *parsedEvent) *lineProblem {
+// Full validates line against the event schema with every problem named
+// and decodes it strictly: a *lineProblem when it is not a valid event.
+func (d *fastDecoder) Full(line string, pe *evidence.Decoded) error {
+	if p := slowDecode([]byte(line), pe); p != nil {
+		return p
+	}
+	return nil
+}
+
+func slowDecode(raw []byte, pe *evidence.Decoded) *lineProblem {
 	if err := schemas.ValidateEventJSON(raw); err != nil {
 		var se *schemas.Error
 		if errors.As(err, &se) {
@@ -1086,6 +1079,6 @@ func slowDecode(raw []byte, pe *parsedEvent) *lineProblem {
 	if err != nil {
 		return &lineProblem{decode: "valid against the schema but not decodable: " + err.Error()}
 	}
-	pe.ev = ev
+	pe.Event = ev
 	return nil
 }

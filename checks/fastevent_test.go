@@ -129,15 +129,15 @@ func TestFastDecode(t *testing.T) {
 	d := newFastDecoder()
 	for _, tc := range fastCases {
 		t.Run(tc.name, func(t *testing.T) {
-			var pe parsedEvent
-			fast := d.decode(tc.line, &pe)
+			var pe evidence.Decoded
+			fast := d.Fast(tc.line, &pe)
 			if fast != tc.fast {
 				t.Fatalf("fast path decided = %v; want %v", fast, tc.fast)
 			}
 			if fast {
-				assertSameAsSlow(t, tc.line, &pe.ev)
+				assertSameAsSlow(t, tc.line, &pe.Event)
 			}
-			var pe2 parsedEvent
+			var pe2 evidence.Decoded
 			prob := d.decodeLine(tc.line, &pe2)
 			if (prob == nil) != tc.ok {
 				t.Fatalf("decodeLine problem = %v; want valid=%v", prob, tc.ok)
@@ -172,9 +172,9 @@ func FuzzFastEvent(f *testing.F) {
 	}
 	d := newFastDecoder()
 	f.Fuzz(func(t *testing.T, line string) {
-		var pe parsedEvent
-		if d.decode(line, &pe) {
-			assertSameAsSlow(t, line, &pe.ev)
+		var pe evidence.Decoded
+		if d.Fast(line, &pe) {
+			assertSameAsSlow(t, line, &pe.Event)
 		}
 	})
 }
@@ -182,7 +182,7 @@ func FuzzFastEvent(f *testing.F) {
 func BenchmarkDecodeLine(b *testing.B) {
 	line := `{"seq":12345,"time":"2026-11-30T10:00:00.123456789Z","run_id":"20261130t100000_abcd","scenario":"normalChain","actor":"relay-a","kind":"claim","event_id":"e-1234","order_id":1234,"claim_version":1,"claim_id":"relay-a-20261130t100000_abcd","lease_until":"2026-11-30T10:00:30.123456Z","state_before":"PENDING"}`
 	d := newFastDecoder()
-	var pe parsedEvent
+	var pe evidence.Decoded
 	b.SetBytes(int64(len(line)))
 	for b.Loop() {
 		if p := d.decodeLine(line, &pe); p != nil {

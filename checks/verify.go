@@ -2,9 +2,7 @@ package checks
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -69,7 +67,7 @@ func Verify(ctx context.Context, path string, opt Options) (*Verdict, error) {
 		return nil, err
 	}
 	pool := newDecoderPool(opt.Workers)
-	defer pool.close()
+	defer pool.Close()
 
 	v := &Verdict{
 		Evidence: path, RunID: ev.Run.ID, Engine: eng.name, Scenarios: len(ev.Scenarios),
@@ -108,7 +106,7 @@ type checker struct {
 	realDir   string
 	invs      []Invariant
 	eng       *engine
-	pool      *decoderPool
+	pool      *evidence.Pool
 	logOwners map[string]string // resolved log path -> scenario
 	seen      map[string]bool   // scenario ids
 	// args is what run.args say; argsOK is false when they cannot be
@@ -380,170 +378,6 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
-}
-
-// replay reads the scenario's logs, checks their integrity and folds their
-// events, merged by time, into m. It reports whether a log was cut.
-func (c *checker) replay(ctx context.Context, sc *evidence.Scenario, m *Model, run *scenarioRun) (bool, error) {
-	var reads []*logRead
-	for i, ref := range sc.Logs {
-		abs, real, err := resolveLog(c.dir, c.realDir, ref.Path)
-		switch {
-		case errors.Is(err, os.ErrNotExist):
-			run.logReason(Reason{Rule: "log-missing", Status: Fail, Log: ref.Path,
-				Message: fmt.Sprintf("the event log %s of %s does not exist next to the evidence file", ref.Path, ref.Actor)})
-			continue
-		case err != nil:
-			run.logReason(Reason{Rule: "log-path", Status: Fail, Log: ref.Path, Message: "rejected log path: " + err.Error()})
-			continue
-		}
-		if owner, dup := c.logOwners[real]; dup {
-			if owner == sc.ID {
-				run.logReason(Reason{Rule: "log-duplicate", Status: Fail, Log: ref.Path,
-					Message: "the same log is referenced twice by this scenario: its events would count twice"})
-				continue
-			}
-			run.logReason(Reason{Rule: "log-shared", Status: Fail, Log: ref.Path,
-				Message: "this log is also referenced by scenario " + owner})
-		}
-		c.logOwners[real] = sc.ID
-		reads = append(reads, &logRead{idx: i, ref: ref, abs: abs, out: make(chan *lineBatch, batchQueue), done: make(chan struct{})})
-	}
-	rctx, cancel := context.WithCancel(ctx)
-	for _, lr := range reads {
-		go lr.read(rctx, c.pool)
-	}
-	defer func() {
-		cancel()
-		for _, lr := range reads {
-			<-lr.done
-		}
-	}()
-
-	type logState struct {
-		prevSeq, prevLine int64
-		lastTime          time.Time
-	}
-	cursors := make([]*logCursor, len(reads))
-	states := make([]logState, len(reads))
-	for i, lr := range reads {
-		cursors[i] = &logCursor{lr: lr}
-	}
-	onProblem := func(lr *logRead, p batchProblem) {
-		rule := "event-schema"
-		msg := "line is not a valid event: " + p.prob.String()
-		if p.prob.decode != "" {
-			rule = "event-decode"
-			msg = "line " + p.prob.decode
-		}
-		run.logReason(Reason{Rule: rule, Status: Fail, Log: lr.ref.Path, Line: p.line, Message: msg})
-	}
-	runID := c.ev.Run.ID
-	lo, hi := c.ev.Run.Start.Add(-timeTolerance), c.ev.Run.End.Add(timeTolerance)
-	checkRunTimes := !c.ev.Run.End.Before(c.ev.Run.Start) // else evidenceLevel failed the run's own times
-	var n int64
-	for {
-		var best *parsedEvent
-		bi := -1
-		for i, cur := range cursors {
-			h, err := cur.head(ctx, onProblem)
-			if err != nil {
-				return false, err
-			}
-			if h != nil && (best == nil || h.ev.Time.Before(best.ev.Time)) {
-				best, bi = h, i
-			}
-		}
-		if best == nil {
-			break
-		}
-		cursors[bi].pos++
-		st := &states[bi]
-		path := reads[bi].ref.Path
-		e := &best.ev
-		switch {
-		case e.Seq <= st.prevSeq:
-			run.logReason(Reason{Rule: "seq-order", Status: Fail, Log: path, Seq: e.Seq, Line: best.line,
-				Message: fmt.Sprintf("seq %d after seq %d: events reordered or duplicated", e.Seq, st.prevSeq)})
-		case e.Seq != st.prevSeq+1 && best.line == st.prevLine+1:
-			run.logReason(Reason{Rule: "seq-gap", Status: Fail, Log: path, Seq: e.Seq, Line: best.line,
-				Message: fmt.Sprintf("seq jumps from %d to %d: an event line is missing", st.prevSeq, e.Seq)})
-		}
-		if e.RunID != runID {
-			run.logReason(Reason{Rule: "run-id", Status: Fail, Log: path, Seq: e.Seq, Line: best.line, Field: "run_id",
-				Claimed: runID, Recomputed: e.RunID, Message: fmt.Sprintf("event of run %q in the evidence of run %q", e.RunID, runID)})
-		}
-		if e.Scenario != sc.ID {
-			run.logReason(Reason{Rule: "log-scenario", Status: Fail, Log: path, Seq: e.Seq, Line: best.line, Field: "scenario",
-				Claimed: sc.ID, Recomputed: e.Scenario,
-				Message: fmt.Sprintf("event of scenario %q in a log that scenario %q references", e.Scenario, sc.ID)})
-		}
-		if actor := reads[bi].ref.Actor; e.Actor != actor {
-			run.logReason(Reason{Rule: "log-actor", Status: Fail, Log: path, Seq: e.Seq, Line: best.line, Field: "actor",
-				Claimed: actor, Recomputed: e.Actor,
-				Message: fmt.Sprintf("event of actor %q in the log the evidence lists as %q's: logs swapped or relabelled", e.Actor, actor)})
-		}
-		if e.Time.Before(st.lastTime) {
-			run.logReason(Reason{Rule: "time-order", Status: Fail, Log: path, Seq: e.Seq, Line: best.line, Field: "time",
-				Claimed: e.Time.Format(time.RFC3339Nano), Recomputed: "not before " + st.lastTime.Format(time.RFC3339Nano),
-				Message: fmt.Sprintf("time goes back %s from the line before: an actor logs its events as they happen, "+
-					"so its log is in time order; this event was moved", st.lastTime.Sub(e.Time))})
-		}
-		if checkRunTimes && (e.Time.Before(lo) || e.Time.After(hi)) {
-			run.logReason(Reason{Rule: "time-outside-run", Status: Fail, Log: path, Seq: e.Seq, Line: best.line, Field: "time",
-				Claimed: e.Time.Format(time.RFC3339Nano), Recomputed: runWindow(c.ev.Run),
-				Message: fmt.Sprintf("the event's time is outside the run (run.start to run.end, give or take %s): "+
-					"it was moved, or it belongs to another run", timeTolerance)})
-		}
-		st.prevSeq, st.prevLine, st.lastTime = max(st.prevSeq, e.Seq), best.line, e.Time
-		m.Step(e, Source{Log: path, Line: best.line, Seq: e.Seq})
-		if n++; n%4096 == 0 && ctx.Err() != nil {
-			return false, ctx.Err()
-		}
-	}
-	cancel()
-	truncated := false
-	for i, lr := range reads {
-		<-lr.done
-		if err := ctx.Err(); err != nil {
-			return false, err
-		}
-		path := lr.ref.Path
-		if lr.err != nil {
-			run.logReason(Reason{Rule: "log-unreadable", Status: Fail, Log: path, Message: "read: " + lr.err.Error()})
-			continue
-		}
-		if n := lr.slow.Load(); n > maxSlowLines {
-			run.logReason(Reason{Rule: "log-too-broken", Status: Fail, Log: path,
-				Message: fmt.Sprintf("%d lines needed the full schema validator; after %d of them the rest were not checked", n, maxSlowLines)})
-		}
-		if lr.tooLong > 0 {
-			run.logReason(Reason{Rule: "event-line-too-long", Status: Fail, Log: path, Line: lr.tooLong,
-				Message: fmt.Sprintf("line %d is longer than %d bytes: it and the lines after it were not read "+
-					"(the digest and line count cover the whole file)", lr.tooLong, evidence.MaxLineBytes)})
-		}
-		if lr.sum != lr.ref.SHA256 {
-			run.logReason(Reason{Rule: "log-digest", Status: Fail, Log: path, Field: "sha256", Claimed: lr.ref.SHA256, Recomputed: lr.sum,
-				Message: "the log's sha256 differs from the one the evidence recorded: the log was changed after the run"})
-		}
-		if lr.lines != lr.ref.Lines {
-			run.logReason(Reason{Rule: "log-lines", Status: Fail, Log: path, Field: "lines",
-				Claimed: strconv.FormatInt(lr.ref.Lines, 10), Recomputed: strconv.FormatInt(lr.lines, 10),
-				Message: fmt.Sprintf("the log has %d lines; the evidence recorded %d", lr.lines, lr.ref.Lines)})
-		}
-		if lr.truncated > 0 {
-			truncated = true
-			after := "its first event"
-			if !states[i].lastTime.IsZero() {
-				after = states[i].lastTime.Format(time.RFC3339Nano)
-			}
-			run.logReason(Reason{Rule: "log-truncated", Status: Inconclusive, Log: path, Line: lr.truncated,
-				Message: fmt.Sprintf("line %d is cut (no newline): %s was killed while writing it. That event and anything "+
-					"%s did after %s are unknown, so claims that depend on them cannot be concluded", lr.truncated,
-					lr.ref.Actor, lr.ref.Actor, after)})
-		}
-	}
-	return truncated, nil
 }
 
 // liveInvariantEvents compares the invariant events of the logs with the
