@@ -39,36 +39,56 @@ type Decoded struct {
 	nints int
 	i32   int32
 	t     time.Time
+	used  uint8 // usedTime, used32
 }
+
+const (
+	used32 = 1 << iota
+	usedTime
+)
 
 // Box returns a pointer to n in d's own storage (or a new one once that is
 // used up).
 func (d *Decoded) Box(n int64) *int64 {
-	if d.nints >= len(d.ints) {
-		return &n
+	var p *int64
+	if d.nints < len(d.ints) {
+		p = &d.ints[d.nints]
+		d.nints++
+	} else {
+		p = new(int64)
 	}
-	p := &d.ints[d.nints]
 	*p = n
-	d.nints++
 	return p
 }
 
-// Box32 returns a pointer to n in d's own storage; one per event.
+// Box32 returns a pointer to n in d's own storage (or a new one for a
+// second int32 of the same event).
 func (d *Decoded) Box32(n int32) *int32 {
-	d.i32 = n
-	return &d.i32
+	p := &d.i32
+	if d.used&used32 != 0 {
+		p = new(int32)
+	}
+	d.used |= used32
+	*p = n
+	return p
 }
 
-// BoxTime returns a pointer to t in d's own storage; one per event.
+// BoxTime returns a pointer to t in d's own storage (or a new one for a
+// second time of the same event).
 func (d *Decoded) BoxTime(t time.Time) *time.Time {
-	d.t = t
-	return &d.t
+	p := &d.t
+	if d.used&usedTime != 0 {
+		p = new(time.Time)
+	}
+	d.used |= usedTime
+	*p = t
+	return p
 }
 
 // Reset empties d for the next line.
 func (d *Decoded) Reset() {
 	d.Event = Event{}
-	d.nints = 0
+	d.nints, d.used = 0, 0
 }
 
 // A Decoder decodes the lines of logs on one goroutine (it may keep caches):
