@@ -150,6 +150,7 @@ func intOf(v any) (int64, error) {
 	return i, nil
 }
 
+// prop compiles the schema of one property (following a $ref to $defs).
 func (c *ruleCompiler) prop(v any) (*propRule, error) {
 	m, ok := v.(map[string]any)
 	if !ok {
@@ -170,86 +171,86 @@ func (c *ruleCompiler) prop(v any) (*propRule, error) {
 	}
 	p := &propRule{minLen: -1, maxLen: -1, minItems: -1, maxItems: -1}
 	for k, x := range m {
-		var err error
-		switch k {
-		case "description", "title":
-		case "type":
-			s, _ := x.(string)
-			if s != "string" && s != "integer" && s != "array" {
-				return nil, fmt.Errorf("type %v", x)
-			}
-			p.typ = s
-		case "minimum":
-			p.hasMin = true
-			p.min, err = intOf(x)
-		case "maximum":
-			p.hasMax = true
-			p.max, err = intOf(x)
-		case "minLength", "maxLength", "minItems", "maxItems":
-			var n int64
-			n, err = intOf(x)
-			if err == nil && (n < 0 || n > math.MaxInt32) {
-				err = fmt.Errorf("%s %d out of range", k, n)
-			}
-			switch k {
-			case "minLength":
-				p.minLen = int(n)
-			case "maxLength":
-				p.maxLen = int(n)
-			case "minItems":
-				p.minItems = int(n)
-			default:
-				p.maxItems = int(n)
-			}
-		case "pattern":
-			s, _ := x.(string)
-			p.pattern, err = regexp.Compile(s) // the validator compiles patterns with regexp too
-		case "format":
-			if x != "date-time" {
-				err = fmt.Errorf("format %v", x)
-			}
-			p.dateTime = true
-		case "enum":
-			list, ok := x.([]any)
-			if !ok || len(list) == 0 {
-				return nil, fmt.Errorf("enum %v", x)
-			}
-			p.enum = []string{}
-			for _, e := range list {
-				s, ok := e.(string)
-				if !ok {
-					return nil, fmt.Errorf("non-string enum value %v", e)
-				}
-				p.enum = append(p.enum, s)
-			}
-		case "const":
-			s, ok := x.(string)
-			if !ok {
-				return nil, fmt.Errorf("non-string const %v", x)
-			}
-			p.konst = &s
-		case "items":
-			p.items, err = c.prop(x)
-		default:
-			return nil, fmt.Errorf("keyword %q unknown to the fast decoder", k)
-		}
-		if err != nil {
+		if err := c.keyword(p, k, x); err != nil {
 			return nil, err
 		}
 	}
-	if p.typ == "" && p.enum == nil && p.konst == nil {
-		return nil, fmt.Errorf("no type, enum or const")
+	return p, p.consistent()
+}
+
+// keyword compiles one keyword k with value x of a property schema into p.
+func (c *ruleCompiler) keyword(p *propRule, k string, x any) error {
+	var err error
+	switch k {
+	case "description", "title":
+	case "type":
+		s, _ := x.(string)
+		if s != "string" && s != "integer" && s != "array" {
+			return fmt.Errorf("type %v", x)
+		}
+		p.typ = s
+	case "minimum":
+		p.hasMin = true
+		p.min, err = intOf(x)
+	case "maximum":
+		p.hasMax = true
+		p.max, err = intOf(x)
+	case "minLength", "maxLength", "minItems", "maxItems":
+		var n int64
+		n, err = intOf(x)
+		if err == nil && (n < 0 || n > math.MaxInt32) {
+			err = fmt.Errorf("%s %d out of range", k, n)
+		}
+		*map[string]*int{"minLength": &p.minLen, "maxLength": &p.maxLen, "minItems": &p.minItems, "maxItems": &p.maxItems}[k] = int(n)
+	case "pattern":
+		s, _ := x.(string)
+		p.pattern, err = regexp.Compile(s) // the validator compiles patterns with regexp too
+	case "format":
+		if x != "date-time" {
+			err = fmt.Errorf("format %v", x)
+		}
+		p.dateTime = true
+	case "enum":
+		list, ok := x.([]any)
+		if !ok || len(list) == 0 {
+			return fmt.Errorf("enum %v", x)
+		}
+		p.enum = []string{}
+		for _, e := range list {
+			s, ok := e.(string)
+			if !ok {
+				return fmt.Errorf("non-string enum value %v", e)
+			}
+			p.enum = append(p.enum, s)
+		}
+	case "const":
+		s, ok := x.(string)
+		if !ok {
+			return fmt.Errorf("non-string const %v", x)
+		}
+		p.konst = &s
+	case "items":
+		p.items, err = c.prop(x)
+	default:
+		return fmt.Errorf("keyword %q unknown to the fast decoder", k)
 	}
-	if p.typ != "array" && (p.items != nil || p.minItems >= 0 || p.maxItems >= 0) {
-		return nil, fmt.Errorf("array keywords on a non-array")
+	return err
+}
+
+// consistent checks that p's keywords make a rule the fast decoder can
+// apply.
+func (p *propRule) consistent() error {
+	switch {
+	case p.typ == "" && p.enum == nil && p.konst == nil:
+		return fmt.Errorf("no type, enum or const")
+	case p.typ != "array" && (p.items != nil || p.minItems >= 0 || p.maxItems >= 0):
+		return fmt.Errorf("array keywords on a non-array")
+	case p.typ == "array" && p.items == nil:
+		return fmt.Errorf("array without items")
+	case p.items != nil && p.items.typ != "" && p.items.typ != "string":
+		return fmt.Errorf("array items must be strings")
 	}
-	if p.typ == "array" && p.items == nil {
-		return nil, fmt.Errorf("array without items")
-	}
-	if p.items != nil && p.items.typ != "" && p.items.typ != "string" {
-		return nil, fmt.Errorf("array items must be strings")
-	}
-	return p, nil
+	return nil
 }
 
 // compatible checks that the fast decoder can store what the rule admits.

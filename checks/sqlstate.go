@@ -86,6 +86,8 @@ func openSQLite(ctx context.Context) (*engine, error) {
 // openMySQL creates a scratch database ofa_verify_<random> with the
 // orderflow-audit marker on the server named by dsn. Closing drops it,
 // after checking the marker: it never drops a database it did not create.
+// One function on purpose (87 lines): each failure must undo exactly what
+// was set up before it (close the server, drop the new database).
 func openMySQL(ctx context.Context, dsn, runID string) (*engine, error) {
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
