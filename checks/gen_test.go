@@ -8,6 +8,7 @@ import (
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/evidence/evidencetest"
+	"github.com/orderflow-audit/orderflow-audit/invariants"
 )
 
 // bulkEvidence writes an evidence file whose scenario businessInvariants
@@ -19,7 +20,7 @@ import (
 // bulkReasonsOK).
 func bulkEvidence(tb testing.TB, dir string, n int) (path string, events int64) {
 	tb.Helper()
-	invs, err := Invariants()
+	invs, err := invariants.All()
 	if err != nil {
 		tb.Fatal(err)
 	}

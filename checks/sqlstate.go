@@ -21,6 +21,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
+	"github.com/orderflow-audit/orderflow-audit/invariants"
 	"github.com/orderflow-audit/orderflow-audit/migrations/sqlsplit"
 )
 
@@ -306,7 +307,7 @@ func insertRows(ctx context.Context, tx *sql.Tx, t tableSource) error {
 
 // usedTables returns the sources of the tables some invariant reads (a
 // table name as a word of its SQL): only those need loading.
-func usedTables(srcs []tableSource, invs []Invariant) []tableSource {
+func usedTables(srcs []tableSource, invs []invariants.Invariant) []tableSource {
 	var out []tableSource
 	for _, s := range srcs {
 		re := regexp.MustCompile(`\b` + regexp.QuoteMeta(s.spec.Table) + `\b`)
@@ -362,6 +363,6 @@ func digestSource(t tableSource) evidence.TableDigest {
 }
 
 // countInvariant runs one invariant on the loaded state.
-func (e *engine) countInvariant(ctx context.Context, inv Invariant) (int64, error) {
-	return CountRows(ctx, e.db, inv)
+func (e *engine) countInvariant(ctx context.Context, inv invariants.Invariant) (int64, error) {
+	return invariants.CountRows(ctx, e.db, inv)
 }

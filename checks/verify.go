@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
+	"github.com/orderflow-audit/orderflow-audit/invariants"
+	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
 // Options configure Verify.
@@ -51,7 +53,7 @@ func Verify(ctx context.Context, path string, opt Options) (*Verdict, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: resolve the directory of %s: %v", evidence.ErrBadInput, path, err)
 	}
-	invs, err := Invariants()
+	invs, err := invariants.All()
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +104,7 @@ type checker struct {
 	ev        *evidence.Evidence
 	dir       string
 	realDir   string
-	invs      []Invariant
+	invs      []invariants.Invariant
 	eng       *engine
 	pool      *evidence.Pool
 	logOwners map[string]string // resolved log path -> scenario
@@ -111,6 +113,8 @@ type checker struct {
 	// read (see selection).
 	args   runArgs
 	argsOK bool
+	// layers are the layers of rules that apply to the system under test.
+	layers []spec.Layer
 	// truncated is set while checking a scenario one of whose logs was
 	// cut: end-state comparisons may then be explained by the lost tail,
 	// so they are inconclusive instead of failures.
@@ -197,14 +201,11 @@ func (c *checker) scenario(ctx context.Context, sc *evidence.Scenario) error {
 		c.fail(id, "scenario-duplicate", "scenario %s is listed twice", id)
 	}
 	c.seen[id] = true
-	spec, known := catalogue[id]
+	s, known := spec.Lookup(id)
+	d, derived := derivations[id]
+	known = known && derived
 	if known {
-		if spec.suite != sc.Suite {
-			c.mismatch(id, "scenario-mismatch", "suite", sc.Suite, spec.suite, "scenario %s belongs to suite %s", id, spec.suite)
-		}
-		if spec.boundary != sc.Boundary {
-			c.mismatch(id, "scenario-mismatch", "boundary", sc.Boundary, spec.boundary, "scenario %s is at boundary %s", id, spec.boundary)
-		}
+		c.sameAsSpec(sc, s)
 	}
 	if want := evidence.FormatLine(sc.Suite, sc.ID, sc.Status, sc.Metrics); sc.Line != want {
 		c.mismatch(id, "line-mismatch", "line", sc.Line, want, "the observation line does not say what the scenario's status and metrics say")
@@ -245,7 +246,7 @@ func (c *checker) scenario(ctx context.Context, sc *evidence.Scenario) error {
 	c.liveInvariantEvents(sc, m, truncated)
 	inv := c.sqlChecks(ctx, sc, m)
 	if known {
-		c.metrics(sc, spec, facts{m: m, inv: inv})
+		c.metrics(sc, s, d, facts{m: m, inv: inv})
 	}
 	if sc.Status == evidence.StatusFail {
 		c.fail(id, "scenario-failed", "the runner reports scenario %s failed: %s", id, orDefault(sc.Reason, "no reason given"))
@@ -271,9 +272,9 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // metrics recomputes a known scenario's metrics, status and line and
 // compares them with the claims.
-func (c *checker) metrics(sc *evidence.Scenario, spec scenarioSpec, f facts) {
+func (c *checker) metrics(sc *evidence.Scenario, s spec.Scenario, d derivation, f facts) {
 	id := sc.ID
-	rec := spec.metrics(f)
+	rec := d.metrics(f)
 	byName := map[string]metricValue{}
 	var names []string
 	for _, r := range rec {
@@ -312,13 +313,13 @@ func (c *checker) metrics(sc *evidence.Scenario, spec scenarioSpec, f facts) {
 				"the metrics are not in line order")
 		}
 	}
-	if spec.injected != nil && sc.Status == evidence.StatusPass {
-		if why := spec.injected(f); why != "" {
+	if d.injected != nil && sc.Status == evidence.StatusPass {
+		if why := d.injected(f); why != "" {
 			c.endState(Reason{Rule: "fault-not-injected", Status: Fail, Scenario: id,
-				Message: "the scenario claims PASS at the " + spec.boundary + " boundary, but the events do not show its fault injection: " + why})
+				Message: "the scenario claims PASS at the " + s.Boundary + " boundary, but the events do not show its fault injection: " + why})
 		}
 	}
-	pass, decided := spec.accepted(rec)
+	pass, decided := accepted(s, rec)
 	recStatus := evidence.StatusFail
 	if pass {
 		recStatus = evidence.StatusPass
@@ -330,7 +331,7 @@ func (c *checker) metrics(sc *evidence.Scenario, spec scenarioSpec, f facts) {
 	case sc.Status == evidence.StatusPass && !pass:
 		c.endState(Reason{Rule: "status-mismatch", Status: Fail, Scenario: id, Field: "status", Claimed: sc.Status,
 			Recomputed: recStatus, Message: fmt.Sprintf("the scenario claims PASS, but the recomputed metrics do not meet its acceptance (%s)",
-				acceptText(spec))})
+				s.AcceptText())})
 	}
 	allKnown := true
 	ms := make([]evidence.Metric, len(rec))
@@ -339,17 +340,25 @@ func (c *checker) metrics(sc *evidence.Scenario, spec scenarioSpec, f facts) {
 		ms[i] = evidence.Metric{Name: r.name, Value: r.value}
 	}
 	if allKnown && decided && sc.Status != evidence.StatusFail {
-		if want := evidence.FormatLine(spec.suite, id, recStatus, ms); want != sc.Line {
+		if want := evidence.FormatLine(s.Suite, id, recStatus, ms); want != sc.Line {
 			c.endState(Reason{Rule: "line-mismatch", Status: Fail, Scenario: id, Field: "line", Claimed: sc.Line,
 				Recomputed: want, Message: "the observation line the events support differs"})
 		}
 	}
 }
 
-func acceptText(spec scenarioSpec) string {
-	var parts []string
-	for _, k := range sortedKeys(spec.accept) {
-		parts = append(parts, k+"="+spec.accept[k])
+// sameAsSpec checks what the evidence says a known scenario is against the
+// spec: its suite, boundary and fault points.
+func (c *checker) sameAsSpec(sc *evidence.Scenario, s spec.Scenario) {
+	id := sc.ID
+	if s.Suite != sc.Suite {
+		c.mismatch(id, "scenario-mismatch", "suite", sc.Suite, s.Suite, "scenario %s belongs to suite %s", id, s.Suite)
 	}
-	return strings.Join(parts, " ")
+	if s.Boundary != sc.Boundary {
+		c.mismatch(id, "scenario-mismatch", "boundary", sc.Boundary, s.Boundary, "scenario %s is at boundary %s", id, s.Boundary)
+	}
+	if want := s.FaultPoints(); !equalStrings(sc.FaultPoints, want) {
+		c.mismatch(id, "scenario-mismatch", "fault_points", strings.Join(sc.FaultPoints, ","), strings.Join(want, ","),
+			"scenario %s injects faults at %s", id, orDefault(strings.Join(want, ", "), "no point"))
+	}
 }

@@ -28,7 +28,7 @@ func cmdScenarios(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	)
 	t.Header("id", "suite", "boundary", "fault points", "description")
 	for _, s := range runner.Scenarios() {
-		fp := strings.Join(s.FaultPoints, ", ")
+		fp := strings.Join(s.FaultPoints(), ", ")
 		if fp == "" {
 			fp = "-"
 		}
