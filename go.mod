@@ -3,6 +3,7 @@ module github.com/orderflow-audit/orderflow-audit
 go 1.26.0
 
 require (
+	github.com/go-json-experiment/json v1.27.2 // only checks/decodebench_test.go (build tag jsonbench): the decoder comparison
 	github.com/go-sql-driver/mysql v1.10.1
 	github.com/golang-jwt/jwt/v5 v5.3.1
 	github.com/olekukonko/tablewriter v1.1.5
@@ -21,7 +22,6 @@ require (
 	github.com/clipperhouse/uax29/v2 v2.6.0 // indirect
 	github.com/dustin/go-humanize v1.1.0 // indirect
 	github.com/fatih/color v1.18.0 // indirect
-	github.com/go-json-experiment/json v1.27.2 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/klauspost/compress v1.20.3 // indirect
 	github.com/mattn/go-colorable v0.1.14 // indirect
