@@ -2,57 +2,16 @@ package checks
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"testing/fstest"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
+	"github.com/orderflow-audit/orderflow-audit/invariants"
+	"github.com/orderflow-audit/orderflow-audit/migrations/sqlsplit"
 )
-
-func TestInvariantsParse(t *testing.T) {
-	invs, err := Invariants()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ids []string
-	for _, inv := range invs {
-		ids = append(ids, inv.ID)
-		if len(inv.Meaning) < 20 || !strings.Contains(inv.Meaning, "row") {
-			t.Errorf("%s: meaning %q does not say what a returned row means", inv.ID, inv.Meaning)
-		}
-		if strings.Contains(inv.SQL, "--") {
-			t.Errorf("%s: comment left in the query", inv.ID)
-		}
-	}
-	want := []string{"duplicated-effects", "effect-without-inbox", "inbox-without-effect", "order-without-intent",
-		"orphan-effects", "orphan-sent", "sent-without-effect"}
-	if !slices.Equal(ids, want) {
-		t.Fatalf("Invariants() = %v; want %v", ids, want)
-	}
-}
-
-func TestParseInvariantsRejects(t *testing.T) {
-	for _, tc := range []struct{ name, file, body, want string }{
-		{"no comment", "a-b.sql", "SELECT 1 FROM orders", "must open with"},
-		{"bad name", "A_b.sql", "-- x row\nSELECT 1", "kebab-case"},
-		{"semicolon", "a.sql", "-- a row\nSELECT 1 FROM orders;", "semicolon"},
-		{"backtick", "a.sql", "-- a row\nSELECT 1 FROM `orders`", "backticks"},
-		{"not select", "a.sql", "-- a row\nDELETE FROM orders", "single SELECT"},
-		{"empty", "a.sql", "-- a row\n", "no query"},
-		{"inner comment", "a.sql", "-- a row\nSELECT 1\n-- x\nFROM orders", "only at the top"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := ParseInvariants(fstest.MapFS{"sql/" + tc.file: {Data: []byte(tc.body)}}, "sql")
-			if !errors.Is(err, ErrBadInvariant) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("ParseInvariants = %v; want ErrBadInvariant mentioning %q", err, tc.want)
-			}
-		})
-	}
-}
 
 // invariantFixture is a state where every invariant returns exactly one row.
 func invariantFixture() []TableRows {
@@ -107,7 +66,7 @@ func checkInvariantFixture(t *testing.T, e *engine) {
 	if err := e.load(ctx, srcs); err != nil {
 		t.Fatal(err)
 	}
-	invs, err := Invariants()
+	invs, err := invariants.All()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +76,7 @@ func checkInvariantFixture(t *testing.T, e *engine) {
 			t.Fatal(err)
 		}
 		if n != invariantFixtureWant[inv.ID] {
-			t.Errorf("CountRows(%s) = %d; want %d", inv.ID, n, invariantFixtureWant[inv.ID])
+			t.Errorf("invariants.CountRows(%s) = %d; want %d", inv.ID, n, invariantFixtureWant[inv.ID])
 		}
 	}
 }
@@ -169,7 +128,8 @@ func TestInvariantsMySQL(t *testing.T) {
 
 // TestInvariantsOnLiveSchema runs every invariant on the real DDL
 // (migrations/*.up.sql, read as files: checks/ does not import the
-// migrations package), as the runner does on the live database.
+// migrations package, only its leaf splitter), as the runner does on the
+// live database.
 func TestInvariantsOnLiveSchema(t *testing.T) {
 	e := openTestMySQL(t)
 	ctx := t.Context()
@@ -183,7 +143,7 @@ func TestInvariantsOnLiveSchema(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, stmt := range splitStatements(string(body)) {
+		for _, stmt := range sqlsplit.Split(string(body)) {
 			if strings.Contains(stmt, "ofa_marker") {
 				continue // the scratch database has it already
 			}
@@ -195,9 +155,9 @@ func TestInvariantsOnLiveSchema(t *testing.T) {
 	if _, err := e.db.ExecContext(ctx, `INSERT INTO orders (id, principal, sku, quantity, amount_cents) VALUES (7, 'p', 'S', 1, 1)`); err != nil {
 		t.Fatal(err)
 	}
-	invs, _ := Invariants()
+	invs, _ := invariants.All()
 	for _, inv := range invs {
-		n, err := CountRows(ctx, e.db, inv)
+		n, err := invariants.CountRows(ctx, e.db, inv)
 		if err != nil {
 			t.Fatalf("%s on the live schema: %v", inv.ID, err)
 		}
@@ -206,7 +166,7 @@ func TestInvariantsOnLiveSchema(t *testing.T) {
 			want = 1
 		}
 		if n != want {
-			t.Errorf("CountRows(%s) = %d; want %d", inv.ID, n, want)
+			t.Errorf("invariants.CountRows(%s) = %d; want %d", inv.ID, n, want)
 		}
 	}
 }

@@ -5,26 +5,8 @@ import (
 	"strings"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
+	"github.com/orderflow-audit/orderflow-audit/spec"
 )
-
-// negativeControl is one row of docs/negative-controls.md: a bug that
-// `orderflow-audit run --plant` can plant, the scenarios that expose it and
-// the verifier rules that catch it there.
-type negativeControl struct {
-	scenarios []string
-	rules     []string
-}
-
-// negativeControls is the table of docs/negative-controls.md (the runner's
-// TestPlantedBugMakesScenarioFail holds the same list).
-var negativeControls = map[string]negativeControl{
-	"mark-before-publish":  {[]string{"sendBeforeMarkCrash"}, []string{"sent-without-publish"}},
-	"mark-without-token":   {[]string{"sendBeforeMarkCrash"}, []string{"stale-token-mark"}},
-	"offset-before-effect": {[]string{"offsetReplay"}, []string{"offset-before-effect"}},
-	"no-inbox-dedupe":      {[]string{"normalChain", "offsetReplay"}, []string{"duplicate-effect", "effect-without-inbox"}},
-	"outbox-outside-tx":    {[]string{"orderCrashWindow"}, []string{"intent-outside-order-tx"}},
-	"claim-without-lock":   {[]string{"concurrentRelays"}, []string{"claim-on-live-lease"}},
-}
 
 // negativeControl checks a planted run once every scenario was checked: a
 // bug planted into the system under test must have been caught by one of
@@ -39,27 +21,27 @@ func (c *checker) negativeControl() {
 	if planted == "" {
 		return
 	}
-	nc, ok := negativeControls[planted]
+	nc, ok := spec.LookupPlant(planted)
 	if !ok {
 		c.fail("", "planted-unknown", "run.planted names bug %q, which the verifier's table of negative controls "+
 			"(docs/negative-controls.md) does not know: what should have caught it cannot be checked", planted)
 		return
 	}
-	if slices.ContainsFunc(c.v.Reasons, func(r Reason) bool { return slices.Contains(nc.rules, r.Rule) }) {
+	if slices.ContainsFunc(c.v.Reasons, func(r Reason) bool { return slices.Contains(nc.Rules(), r.Rule) }) {
 		return
 	}
 	var ran []string
 	for _, sc := range c.ev.Scenarios {
-		if sc.Status != evidence.StatusNotRun && slices.Contains(nc.scenarios, sc.ID) && !slices.Contains(ran, sc.ID) {
+		if sc.Status != evidence.StatusNotRun && slices.Contains(nc.Scenarios(), sc.ID) && !slices.Contains(ran, sc.ID) {
 			ran = append(ran, sc.ID)
 		}
 	}
 	if len(ran) > 0 {
 		c.fail("", "negative-control-not-tripped", "bug %s was planted and %s ran, which exposes it, but none of %s caught it: "+
 			"a negative control that does not trip proves nothing (the bug was not really planted, or the evidence is not that run's)",
-			planted, strings.Join(ran, ", "), strings.Join(nc.rules, ", "))
+			planted, strings.Join(ran, ", "), strings.Join(nc.Rules(), ", "))
 		return
 	}
 	c.inconclusive("", "negative-control-not-run", "bug %s was planted, but no scenario that exposes it (%s) ran: "+
-		"whether %s would catch it cannot be concluded from this run", planted, strings.Join(nc.scenarios, ", "), strings.Join(nc.rules, ", "))
+		"whether %s would catch it cannot be concluded from this run", planted, strings.Join(nc.Scenarios(), ", "), strings.Join(nc.Rules(), ", "))
 }

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
 // TestNegativeControls: a run that says a bug was planted must show it.
@@ -89,6 +91,7 @@ func TestNegativeControlsMatchDocs(t *testing.T) {
 		}
 		return out
 	}
+	type negativeControl struct{ scenarios, rules []string }
 	docs := map[string]negativeControl{}
 	for _, l := range strings.Split(string(b), "\n") {
 		if !strings.HasPrefix(l, "| `") {
@@ -106,14 +109,14 @@ func TestNegativeControlsMatchDocs(t *testing.T) {
 		t.Fatal("no rows in docs/negative-controls.md")
 	}
 	for bug, d := range docs {
-		nc, ok := negativeControls[bug]
-		if !ok || !slices.Equal(nc.scenarios, d.scenarios) || !slices.Equal(nc.rules, d.rules) {
-			t.Errorf("%s: verifier %+v, docs %+v", bug, nc, d)
+		nc, ok := spec.LookupPlant(bug)
+		if !ok || !slices.Equal(nc.Scenarios(), d.scenarios) || !slices.Equal(nc.Rules(), d.rules) {
+			t.Errorf("%s: spec %+v, docs %+v", bug, nc, d)
 		}
 	}
-	for bug := range negativeControls {
-		if _, ok := docs[bug]; !ok {
-			t.Errorf("%s is not in docs/negative-controls.md", bug)
+	for _, p := range spec.Plants {
+		if _, ok := docs[p.Bug]; !ok {
+			t.Errorf("%s is not in docs/negative-controls.md", p.Bug)
 		}
 	}
 }

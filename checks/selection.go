@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
+	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
 // Which scenarios a run selected, read back from run.args (the arguments
@@ -106,7 +107,7 @@ func (c *checker) selection() {
 			"which scenarios the run selected is unknown, so a scenario missing from the evidence cannot be detected", ev.Run.Args, err)
 	case args.scenarios == nil:
 		selected = map[string]bool{}
-		for _, id := range sortedKeys(catalogue) {
+		for _, id := range spec.IDs() {
 			selected[id] = true
 			if !present[id] {
 				c.fail(id, "scenario-missing", "run.args select every scenario (no --scenarios), but the evidence has no scenario %s: "+
@@ -117,7 +118,7 @@ func (c *checker) selection() {
 			// A scenario the verifier does not know may belong to the
 			// default run of another version of the tool; scenario-unknown
 			// already makes it inconclusive.
-			if _, known := catalogue[sc.ID]; known {
+			if _, known := spec.Lookup(sc.ID); known {
 				continue
 			}
 			selected[sc.ID] = true

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
 // SchemaVersion is the value of schema_version this code reads and writes;
@@ -20,12 +22,12 @@ const (
 	StatusNotRun = "NOT_RUN"
 )
 
-// Boundaries a scenario can inject a fault at.
+// Boundaries a scenario can inject a fault at (declared in spec).
 const (
-	BoundaryNone   = "none"
-	BoundaryCommit = "commit"
-	BoundarySend   = "send"
-	BoundaryAck    = "ack"
+	BoundaryNone   = spec.BoundaryNone
+	BoundaryCommit = spec.BoundaryCommit
+	BoundarySend   = spec.BoundarySend
+	BoundaryAck    = spec.BoundaryAck
 )
 
 // Evidence is the content of evidence/u80.json.
@@ -72,6 +74,17 @@ type Environment struct {
 	// ActorProcesses is true when actors ran as separate OS processes in
 	// at least one scenario.
 	ActorProcesses bool `json:"actor_processes"`
+	// SUT is the system under test and what it claims. Absent in evidence
+	// written before the seam existed: the reference implementation.
+	SUT *SUTEnv `json:"system_under_test,omitempty"`
+}
+
+// SUTEnv names the system under test, the features it claims and the
+// layers of verifier rules that follow from them (spec.Features.Layers).
+type SUTEnv struct {
+	Name     string   `json:"name"`
+	Features []string `json:"features"`
+	Layers   []string `json:"layers"`
 }
 
 // DatabaseEnv is the database server. DSN is always redacted.

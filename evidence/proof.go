@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
 // The boundary table and the proof-boundary matrix are derived from the
@@ -30,59 +32,24 @@ const (
 	KafkaExternal  = "external"
 )
 
-// FaultSIGKILL, among a scenario's fault points, says that the scenario's
-// other fault points were injected by killing the actor's OS process with
-// SIGKILL (runner.FaultSIGKILL; evidence/ cannot import the runner). Without
-// it a fault point was injected in-process: the actor abandoned the
-// operation as if it had died, and no signal was sent. The proof-boundary
-// matrix counts a kill only when Environment.ActorProcesses is also true.
-const FaultSIGKILL = "sigkill"
-
-// boundaryDesign is the boundary table of DESIGN.md: what each boundary's
-// U80 scenario injects, how the chain recovers and when it is accepted.
-var boundaryDesign = []struct {
-	boundary, scenario, injection, recovery, accepted string
-}{
-	{
-		boundary:  BoundaryCommit,
-		scenario:  "txBoundaryRollback",
-		injection: "unique conflict on the outbox event_id at the last write (a seeded decoy row)",
-		recovery:  "whole rollback",
-		accepted:  "stock, orders, idempotency, outbox all as before; decoy row untouched",
-	},
-	{
-		boundary:  BoundarySend,
-		scenario:  "sendBeforeMarkCrash",
-		injection: "publish succeeds, mark never happens, lease expires",
-		recovery:  "relay B claims v2, publishes the same event_id again; A's stale mark hits 0 rows",
-		accepted:  "2 deliveries, 1 effect, state SENT",
-	},
-	{
-		boundary:  BoundaryAck,
-		scenario:  "offsetReplay",
-		injection: "effect committed, offset not committed",
-		recovery:  "new member of the same group replays",
-		accepted:  "1 replay, inbox rejects it, 1 effect",
-	},
-}
-
 // ComputeBoundaries returns the boundary table: one row per boundary
 // (commit, send, ack, in that order) with the design's injection, recovery
 // and acceptance texts, and the status and figures of the U80 scenario that
 // exercises it. A scenario absent from scs is NOT_RUN; the figures of a
 // scenario that did not run are empty.
 func ComputeBoundaries(scs []Scenario) []Boundary {
-	out := make([]Boundary, 0, len(boundaryDesign))
-	for _, d := range boundaryDesign {
+	rows := spec.Boundaries()
+	out := make([]Boundary, 0, len(rows))
+	for _, d := range rows {
 		b := Boundary{
-			Boundary:     d.boundary,
-			Injection:    d.injection,
-			Recovery:     d.recovery,
-			AcceptedWhen: d.accepted,
-			Scenario:     d.scenario,
+			Boundary:     d.Boundary,
+			Injection:    d.Design.Injection,
+			Recovery:     d.Design.Recovery,
+			AcceptedWhen: d.Design.Accepted,
+			Scenario:     d.ID,
 			Status:       StatusNotRun,
 		}
-		if sc, ok := findScenario(scs, "U80", d.scenario); ok && sc.Status != "" {
+		if sc, ok := findScenario(scs, d.Suite, d.ID); ok && sc.Status != "" {
 			b.Status = sc.Status
 			if sc.Status != StatusNotRun {
 				b.Figures = formatMetrics(sc.Metrics)
@@ -108,71 +75,6 @@ func formatMetrics(ms []Metric) string {
 		parts[i] = m.Name + "=" + m.Value
 	}
 	return strings.Join(parts, " ")
-}
-
-// faultDescription says how this tool injects a fault point and what that
-// injection does not show.
-type faultDescription struct {
-	role        string // the actor the point is in
-	how         string // in-process injection
-	killed      string // injection by SIGKILL of the actor's process; "" if not possible
-	cannotInfer string
-	// simulated is what an in-process injection of a point that could be
-	// a kill does not show; empty for the generic text.
-	simulated string
-	// needsPlant names the planted bug without which the point cannot
-	// fire; unreachable says what arming it shows in a run without it.
-	needsPlant, unreachable string
-}
-
-// faultCatalogue describes the fault points this tool knows. The ids are
-// those of runner/fault and the commit-boundary conflict; evidence/ cannot
-// import the runner, so they are repeated here as plain strings.
-var faultCatalogue = map[string]faultDescription{
-	"outbox-unique-conflict": {
-		role: "order service",
-		how: "a real database error: the unique key on outbox.event_id rejects the order transaction's last write " +
-			"because the scenario seeded a decoy row with that event_id (duplicate-key error 1062 raised by the server, not simulated)",
-		cannotInfer: "other failures inside the order transaction (deadlock, lock wait timeout, connection lost before COMMIT, " +
-			"server crash): only a constraint violation at the last write was provoked",
-	},
-	"after-publish-before-mark": {
-		role: "relay",
-		how: "the relay abandoned its work after the broker acknowledged the publish and before the mark " +
-			"(an in-process simulated crash: no signal, no process died), then the scenario expired its lease by SQL " +
-			"(lease_until moved into the past) instead of waiting for the clock",
-		killed: "the relay ran as its own OS process and was killed with SIGKILL after the broker acknowledged the publish " +
-			"and before the mark",
-		cannotInfer: "a lease expired by SQL is not a lease that ran out on the clock: a slow relay that is still alive when its lease " +
-			"expires, clock skew between relays and database, and lease renewal were not exercised",
-		simulated: "a lease expired by SQL after an in-process crash is not a relay process killed by a signal: no OS process died, " +
-			"no connection was dropped by the kernel, no client buffer was lost",
-	},
-	"after-effect-before-offset-commit": {
-		role: "consumer",
-		how: "the consumer stopped after its effect transaction committed and before committing the offset " +
-			"(an in-process simulated crash: its client left the group without committing; no signal, no process died)",
-		killed: "the consumer's OS process was killed with SIGKILL after its effect transaction committed and before committing the offset",
-		cannotInfer: "rebalances driven by session timeouts under load, an offset commit refused by the broker, and a consumer " +
-			"that keeps running after losing its partitions (a zombie) were not exercised",
-	},
-	"after-claim-before-publish": {
-		role:   "relay",
-		how:    "the relay abandoned a claim before publishing (an in-process simulated crash: no signal, no process died)",
-		killed: "the relay's OS process was killed with SIGKILL while holding a claim, before publishing",
-		cannotInfer: "a publish that was in flight when the relay died (the broker may or may not have appended it) was not " +
-			"exercised by this point",
-	},
-	"after-order-commit-before-outbox": {
-		role: "order service",
-		how: "the order service stopped after the order committed and before writing its outbox intent " +
-			"(reachable only when the intent is written outside the order transaction, i.e. with the planted bug outbox-outside-tx)",
-		killed:      "the order service's OS process was killed with SIGKILL after the order committed and before writing its outbox intent",
-		cannotInfer: "nothing about the clean design, where the intent is written in the order transaction and this window does not exist",
-		needsPlant:  "outbox-outside-tx",
-		unreachable: "armed in the order service after the order commit and before the outbox intent, but it cannot fire in this run: " +
-			"the intent is written inside the order transaction, so there is no such window (it fires only with the planted bug outbox-outside-tx)",
-	},
 }
 
 // ComputeProofBoundary returns the proof-boundary matrix: for each category
@@ -237,11 +139,25 @@ func clipText(s string) string {
 	return s[:cut] + more
 }
 
-// killedScenario tells whether sc injected its fault points by SIGKILL:
-// it declares FaultSIGKILL and the environment says actors ran as OS
-// processes.
-func killedScenario(ev *Evidence, sc Scenario) bool {
-	return ev.Environment.ActorProcesses && slices.Contains(sc.FaultPoints, FaultSIGKILL)
+// faultRefs returns how sc's fault points were injected: the spec's
+// declaration when sc is a scenario this tool knows, declared with those
+// points; otherwise each point with an unknown injection (the verifier
+// reports the disagreement).
+func faultRefs(sc Scenario) []spec.FaultRef {
+	if s, ok := spec.Lookup(sc.ID); ok && slices.Equal(s.FaultPoints(), sc.FaultPoints) {
+		return s.Faults
+	}
+	out := make([]spec.FaultRef, len(sc.FaultPoints))
+	for i, p := range sc.FaultPoints {
+		out[i] = spec.FaultRef{Point: spec.Point(p)}
+	}
+	return out
+}
+
+// killed tells whether a fault was injected by a signal to an actor's OS
+// process: declared so, and the environment says actors ran as processes.
+func killed(ev *Evidence, r spec.FaultRef) bool {
+	return r.Injection == spec.InjectSignal && ev.Environment.ActorProcesses
 }
 
 // killedRoles returns the actors (relay, consumer, order service) that
@@ -249,12 +165,9 @@ func killedScenario(ev *Evidence, sc Scenario) bool {
 func killedRoles(ev *Evidence, ran []Scenario) map[string]bool {
 	out := map[string]bool{}
 	for _, sc := range ran {
-		if !killedScenario(ev, sc) {
-			continue
-		}
-		for _, fp := range sc.FaultPoints {
-			if d, ok := faultCatalogue[fp]; ok && d.killed != "" {
-				out[d.role] = true
+		for _, r := range faultRefs(sc) {
+			if f, ok := spec.LookupFault(r); ok && killed(ev, r) {
+				out[f.Actor] = true
 			}
 		}
 	}
@@ -297,12 +210,25 @@ func proofReal(ev *Evidence, ran []Scenario) ProofRow {
 	} else {
 		row.Had = append(row.Had, "order service, relay and consumer as in-process actors of the same binary (no separate OS processes)")
 	}
+	if s := env.SUT; s != nil {
+		row.Had = append(row.Had, fmt.Sprintf("system under test: %s, claiming %s; the verifier checks the rule layers %s",
+			s.Name, orNone(strings.Join(s.Features, ", ")), strings.Join(s.Layers, ", ")))
+	}
 	goVersion := env.Go
 	if !strings.HasPrefix(goVersion, "go") {
 		goVersion = "Go " + goVersion
 	}
 	row.Had = append(row.Had, fmt.Sprintf("%s on %s/%s", goVersion, env.OS, env.Arch))
+	row.CannotInfer = realCannotInfer(env)
+	return row
+}
 
+// realCannotInfer is what the real components of env do not show: the
+// broker and database behaviour they are not, and the layers of rules the
+// system under test does not claim.
+func realCannotInfer(env Environment) []string {
+	db := env.Database
+	var row ProofRow
 	switch env.Kafka.Mode {
 	case KafkaEmbedded:
 		row.CannotInfer = append(row.CannotInfer,
@@ -343,7 +269,14 @@ func proofReal(ev *Evidence, ran []Scenario) ProofRow {
 	}
 	row.CannotInfer = append(row.CannotInfer,
 		"throughput, latency or behaviour under sustained load: each scenario places a handful of orders")
-	return row
+	if s := env.SUT; s != nil {
+		for _, l := range spec.Layers {
+			if !slices.Contains(s.Layers, string(l)) {
+				row.CannotInfer = append(row.CannotInfer, l.Unchecked())
+			}
+		}
+	}
+	return row.CannotInfer
 }
 
 func proofFaults(ev *Evidence, ran []Scenario) ProofRow {
@@ -356,33 +289,27 @@ func proofFaults(ev *Evidence, ran []Scenario) ProofRow {
 			"anything about the unmodified system: this run had the planted bug %q (a negative control), so it is "+
 				"not evidence that the clean design holds", ev.Run.Planted))
 	}
-	// Collect the points declared by the scenarios that ran, with the
-	// scenarios that declared them, in first-seen order.
+	// Collect the faults injected by the scenarios that ran, with the
+	// scenarios that injected them, in first-seen order.
 	type use struct {
-		point  string
-		killed bool
-		by     []string
+		ref spec.FaultRef
+		by  []string
 	}
 	var uses []*use
-	index := map[string]*use{}
-	var unkilled []string // scenarios that declare SIGKILL without actor processes
+	index := map[spec.FaultRef]*use{}
+	var unkilled []string // scenarios that declare a signal without actor processes
 	for _, sc := range ran {
-		k := killedScenario(ev, sc)
-		if !k && slices.Contains(sc.FaultPoints, FaultSIGKILL) {
-			unkilled = append(unkilled, sc.ID)
-		}
-		for _, p := range sc.FaultPoints {
-			if p == FaultSIGKILL {
-				continue
+		for _, r := range faultRefs(sc) {
+			if r.Injection == spec.InjectSignal && !killed(ev, r) {
+				if !slices.Contains(unkilled, sc.ID) {
+					unkilled = append(unkilled, sc.ID)
+				}
+				r.Injection = spec.InjectHook
 			}
-			key := p
-			if k {
-				key += "\x00" + FaultSIGKILL
-			}
-			u := index[key]
+			u := index[r]
 			if u == nil {
-				u = &use{point: p, killed: k}
-				index[key] = u
+				u = &use{ref: r}
+				index[r] = u
 				uses = append(uses, u)
 			}
 			if len(u.by) == 0 || u.by[len(u.by)-1] != sc.ID {
@@ -392,49 +319,44 @@ func proofFaults(ev *Evidence, ran []Scenario) ProofRow {
 	}
 	if len(unkilled) > 0 {
 		row.Had = append(row.Had, fmt.Sprintf(
-			"%s declared in %s, but the evidence says no actor ran as an OS process: not counted as a kill",
-			FaultSIGKILL, strings.Join(unkilled, ", ")))
+			"SIGKILL declared in %s, but the evidence says no actor ran as an OS process: not counted as a kill",
+			strings.Join(unkilled, ", ")))
 	}
 	if len(uses) == 0 {
 		row.Had = append(row.Had, "no fault point was declared by the scenarios that ran")
 	}
 	for _, u := range uses {
-		d, known := faultCatalogue[u.point]
-		if known && d.needsPlant != "" && ev.Run.Planted != d.needsPlant {
-			row.Had = append(row.Had, fmt.Sprintf("%s (in %s): %s", u.point, strings.Join(u.by, ", "), d.unreachable))
-			row.CannotInfer = append(row.CannotInfer, fmt.Sprintf(
-				"%s: how the system recovers from a fault there, since it did not fire in this run (only that the window is absent)", u.point))
-			continue
-		}
-		how := d.how
-		switch {
-		case !known:
-			how = "a fault point this tool version does not describe: how it was injected is not known to the report"
-		case u.killed && d.killed != "":
-			how = d.killed
-		case u.killed:
-			how += " (the scenario declares " + FaultSIGKILL + ", but this point is not in a killable actor)"
-		}
-		row.Had = append(row.Had, fmt.Sprintf("%s (in %s): %s", u.point, strings.Join(u.by, ", "), how))
-		switch {
-		case !known:
-			row.CannotInfer = append(row.CannotInfer, fmt.Sprintf("%s: what this point proves; the tool does not describe it", u.point))
-		case u.killed && u.point == "after-publish-before-mark":
-			row.CannotInfer = append(row.CannotInfer, u.point+" (SIGKILL): a lease that runs out while the old relay is still "+
-				"alive (a slow relay, not a dead one), clock skew between relays and database, and lease renewal were not exercised")
-		default:
-			row.CannotInfer = append(row.CannotInfer, u.point+": "+d.cannotInfer)
-		}
-		if known && d.killed != "" && !u.killed {
-			sim := d.simulated
-			if sim == "" {
-				sim = "recovery from a process killed by a signal: the fault was simulated in-process, so no OS process died " +
-					"and no connection was dropped by the kernel"
-			}
-			row.CannotInfer = append(row.CannotInfer, u.point+": "+sim)
-		}
+		had, cannot := describeFault(ev, u.ref)
+		row.Had = append(row.Had, fmt.Sprintf("%s (in %s): %s", u.ref.Point, strings.Join(u.by, ", "), had))
+		row.CannotInfer = append(row.CannotInfer, cannot...)
 	}
 	return row
+}
+
+// describeFault says how a fault was injected and what it leaves unproven,
+// from the fault table.
+func describeFault(ev *Evidence, r spec.FaultRef) (string, []string) {
+	p := string(r.Point)
+	f, known := spec.LookupFault(r)
+	switch {
+	case !known:
+		return "a fault point this tool version does not describe: how it was injected is not known to the report",
+			[]string{p + ": what this point proves; the tool does not describe it"}
+	case f.NeedsPlant != "" && ev.Run.Planted != f.NeedsPlant:
+		return f.Unreachable, []string{p + ": how the system recovers from a fault there, since it did not fire in this run (only that the window is absent)"}
+	case r.Injection == spec.InjectSignal:
+		return f.How, []string{p + " (SIGKILL): " + f.CannotInfer}
+	}
+	cannot := []string{p + ": " + f.CannotInfer}
+	if r.Injection == spec.InjectHook && spec.Killable(r.Point) {
+		sim := f.Simulated
+		if sim == "" {
+			sim = "recovery from a process killed by a signal: the fault was simulated in-process, so no OS process died " +
+				"and no connection was dropped by the kernel"
+		}
+		cannot = append(cannot, p+": "+sim)
+	}
+	return f.How, cannot
 }
 
 func proofSynthetic(ran []Scenario) ProofRow {
@@ -459,45 +381,11 @@ func proofSynthetic(ran []Scenario) ProofRow {
 	return row
 }
 
-// notRunCatalogue lists fault classes this tool knows of and does not run
-// (kill -9 excepted when a scenario did kill an actor).
-var notRunCatalogue = []struct {
-	key, label, had, cannotInfer string
-}{
-	{
-		key:   "kill",
-		label: "kill -9",
-		had:   "NOT RUN: kill -9 of an actor (SIGKILL of the order service, relay or consumer process mid-operation)",
-		cannotInfer: "recovery from a real process death: in-flight state lost, a truncated event log, connections " +
-			"dropped by the kernel",
-	},
-	{
-		label: "producer unknown outcome",
-		had:   "NOT RUN: producer unknown outcome (the publish times out after the broker appended the record)",
-		cannotInfer: "that an ambiguous publish, retried or re-claimed, is absorbed by the inbox; only a crash after an " +
-			"acknowledged publish can have been injected",
-	},
-	{
-		label:       "broker restart",
-		had:         "NOT RUN: broker restart",
-		cannotInfer: "producer retries during leader unavailability, and consumer-group recovery of committed offsets across a broker restart",
-	},
-	{
-		label:       "database crash",
-		had:         "NOT RUN: database crash (server killed or restarted mid-transaction)",
-		cannotInfer: "durability of committed transactions (redo log, fsync) and the fate of in-doubt transactions after a server crash",
-	},
-	{
-		label: "network partition",
-		had:   "NOT RUN: network partition between actors, database and broker",
-		cannotInfer: "a relay cut off but alive while another claims its intent, and timeouts that are not failures " +
-			"(the request may have succeeded)",
-	},
-	{
-		label:       "dead-letter routing",
-		had:         "NOT RUN: dead-letter routing of records that can never be applied",
-		cannotInfer: "handling of a poison record (bad payload, unknown order): no dead-letter path was exercised",
-	},
+func orNone(s string) string {
+	if s == "" {
+		return "no feature"
+	}
+	return s
 }
 
 // keys returns the keys of m, sorted.
@@ -531,10 +419,10 @@ func proofNotRun(ev *Evidence, killed map[string]bool) ProofRow {
 		}
 		row.CannotInfer = append(row.CannotInfer, fmt.Sprintf("%s (not run): %s", sc.ID, what))
 	}
-	for _, c := range notRunCatalogue {
-		if c.key == "kill" && len(killed) > 0 {
+	for _, c := range spec.NotInjected {
+		if c.Key == spec.ClassKill && len(killed) > 0 {
 			var rest []string
-			for _, r := range []string{"order service", "relay", "consumer"} {
+			for _, r := range []string{spec.ActorOrders, spec.ActorRelay, spec.ActorConsumer} {
 				if !killed[r] {
 					rest = append(rest, r)
 				}
@@ -544,11 +432,11 @@ func proofNotRun(ev *Evidence, killed map[string]bool) ProofRow {
 			}
 			row.Had = append(row.Had, fmt.Sprintf("NOT RUN: kill -9 of the %s (SIGKILL mid-operation; only the %s was killed)",
 				strings.Join(rest, " or the "), strings.Join(keys(killed), " and the ")))
-			row.CannotInfer = append(row.CannotInfer, c.label+": "+c.cannotInfer)
+			row.CannotInfer = append(row.CannotInfer, c.Label+": "+c.CannotInfer)
 			continue
 		}
-		row.Had = append(row.Had, c.had)
-		row.CannotInfer = append(row.CannotInfer, c.label+": "+c.cannotInfer)
+		row.Had = append(row.Had, c.NotRun)
+		row.CannotInfer = append(row.CannotInfer, c.Label+": "+c.CannotInfer)
 	}
 	return row
 }

@@ -5,21 +5,21 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/orderflow-audit/orderflow-audit/checks"
 	"github.com/orderflow-audit/orderflow-audit/evidence"
+	"github.com/orderflow-audit/orderflow-audit/invariants"
 )
 
 // recordEndState runs the invariant queries (the same files the verifier
 // runs on the replayed state) against the live database, emitting one
 // invariant event each, and digests every table of evidence.DigestSpecs.
 func (e *Env) recordEndState(ctx context.Context, rec *evidence.Scenario) error {
-	invs, err := checks.Invariants()
+	invs, err := invariants.All()
 	if err != nil {
 		return err
 	}
 	var errs []error
 	for _, inv := range invs {
-		n, err := checks.CountRows(ctx, e.DB, inv)
+		n, err := invariants.CountRows(ctx, e.DB, inv)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("invariant %s: %w", inv.ID, err))
 			continue
@@ -43,13 +43,13 @@ func (e *Env) recordEndState(ctx context.Context, rec *evidence.Scenario) error 
 // InvariantRows returns the live result of one invariant on this scenario's
 // database.
 func (e *Env) InvariantRows(ctx context.Context, id string) (int64, error) {
-	invs, err := checks.Invariants()
+	invs, err := invariants.All()
 	if err != nil {
 		return 0, err
 	}
 	for _, inv := range invs {
 		if inv.ID == id {
-			return checks.CountRows(ctx, e.DB, inv)
+			return invariants.CountRows(ctx, e.DB, inv)
 		}
 	}
 	return 0, fmt.Errorf("unknown invariant %q", id)

@@ -277,9 +277,10 @@ func TestInterruptedMidScenarioIsNotRun(t *testing.T) {
 
 // TestActorKilledFromOutside: relay A's process is killed by SIGKILL
 // before it claims anything (here it kills itself at once, as an outside
-// kill would). That is recorded as a kill (sigkill) at the step it had
-// reached, never as the fault at after-publish-before-mark that did not
-// happen; the scenario fails, saying why.
+// kill would). That is recorded as a kill at the step it had reached
+// (before-claim), never as the fault at after-publish-before-mark that did
+// not happen; the scenario fails, saying why, and the verifier names the
+// undeclared kill.
 func TestActorKilledFromOutside(t *testing.T) {
 	dir := t.TempDir()
 	script := filepath.Join(dir, "killed-actor.sh")
@@ -307,8 +308,8 @@ func TestActorKilledFromOutside(t *testing.T) {
 			points = append(points, e.Point+": "+e.Detail)
 		}
 	}
-	if len(points) != 1 || !strings.HasPrefix(points[0], runner.FaultSIGKILL+": ") || !strings.Contains(points[0], "before claiming") {
-		t.Errorf("fault events %q; want one sigkill fault before claiming", points)
+	if len(points) != 1 || !strings.HasPrefix(points[0], "before-claim: ") || !strings.Contains(points[0], "SIGKILL from outside") {
+		t.Errorf("fault events %q; want one kill at before-claim", points)
 	}
 	if slices.ContainsFunc(points, func(p string) bool { return strings.HasPrefix(p, string(fault.AfterPublishBeforeMark)) }) {
 		t.Errorf("a fault at %s is recorded, which never happened", fault.AfterPublishBeforeMark)
@@ -319,9 +320,16 @@ func TestActorKilledFromOutside(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	undeclared := false
 	for _, r := range v.Reasons {
-		if r.Status == checks.Fail && r.Rule != "scenario-failed" {
+		switch {
+		case r.Rule == "fault-undeclared" && strings.Contains(r.Message, "before-claim"):
+			undeclared = true
+		case r.Status == checks.Fail && r.Rule != "scenario-failed":
 			t.Errorf("verify: %s %s: %s", r.Rule, r.Scenario, r.Message)
 		}
+	}
+	if !undeclared {
+		t.Errorf("verify does not name the kill at before-claim as a fault the scenario does not declare")
 	}
 }

@@ -51,7 +51,7 @@ func runOne(parent context.Context, rs *runScope, sc Scenario) (evidence.Scenari
 	rec.Database = name
 	env := &Env{
 		RunID: rs.runID, Scenario: sc, Server: rs.server, Scratch: scratch, DB: scratch.DB,
-		Kafka: rs.kafka, Plant: rs.opts.Plant, Faults: &fault.Injector{}, Secret: rs.secret,
+		Kafka: rs.kafka, SUT: *rs.opts.SUT, Plant: rs.opts.Plant, Faults: &fault.Injector{}, Secret: rs.secret,
 		Rand:   mrand.New(mrand.NewPCG(uint64(rs.opts.Seed), scenarioStream(sc.ID))),
 		Log:    rs.opts.Logger.With("scenario", sc.ID),
 		exe:    rs.opts.Executable,
@@ -108,6 +108,7 @@ func runOne(parent context.Context, rs *runScope, sc Scenario) (evidence.Scenari
 	if logErr != nil {
 		reasons = append(reasons, "event log: "+logErr.Error())
 	}
+	env.Result.judge(sc.Scenario, runErr == nil)
 	if !env.Result.Passed() {
 		reasons = append(reasons, env.Result.Reason())
 	}

@@ -24,6 +24,8 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra"
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/plant"
+	"github.com/orderflow-audit/orderflow-audit/runner/sut"
+	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
 // Options configure Run. Zero values take the documented defaults.
@@ -43,6 +45,9 @@ type Options struct {
 	// Out is the evidence file (default evidence/u80.json); its logs go to
 	// the directory beside it named after it without ".json".
 	Out string
+	// SUT is the system under test (default: sut.Reference(), this
+	// project's order service, relay and consumer).
+	SUT *sut.Implementation
 	// Plant plants one bug into the system under test (negative control).
 	Plant plant.Bug
 	// Args are the command-line arguments recorded in the evidence.
@@ -72,6 +77,10 @@ func (o *Options) setDefaults() error {
 	}
 	if o.Seed == 0 {
 		o.Seed = 1
+	}
+	if o.SUT == nil {
+		ref := sut.Reference()
+		o.SUT = &ref
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = 60 * time.Second
@@ -174,11 +183,17 @@ func Run(ctx context.Context, opts Options) (*evidence.Evidence, error) {
 			continue
 		}
 		t0 := opts.Now()
-		res, procs := runOne(runCtx, rs, sc)
-		if procs {
-			ev.Environment.ActorProcesses = true
+		var res evidence.Scenario
+		if missing := opts.SUT.Features.Missing(sc.Needs); len(missing) > 0 {
+			res = notRun(sc, fmt.Sprintf("the system under test (%s) does not claim %s", opts.SUT.Name, featureList(missing)))
+		} else {
+			var procs bool
+			res, procs = runOne(runCtx, rs, sc)
+			if procs {
+				ev.Environment.ActorProcesses = true
+			}
 		}
-		if res.Status == evidence.StatusNotRun {
+		if res.Status == evidence.StatusNotRun && rs.stoppedNow(runCtx) {
 			ev.Run.Interrupted = true
 		}
 		ev.Scenarios = append(ev.Scenarios, res)
@@ -257,12 +272,33 @@ func newEvidence(opts *Options, rs *runScope, runID string, start time.Time) *ev
 			},
 			Kafka: evidence.KafkaEnv{Mode: rs.kafka.Mode, Implementation: rs.kafka.Implementation, Brokers: rs.kafka.Brokers},
 			Go:    runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH,
+			SUT: sutEnv(opts.SUT),
 		},
 	}
 	if len(ev.Run.Args) == 0 {
 		ev.Run.Args = impliedArgs(opts)
 	}
 	return ev
+}
+
+// sutEnv is what the evidence records of the system under test.
+func sutEnv(impl *sut.Implementation) *evidence.SUTEnv {
+	env := &evidence.SUTEnv{Name: impl.Name, Features: []string{}, Layers: []string{}}
+	for _, f := range impl.Features {
+		env.Features = append(env.Features, string(f))
+	}
+	for _, l := range impl.Features.Layers() {
+		env.Layers = append(env.Layers, string(l))
+	}
+	return env
+}
+
+func featureList(fs []spec.Feature) string {
+	parts := make([]string, len(fs))
+	for i, f := range fs {
+		parts[i] = "the feature " + string(f)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // finish writes the evidence and its logs, and returns the run's error.
@@ -337,7 +373,7 @@ func notRun(sc Scenario, reason string) evidence.Scenario {
 func scenarioRecord(sc Scenario) evidence.Scenario {
 	return evidence.Scenario{
 		ID: sc.ID, Suite: sc.Suite, Boundary: sc.Boundary, Description: sc.Description,
-		FaultPoints: append([]string{}, sc.FaultPoints...),
+		FaultPoints: sc.FaultPoints(),
 		Metrics:     []evidence.Metric{}, Topics: []string{}, Logs: []evidence.LogRef{},
 		Invariants: []evidence.InvariantResult{}, Tables: []evidence.TableDigest{},
 	}
@@ -396,6 +432,14 @@ func notRunReason(what, when, detail, note string) string {
 		r += " (" + note + ")"
 	}
 	return r
+}
+
+// stoppedNow tells whether the run has been stopped (interrupted or its
+// infrastructure lost): a NOT_RUN scenario then makes the run interrupted,
+// unlike one the system under test cannot run.
+func (rs *runScope) stoppedNow(runCtx context.Context) bool {
+	what, _ := rs.stopped(runCtx)
+	return what != ""
 }
 
 // interruption says what interrupted the run: the cause the caller gave

@@ -3,86 +3,67 @@ package runner
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
-	"github.com/orderflow-audit/orderflow-audit/runner/fault"
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/plant"
+	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
-// Suites of scenarios.
-const (
-	SuiteU79 = "U79"
-	SuiteU80 = "U80"
-	SuiteEXT = "EXT"
-)
-
-// Scenario is one named experiment on the system under test.
+// Scenario is a scenario of the spec with the function that runs it.
 type Scenario struct {
-	// ID is stable: it names the scenario in its observation line, the
-	// evidence, the event-log paths and the report.
-	ID          string
-	Suite       string
-	Boundary    string
-	Description string
-	// FaultPoints are the named points the scenario arms (or, for the
-	// commit boundary, the real database error it provokes).
-	FaultPoints []string
-	// MinTimeout is the shortest per-scenario --timeout it can pass with
-	// (zero: DefaultMinTimeout); a shorter one is refused before the run.
-	MinTimeout time.Duration
+	spec.Scenario
 	// Run drives the scenario. It returns an error only when it could not
 	// run (infrastructure); a scenario that ran and did not hold reports
-	// that through Result.
+	// that through its metrics (judged against the spec) or Result.Failf.
 	Run func(ctx context.Context, env *Env) error
 }
 
-// FaultCommitConflict names the commit-boundary injection: a real unique-key
-// conflict on a seeded decoy outbox row, not a fault point in our code.
-const FaultCommitConflict = "outbox-unique-conflict"
+// runs binds scenario ids to their run functions; topic files fill it from
+// init with bind.
+var runs = map[string]func(context.Context, *Env) error{}
 
-var registry []Scenario
+func bind(id string, run func(context.Context, *Env) error) {
+	if _, dup := runs[id]; dup {
+		panic("runner: scenario " + id + " bound twice")
+	}
+	runs[id] = run
+}
 
-func register(s Scenario) { registry = append(registry, s) }
-
-// Scenarios returns every registered scenario in run order: U79, U80, EXT.
+// Scenarios returns every scenario of the spec in run order, each with its
+// run function (nil for a spec entry without one: TestEveryScenarioRuns
+// fails then).
 func Scenarios() []Scenario {
-	out := append([]Scenario(nil), registry...)
-	order := map[string]int{SuiteU79: 0, SuiteU80: 1, SuiteEXT: 2}
-	sort.SliceStable(out, func(i, j int) bool { return order[out[i].Suite] < order[out[j].Suite] })
+	all := spec.All()
+	out := make([]Scenario, len(all))
+	for i, s := range all {
+		out[i] = Scenario{Scenario: s, Run: runs[s.ID]}
+	}
 	return out
+}
+
+// Bound returns the ids that have a run function, sorted.
+func Bound() []string {
+	ids := make([]string, 0, len(runs))
+	for id := range runs {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
 }
 
 // Select returns the scenarios named in ids (all when ids is empty), in run
 // order. An unknown id is an error listing the valid ones.
 func Select(ids []string) ([]Scenario, error) {
-	all := Scenarios()
-	if len(ids) == 0 {
-		return all, nil
+	sel, err := spec.Select(ids)
+	if err != nil {
+		return nil, err
 	}
-	want := map[string]bool{}
-	for _, id := range ids {
-		want[id] = true
-	}
-	var out []Scenario
-	for _, s := range all {
-		if want[s.ID] {
-			out = append(out, s)
-			delete(want, s.ID)
-		}
-	}
-	if len(want) > 0 {
-		var unknown, valid []string
-		for id := range want {
-			unknown = append(unknown, id)
-		}
-		sort.Strings(unknown)
-		for _, s := range all {
-			valid = append(valid, s.ID)
-		}
-		return nil, fmt.Errorf("unknown scenario %s (valid: %s)", strings.Join(unknown, ", "), strings.Join(valid, ", "))
+	out := make([]Scenario, len(sel))
+	for i, s := range sel {
+		out[i] = Scenario{Scenario: s, Run: runs[s.ID]}
 	}
 	return out, nil
 }
@@ -99,17 +80,26 @@ func (r *Result) Metric(name string, value any) {
 	r.Metrics = append(r.Metrics, evidence.Metric{Name: name, Value: fmt.Sprint(value)})
 }
 
-// Expect records name=got and a failure when got != want.
-func (r *Result) Expect(name string, got, want any) {
-	r.Metric(name, got)
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		r.failures = append(r.failures, fmt.Sprintf("%s=%v, want %v", name, got, want))
-	}
-}
-
 // Failf records a failed condition that is not a metric.
 func (r *Result) Failf(format string, args ...any) {
 	r.failures = append(r.failures, fmt.Sprintf(format, args...))
+}
+
+// judge checks the metrics against the scenario's spec: each with its
+// accepted value and, when the run completed, every metric in line order (a
+// run that stopped early says why through its error).
+func (r *Result) judge(s spec.Scenario, completed bool) {
+	got := make([]string, len(r.Metrics))
+	for i, m := range r.Metrics {
+		got[i] = m.Name
+		if want := s.Accept(m.Name); want != "" && m.Value != want {
+			r.failures = append(r.failures, fmt.Sprintf("%s=%s, want %s", m.Name, m.Value, want))
+		}
+	}
+	if want := s.MetricNames(); completed && !slices.Equal(got, want) {
+		r.failures = append(r.failures, fmt.Sprintf("the runner measured %s; the spec's metrics are %s",
+			strings.Join(got, " "), strings.Join(want, " ")))
+	}
 }
 
 // Passed tells whether every condition held.
@@ -118,24 +108,8 @@ func (r *Result) Passed() bool { return len(r.failures) == 0 }
 // Reason joins the failed conditions.
 func (r *Result) Reason() string { return strings.Join(r.failures, "; ") }
 
-func points(ps ...fault.Point) []string {
-	out := make([]string, len(ps))
-	for i, p := range ps {
-		out[i] = string(p)
-	}
-	return out
-}
-
-// Plant is a planted bug (a negative control); see PlantedBugs.
+// Plant is a planted bug (a negative control); spec.Plants lists them.
 type Plant = plant.Bug
 
 // ParsePlant checks the name of a planted bug ("" is a clean run).
 func ParsePlant(s string) (Plant, error) { return plant.Parse(s) }
-
-// PlantedBugs lists the bugs that can be planted, with a description each.
-func PlantedBugs() []struct {
-	Bug         Plant
-	Description string
-} {
-	return plant.All
-}

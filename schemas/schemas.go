@@ -90,13 +90,6 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("does not match %s: %s", e.Schema, strings.Join(parts, "; "))
 }
 
-// ValidateEvidence validates a decoded evidence document (the result of
-// json.Unmarshal into any, numbers as json.Number or float64).
-func ValidateEvidence(doc any) error { return validate(EvidenceFile, doc) }
-
-// ValidateEvent validates one decoded event line.
-func ValidateEvent(doc any) error { return validate(EventFile, doc) }
-
 // ValidateEvidenceJSON and ValidateEventJSON decode raw JSON (numbers kept
 // exact) and validate it.
 func ValidateEvidenceJSON(raw []byte) error { return validateJSON(EvidenceFile, raw) }

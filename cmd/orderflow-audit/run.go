@@ -13,6 +13,7 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/runner"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra"
+	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
 const runAbout = `Runs the scenarios against a real MySQL-family server and a Kafka-protocol
@@ -47,8 +48,8 @@ func runFlagSet(rf *runFlags) *flagSet {
 orderflow-audit run --scenarios normalChain,offsetReplay --keep
 orderflow-audit run --kafka-brokers 127.0.0.1:9092 --out /tmp/e/u80.json`)
 	var bugs []string
-	for _, b := range runner.PlantedBugs() {
-		bugs = append(bugs, string(b.Bug))
+	for _, p := range spec.Plants {
+		bugs = append(bugs, p.Bug)
 	}
 	fs.Func("scenarios", "comma-separated scenario `ids` (default: all; see 'orderflow-audit scenarios')", func(v string) error {
 		ids, err := splitList(v)

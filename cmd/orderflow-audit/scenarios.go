@@ -26,7 +26,7 @@ func cmdScenarios(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		if i > 0 {
 			fmt.Fprintln(stdout)
 		}
-		fp := strings.Join(s.FaultPoints, ", ")
+		fp := strings.Join(s.FaultPoints(), ", ")
 		if fp == "" {
 			fp = "-"
 		}

@@ -1,5 +1,5 @@
-// Package fault names the points where a scenario injects a fault and arms
-// them. Actors call Hit at each point; an unarmed point costs a map lookup.
+// Package fault arms the points where a scenario injects a fault (declared
+// in spec's fault table). Actors call Hit at each point; an unarmed point costs a map lookup.
 package fault
 
 import (
@@ -8,30 +8,31 @@ import (
 	"os"
 	"sort"
 	"sync"
+
+	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
-// Point is a named place in an actor's code path.
-type Point string
+// Point is a named place in an actor's code path (spec's fault table
+// describes each).
+type Point = spec.Point
 
-// The fault points of the system under test.
+// The points an actor can be stopped at.
 const (
-	// AfterPublishBeforeMark: the relay's publish was acknowledged, the
-	// mark has not run (the send boundary).
-	AfterPublishBeforeMark Point = "after-publish-before-mark"
-	// AfterEffectBeforeOffsetCommit: the consumer's effect transaction
-	// committed, the offset has not been committed (the ack boundary).
-	AfterEffectBeforeOffsetCommit Point = "after-effect-before-offset-commit"
-	// AfterOrderCommitBeforeOutbox: only reachable with the planted bug
-	// "outbox-outside-tx": the order committed, its intent not yet written.
-	AfterOrderCommitBeforeOutbox Point = "after-order-commit-before-outbox"
-	// AfterClaimBeforePublish: the relay holds a claim and has not
-	// published.
-	AfterClaimBeforePublish Point = "after-claim-before-publish"
+	AfterPublishBeforeMark        = spec.AfterPublishBeforeMark
+	AfterEffectBeforeOffsetCommit = spec.AfterEffectBeforeOffsetCommit
+	AfterOrderCommitBeforeOutbox  = spec.AfterOrderCommitBeforeOutbox
+	AfterClaimBeforePublish       = spec.AfterClaimBeforePublish
 )
 
-// Points lists every point, sorted.
+// Points lists every point an in-process hook can fire at, sorted: the
+// points of the fault table with an InjectHook row.
 func Points() []Point {
-	ps := []Point{AfterPublishBeforeMark, AfterEffectBeforeOffsetCommit, AfterOrderCommitBeforeOutbox, AfterClaimBeforePublish}
+	var ps []Point
+	for _, f := range spec.Faults {
+		if f.Injection == spec.InjectHook {
+			ps = append(ps, f.Point)
+		}
+	}
 	sort.Slice(ps, func(i, j int) bool { return ps[i] < ps[j] })
 	return ps
 }

@@ -4,10 +4,7 @@
 // catch what they claim to catch. A planted run is labelled in the evidence.
 package plant
 
-import (
-	"fmt"
-	"strings"
-)
+import "github.com/orderflow-audit/orderflow-audit/spec"
 
 // Bug is one planted bug; the empty Bug is a clean system.
 type Bug string
@@ -32,30 +29,8 @@ const (
 	ClaimWithoutLock Bug = "claim-without-lock"
 )
 
-// All lists the planted bugs with a one-line description, in order.
-var All = []struct {
-	Bug         Bug
-	Description string
-}{
-	{MarkBeforePublish, "relay marks SENT before publishing"},
-	{MarkWithoutToken, "relay marks SENT without checking the claim token"},
-	{OffsetBeforeEffect, "consumer commits the offset before the effect transaction"},
-	{NoInboxDedupe, "consumer writes the effect without the inbox dedupe"},
-	{OutboxOutsideTx, "order service writes the outbox intent outside the order transaction"},
-	{ClaimWithoutLock, "relay claims without SKIP LOCKED and without the lease check"},
-}
-
-// Parse returns the Bug named s ("" is None).
+// Parse returns the Bug named s ("" is None); spec.Plants lists the bugs.
 func Parse(s string) (Bug, error) {
-	if s == "" {
-		return None, nil
-	}
-	var names []string
-	for _, b := range All {
-		if string(b.Bug) == s {
-			return b.Bug, nil
-		}
-		names = append(names, string(b.Bug))
-	}
-	return None, fmt.Errorf("unknown planted bug %q (valid: %s)", s, strings.Join(names, ", "))
+	b, err := spec.ParsePlant(s)
+	return Bug(b), err
 }

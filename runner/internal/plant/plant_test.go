@@ -5,16 +5,17 @@ import (
 	"testing"
 
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/plant"
+	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
 func TestParse(t *testing.T) {
 	if b, err := plant.Parse(""); err != nil || b != plant.None {
 		t.Fatalf(`Parse("") = %q, %v`, b, err)
 	}
-	for _, b := range plant.All {
-		got, err := plant.Parse(string(b.Bug))
-		if err != nil || got != b.Bug {
-			t.Errorf("Parse(%q) = %q, %v", b.Bug, got, err)
+	for _, p := range spec.Plants {
+		got, err := plant.Parse(p.Bug)
+		if err != nil || string(got) != p.Bug {
+			t.Errorf("Parse(%q) = %q, %v", p.Bug, got, err)
 		}
 	}
 	_, err := plant.Parse("typo")

@@ -1,4 +1,8 @@
-package checks
+// Package invariants holds the business invariants of the chain, one
+// anti-join per file (sql/<id>.sql), and their strict loader. The runner
+// runs them on the live database at the end of every scenario; the
+// verifier (checks/) runs the same files on the end state it replayed.
+package invariants
 
 import (
 	"context"
@@ -22,7 +26,7 @@ import (
 // backticks, no trailing semicolon.
 //
 //go:embed sql/*.sql
-var invariantFiles embed.FS
+var files embed.FS
 
 // Invariant is one anti-join query: 0 rows means it holds.
 type Invariant struct {
@@ -31,9 +35,9 @@ type Invariant struct {
 	SQL     string // the SELECT, without comments
 }
 
-// ErrBadInvariant is returned for an invariant file that breaks the rules
+// ErrBad is returned for an invariant file that breaks the rules
 // above.
-var ErrBadInvariant = errors.New("bad invariant file")
+var ErrBad = errors.New("bad invariant file")
 
 var (
 	invOnce sync.Once
@@ -43,18 +47,18 @@ var (
 	invNameRE = regexp.MustCompile(`^([a-z][a-z0-9]*(-[a-z0-9]+)*)\.sql$`)
 )
 
-// Invariants returns the embedded invariants sorted by id. The files are
+// All returns the embedded invariants sorted by id. The files are
 // parsed once; a malformed file is an error naming it.
-func Invariants() ([]Invariant, error) {
-	invOnce.Do(func() { invList, invErr = ParseInvariants(invariantFiles, "sql") })
+func All() ([]Invariant, error) {
+	invOnce.Do(func() { invList, invErr = Parse(files, "sql") })
 	if invErr != nil {
 		return nil, invErr
 	}
 	return append([]Invariant(nil), invList...), nil
 }
 
-// ParseInvariants reads every *.sql file of dir in fsys strictly.
-func ParseInvariants(fsys fs.FS, dir string) ([]Invariant, error) {
+// Parse reads every *.sql file of dir in fsys strictly.
+func Parse(fsys fs.FS, dir string) ([]Invariant, error) {
 	entries, err := fs.ReadDir(fsys, dir)
 	if err != nil {
 		return nil, fmt.Errorf("read invariants: %w", err)
@@ -66,7 +70,7 @@ func ParseInvariants(fsys fs.FS, dir string) ([]Invariant, error) {
 		}
 		m := invNameRE.FindStringSubmatch(e.Name())
 		if m == nil {
-			return nil, fmt.Errorf("%w: %s: name must be <kebab-case-id>.sql", ErrBadInvariant, e.Name())
+			return nil, fmt.Errorf("%w: %s: name must be <kebab-case-id>.sql", ErrBad, e.Name())
 		}
 		body, err := fs.ReadFile(fsys, path.Join(dir, e.Name()))
 		if err != nil {
@@ -74,12 +78,12 @@ func ParseInvariants(fsys fs.FS, dir string) ([]Invariant, error) {
 		}
 		inv, err := parseInvariant(m[1], string(body))
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", ErrBadInvariant, e.Name(), err)
+			return nil, fmt.Errorf("%w: %s: %v", ErrBad, e.Name(), err)
 		}
 		out = append(out, inv)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("%w: no invariant files in %s", ErrBadInvariant, dir)
+		return nil, fmt.Errorf("%w: no invariant files in %s", ErrBad, dir)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil

@@ -1,0 +1,17 @@
+package checks
+
+import "github.com/orderflow-audit/orderflow-audit/spec"
+
+// The ack boundary (spec/ack.go).
+func init() {
+	derive("offsetReplay", derivation{
+		metrics: func(f facts) []metricValue {
+			return []metricValue{
+				num("replay", f.m.replays),
+				f.perIntent("inboxRejected", func(e string) metricValue { return flag("inboxRejected", f.m.stateOf(e).rejects > 0) }),
+				f.effects("effects"),
+			}
+		},
+		injected: faultHit(spec.AfterEffectBeforeOffsetCommit),
+	})
+}

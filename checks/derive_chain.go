@@ -1,0 +1,41 @@
+package checks
+
+import "strings"
+
+// The chain without faults (spec/chain.go).
+func init() {
+	derive("normalChain", derivation{metrics: func(f facts) []metricValue {
+		return []metricValue{
+			f.perIntent("outboxTx", func(e string) metricValue {
+				var states []string
+				if o := f.m.stateOf(e).observed; o != nil {
+					states = o.states
+				}
+				if len(states) == 0 {
+					return unknown("outboxTx", "no observe event for "+e)
+				}
+				return text("outboxTx", strings.Join(states, "→"))
+			}),
+			f.deliveries("deliveries"),
+			f.effects("effects"),
+			f.perIntent("duplicateBlocked", func(e string) metricValue {
+				if f.m.stateOf(e).rejects > 0 {
+					return text("duplicateBlocked", "unique")
+				}
+				return text("duplicateBlocked", "none")
+			}),
+		}
+	}})
+	derive("businessInvariants", derivation{metrics: func(f facts) []metricValue {
+		sent, linked := f.sent()
+		return []metricValue{
+			num("sent", sent), num("effects", int64(len(f.m.notifs))), num("inbox", int64(len(f.m.inbox))),
+			num("linkedOrders", linked),
+			f.invariant("orphanSent", "orphan-sent"),
+			f.invariant("sentWithoutEffect", "sent-without-effect"),
+			f.invariant("effectWithoutInbox", "effect-without-inbox"),
+			f.invariant("duplicatedEffects", "duplicated-effects"),
+			f.invariant("orphanEffects", "orphan-effects"),
+		}
+	}})
+}

@@ -1,0 +1,31 @@
+package checks
+
+// The commit boundary (spec/commit.go).
+func init() {
+	derive("txBoundaryRollback", derivation{
+		metrics: func(f facts) []metricValue {
+			_, _, idem := f.countOrders()
+			rollback := true
+			for _, in := range f.m.rows {
+				if in.aggregateID != -1 {
+					rollback = false
+				}
+			}
+			return []metricValue{f.seededStock("stock"), num("idemRows", idem), flag("outboxRollback", rollback),
+				flag("seedUntouched", f.seedUntouched())}
+		},
+		injected: func(f facts) string {
+			for _, id := range f.m.rolledBack {
+				if in := f.m.intentOf(id); in != nil && in.decoy {
+					return ""
+				}
+			}
+			return "no order transaction rolled back on a seeded decoy's event id (the unique conflict)"
+		},
+	})
+	derive("orderCrashWindow", derivation{metrics: func(f facts) []metricValue {
+		orders, _, _ := f.countOrders()
+		return []metricValue{num("orders", orders), num("outbox", int64(len(f.m.rows))),
+			f.invariant("ordersWithoutIntent", "order-without-intent")}
+	}})
+}

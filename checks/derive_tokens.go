@@ -1,0 +1,22 @@
+package checks
+
+// Bearer tokens (spec/tokens.go): the answer's status and every write the
+// request made (rows of orders, lines, idempotency records, intents, and
+// stock moved away from its seed).
+func init() {
+	tokens := derivation{metrics: func(f facts) []metricValue {
+		orders, lines, idem := f.countOrders()
+		writes := orders + lines + idem + int64(len(f.m.rows))
+		for sku, seeded := range f.m.seedStock {
+			d := f.m.stock[sku] - seeded
+			if d < 0 {
+				d = -d
+			}
+			writes += d
+		}
+		return []metricValue{f.requestStatus("status", 0), num("writes", writes)}
+	}}
+	for _, id := range []string{"tokenMissing", "tokenBadSignature", "tokenExpired", "tokenWrongAlg"} {
+		derive(id, tokens)
+	}
+}

@@ -1,0 +1,240 @@
+package spec
+
+// Point is a named place in the chain where a fault is injected.
+type Point string
+
+// The fault points. The first is not a place in our code but a real
+// database error the scenario provokes; the others are places in an
+// actor's code path where runner/fault can stop it.
+const (
+	// OutboxUniqueConflict: the order transaction's last write (the
+	// intent) hits the unique key of a seeded decoy row.
+	OutboxUniqueConflict Point = "outbox-unique-conflict"
+	// AfterPublishBeforeMark: the relay's publish was acknowledged, the
+	// mark has not run (the send boundary).
+	AfterPublishBeforeMark Point = "after-publish-before-mark"
+	// AfterEffectBeforeOffsetCommit: the consumer's effect transaction
+	// committed, the offset has not been committed (the ack boundary).
+	AfterEffectBeforeOffsetCommit Point = "after-effect-before-offset-commit"
+	// AfterClaimBeforePublish: the relay holds a claim and has not
+	// published.
+	AfterClaimBeforePublish Point = "after-claim-before-publish"
+	// AfterOrderCommitBeforeOutbox: only reachable with the planted bug
+	// outbox-outside-tx: the order committed, its intent not yet written.
+	AfterOrderCommitBeforeOutbox Point = "after-order-commit-before-outbox"
+)
+
+// Injection is how a fault is brought about.
+type Injection string
+
+// Injections.
+const (
+	// InjectHook: an in-process hook makes the actor abandon the operation
+	// as if it had died there; no signal, no process dies.
+	InjectHook Injection = "in-process hook"
+	// InjectSignal: the actor runs as its own OS process and receives a
+	// signal (SIGKILL) at the point.
+	InjectSignal Injection = "signal"
+	// InjectSQL: a real database error provoked by data or a statement.
+	InjectSQL Injection = "SQL"
+	// InjectBroker: the broker is told to fail a request (kfake ControlKey).
+	InjectBroker Injection = "broker control"
+)
+
+// FaultRef names a row of the fault table.
+type FaultRef struct {
+	Point     Point
+	Injection Injection
+}
+
+// Actors, as the fault table and the proof-boundary matrix name them.
+const (
+	ActorOrders   = "order service"
+	ActorRelay    = "relay"
+	ActorConsumer = "consumer"
+)
+
+// Fault is one row of the fault table: a point, how it is injected, and
+// what that does and does not show. The proof-boundary matrix prints How
+// for a fault that ran and CannotInfer beside it.
+type Fault struct {
+	FaultRef
+	Actor string
+	// Simulates is the real failure the fault stands for.
+	Simulates string
+	// How says how this tool injects it.
+	How         string
+	CannotInfer string
+	// Simulated, on an in-process fault at a point that can also be hit
+	// by a signal, is what the in-process stand-in does not show; ""
+	// takes a generic text.
+	Simulated string
+	// NeedsPlant names the planted bug without which the point cannot
+	// fire; Unreachable says what arming it shows in a run without it.
+	NeedsPlant, Unreachable string
+}
+
+// Faults is the fault table.
+var Faults = []Fault{
+	{
+		FaultRef:  FaultRef{OutboxUniqueConflict, InjectSQL},
+		Actor:     ActorOrders,
+		Simulates: "a failure of the order transaction at its last write",
+		How: "a real database error: the unique key on outbox.event_id rejects the order transaction's last write " +
+			"because the scenario seeded a decoy row with that event_id (duplicate-key error 1062 raised by the server, not simulated)",
+		CannotInfer: "other failures inside the order transaction (deadlock, lock wait timeout, connection lost before COMMIT, " +
+			"server crash): only a constraint violation at the last write was provoked",
+	},
+	{
+		FaultRef:  FaultRef{AfterPublishBeforeMark, InjectHook},
+		Actor:     ActorRelay,
+		Simulates: "a relay that dies after the broker acknowledged its publish and before it marks SENT",
+		How: "the relay abandoned its work after the broker acknowledged the publish and before the mark " +
+			"(an in-process simulated crash: no signal, no process died), then the scenario expired its lease by SQL " +
+			"(lease_until moved into the past) instead of waiting for the clock",
+		CannotInfer: "a lease expired by SQL is not a lease that ran out on the clock: a slow relay that is still alive when its lease " +
+			"expires, clock skew between relays and database, and lease renewal were not exercised",
+		Simulated: "a lease expired by SQL after an in-process crash is not a relay process killed by a signal: no OS process died, " +
+			"no connection was dropped by the kernel, no client buffer was lost",
+	},
+	{
+		FaultRef:  FaultRef{AfterPublishBeforeMark, InjectSignal},
+		Actor:     ActorRelay,
+		Simulates: "a relay process that dies after the broker acknowledged its publish and before it marks SENT",
+		How: "the relay ran as its own OS process and was killed with SIGKILL after the broker acknowledged the publish " +
+			"and before the mark",
+		CannotInfer: "a lease that runs out while the old relay is still alive (a slow relay, not a dead one), clock skew between " +
+			"relays and database, and lease renewal were not exercised",
+	},
+	{
+		FaultRef:  FaultRef{AfterEffectBeforeOffsetCommit, InjectHook},
+		Actor:     ActorConsumer,
+		Simulates: "a consumer that dies after its effect transaction committed and before it commits the offset",
+		How: "the consumer stopped after its effect transaction committed and before committing the offset " +
+			"(an in-process simulated crash: its client left the group without committing; no signal, no process died)",
+		CannotInfer: "rebalances driven by session timeouts under load, an offset commit refused by the broker, and a consumer " +
+			"that keeps running after losing its partitions (a zombie) were not exercised",
+	},
+	{
+		FaultRef:  FaultRef{AfterEffectBeforeOffsetCommit, InjectSignal},
+		Actor:     ActorConsumer,
+		Simulates: "a consumer process that dies after its effect transaction committed and before it commits the offset",
+		How:       "the consumer's OS process was killed with SIGKILL after its effect transaction committed and before committing the offset",
+		CannotInfer: "rebalances driven by session timeouts under load, an offset commit refused by the broker, and a consumer " +
+			"that keeps running after losing its partitions (a zombie) were not exercised",
+	},
+	{
+		FaultRef:  FaultRef{AfterClaimBeforePublish, InjectHook},
+		Actor:     ActorRelay,
+		Simulates: "a relay that dies holding a claim, before it publishes",
+		How:       "the relay abandoned a claim before publishing (an in-process simulated crash: no signal, no process died)",
+		CannotInfer: "a publish that was in flight when the relay died (the broker may or may not have appended it) was not " +
+			"exercised by this point",
+	},
+	{
+		FaultRef:  FaultRef{AfterClaimBeforePublish, InjectSignal},
+		Actor:     ActorRelay,
+		Simulates: "a relay process that dies holding a claim, before it publishes",
+		How:       "the relay's OS process was killed with SIGKILL while holding a claim, before publishing",
+		CannotInfer: "a publish that was in flight when the relay died (the broker may or may not have appended it) was not " +
+			"exercised by this point",
+	},
+	{
+		FaultRef:  FaultRef{AfterOrderCommitBeforeOutbox, InjectHook},
+		Actor:     ActorOrders,
+		Simulates: "an order service that dies between the order commit and a separately written intent",
+		How: "the order service stopped after the order committed and before writing its outbox intent " +
+			"(reachable only when the intent is written outside the order transaction, i.e. with the planted bug outbox-outside-tx)",
+		CannotInfer: "nothing about the clean design, where the intent is written in the order transaction and this window does not exist",
+		NeedsPlant:  "outbox-outside-tx",
+		Unreachable: "armed in the order service after the order commit and before the outbox intent, but it cannot fire in this run: " +
+			"the intent is written inside the order transaction, so there is no such window (it fires only with the planted bug outbox-outside-tx)",
+	},
+	{
+		FaultRef:    FaultRef{AfterOrderCommitBeforeOutbox, InjectSignal},
+		Actor:       ActorOrders,
+		Simulates:   "an order service process that dies between the order commit and a separately written intent",
+		How:         "the order service's OS process was killed with SIGKILL after the order committed and before writing its outbox intent",
+		CannotInfer: "nothing about the clean design, where the intent is written in the order transaction and this window does not exist",
+		NeedsPlant:  "outbox-outside-tx",
+		Unreachable: "armed in the order service after the order commit and before the outbox intent, but it cannot fire in this run: " +
+			"the intent is written inside the order transaction, so there is no such window (it fires only with the planted bug outbox-outside-tx)",
+	},
+}
+
+// LookupFault returns the row of the fault table for r.
+func LookupFault(r FaultRef) (Fault, bool) {
+	for _, f := range Faults {
+		if f.FaultRef == r {
+			return f, true
+		}
+	}
+	return Fault{}, false
+}
+
+// Killable tells whether a signal can be delivered at point p (its actor can
+// run as its own OS process).
+func Killable(p Point) bool {
+	_, ok := LookupFault(FaultRef{p, InjectSignal})
+	return ok
+}
+
+// Points lists the distinct points of the fault table, in table order.
+func Points() []Point {
+	var out []Point
+	for _, f := range Faults {
+		if len(out) == 0 || out[len(out)-1] != f.Point {
+			out = append(out, f.Point)
+		}
+	}
+	return out
+}
+
+// FaultClass is a class of real failures this tool does not inject (yet);
+// the proof-boundary matrix lists each as not run, with what that leaves
+// unproven. Key names a class that a scenario may cover after all.
+type FaultClass struct {
+	Key, Label, NotRun, CannotInfer string
+}
+
+// ClassKill is the key of the kill -9 class: covered, actor by actor, by
+// scenarios that inject by signal.
+const ClassKill = "kill"
+
+// NotInjected lists the fault classes this tool knows of and does not run.
+var NotInjected = []FaultClass{
+	{
+		Key:    ClassKill,
+		Label:  "kill -9",
+		NotRun: "NOT RUN: kill -9 of an actor (SIGKILL of the order service, relay or consumer process mid-operation)",
+		CannotInfer: "recovery from a real process death: in-flight state lost, a truncated event log, connections " +
+			"dropped by the kernel",
+	},
+	{
+		Label:  "producer unknown outcome",
+		NotRun: "NOT RUN: producer unknown outcome (the publish times out after the broker appended the record)",
+		CannotInfer: "that an ambiguous publish, retried or re-claimed, is absorbed by the inbox; only a crash after an " +
+			"acknowledged publish can have been injected",
+	},
+	{
+		Label:       "broker restart",
+		NotRun:      "NOT RUN: broker restart",
+		CannotInfer: "producer retries during leader unavailability, and consumer-group recovery of committed offsets across a broker restart",
+	},
+	{
+		Label:       "database crash",
+		NotRun:      "NOT RUN: database crash (server killed or restarted mid-transaction)",
+		CannotInfer: "durability of committed transactions (redo log, fsync) and the fate of in-doubt transactions after a server crash",
+	},
+	{
+		Label:  "network partition",
+		NotRun: "NOT RUN: network partition between actors, database and broker",
+		CannotInfer: "a relay cut off but alive while another claims its intent, and timeouts that are not failures " +
+			"(the request may have succeeded)",
+	},
+	{
+		Label:       "dead-letter routing",
+		NotRun:      "NOT RUN: dead-letter routing of records that can never be applied",
+		CannotInfer: "handling of a poison record (bad payload, unknown order): no dead-letter path was exercised",
+	},
+}

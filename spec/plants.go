@@ -1,0 +1,88 @@
+package spec
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Plant is a bug that `run --plant` can put into the system under test as a
+// negative control (docs/negative-controls.md), with the scenarios that
+// expose it and the verifier rules that must catch it there.
+type Plant struct {
+	Bug         string
+	Description string
+	Exposures   []Exposure
+}
+
+// Exposure: running Scenario with the bug planted makes it fail, and the
+// verifier names at least one of Rules.
+type Exposure struct {
+	Scenario string
+	Rules    []string
+}
+
+// Scenarios returns the exposing scenarios, in table order.
+func (p Plant) Scenarios() []string {
+	var out []string
+	for _, x := range p.Exposures {
+		if !slices.Contains(out, x.Scenario) {
+			out = append(out, x.Scenario)
+		}
+	}
+	return out
+}
+
+// Rules returns every rule that catches the bug, in table order.
+func (p Plant) Rules() []string {
+	var out []string
+	for _, x := range p.Exposures {
+		for _, r := range x.Rules {
+			if !slices.Contains(out, r) {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
+
+// Plants is the table of planted bugs.
+var Plants = []Plant{
+	{"mark-before-publish", "relay marks SENT before publishing",
+		[]Exposure{{"sendBeforeMarkCrash", []string{"sent-without-publish"}}}},
+	{"mark-without-token", "relay marks SENT without checking the claim token",
+		[]Exposure{{"sendBeforeMarkCrash", []string{"stale-token-mark"}}}},
+	{"offset-before-effect", "consumer commits the offset before the effect transaction",
+		[]Exposure{{"offsetReplay", []string{"offset-before-effect"}}}},
+	{"no-inbox-dedupe", "consumer writes the effect without the inbox dedupe",
+		[]Exposure{{"normalChain", []string{"duplicate-effect"}}, {"offsetReplay", []string{"effect-without-inbox"}}}},
+	{"outbox-outside-tx", "order service writes the outbox intent outside the order transaction",
+		[]Exposure{{"orderCrashWindow", []string{"intent-outside-order-tx"}}}},
+	{"claim-without-lock", "relay claims without SKIP LOCKED and without the lease check",
+		[]Exposure{{"concurrentRelays", []string{"claim-on-live-lease"}}}},
+}
+
+// LookupPlant returns the planted bug named bug.
+func LookupPlant(bug string) (Plant, bool) {
+	for _, p := range Plants {
+		if p.Bug == bug {
+			return p, true
+		}
+	}
+	return Plant{}, false
+}
+
+// ParsePlant checks the name of a planted bug ("" is a clean run).
+func ParsePlant(s string) (string, error) {
+	if s == "" {
+		return "", nil
+	}
+	if _, ok := LookupPlant(s); ok {
+		return s, nil
+	}
+	names := make([]string, len(Plants))
+	for i, p := range Plants {
+		names[i] = p.Bug
+	}
+	return "", fmt.Errorf("unknown planted bug %q (valid: %s)", s, strings.Join(names, ", "))
+}

@@ -1,0 +1,35 @@
+package spec
+
+// The send boundary: a relay publishes outside any transaction and marks
+// SENT with a compare-and-set on its claim token; a relay that dies in
+// between is taken over after its lease.
+func init() {
+	register(
+		Scenario{
+			ID: "sendBeforeMarkCrash", Suite: SuiteU80, Boundary: BoundarySend,
+			Faults:      []FaultRef{{AfterPublishBeforeMark, InjectHook}},
+			Description: "relay A publishes and stops before marking; its lease expires; relay B re-claims (v2) and publishes again; A's stale mark hits 0 rows",
+			Design: &Design{
+				Injection: "publish succeeds, mark never happens, lease expires",
+				Recovery:  "relay B claims v2, publishes the same event_id again; A's stale mark hits 0 rows",
+				Accepted:  "2 deliveries, 1 effect, state SENT",
+			},
+			Metrics: []Metric{{"deliveries", "2"}, {"businessEffects", "1"}, {"oldTokenCas", "0"}, {"state", "SENT"}},
+			Needs:   []Feature{FeatureStepwiseRelay, FeatureClaimTokens, FeatureFaultHooks},
+		},
+		Scenario{
+			ID: "concurrentRelays", Suite: SuiteEXT, Boundary: BoundarySend,
+			Description: "8 orders; two relays claim and publish at the same moment; no row may be held by both",
+			Metrics:     []Metric{{"claims", ""}, {"doubleClaims", "0"}, {"sent", "8"}, {"effects", "8"}},
+			Needs:       []Feature{FeatureStepwiseRelay, FeatureClaimTokens},
+		},
+		Scenario{
+			ID: "relayKill9", Suite: SuiteEXT, Boundary: BoundarySend,
+			Faults:      []FaultRef{{AfterPublishBeforeMark, InjectSignal}},
+			Description: "relay A runs as its own OS process and is killed by SIGKILL after publishing, before marking; its short lease runs out on the database clock; relay B takes over",
+			Metrics: []Metric{{"killed", "true"}, {"takeoverVersion", "2"}, {"deliveries", "2"}, {"businessEffects", "1"},
+				{"state", "SENT"}},
+			Needs: []Feature{FeatureProcesses, FeatureClaimTokens, FeatureFaultHooks},
+		},
+	)
+}

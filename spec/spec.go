@@ -1,0 +1,213 @@
+// Package spec declares, once, what every scenario of orderflow-audit is:
+// its id, suite, boundary, the faults it injects, what it does, and the
+// metrics of its observation line with their acceptance. The runner
+// produces the metric values, the verifier (checks/) recomputes them from
+// the event logs, and both are judged against the entry here; the evidence
+// package derives the boundary table and the proof-boundary matrix from the
+// same entries, and the report renders them.
+//
+// It is a leaf: it imports nothing of this module, so that every other
+// package (runner, checks, evidence, reports) may import it.
+//
+// Adding a scenario: add one entry to the topic file it belongs to (or a
+// new topic file), one runner function bound to its id (runner/), and one
+// verifier derivation bound to its id (checks/). Tests in those packages
+// fail while one of the three is missing.
+package spec
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// Suites of scenarios, in run order.
+const (
+	SuiteU79 = "U79" // order placement (the base the outbox relies on)
+	SuiteU80 = "U80" // the outbox/inbox chain and its three boundaries
+	SuiteEXT = "EXT" // extensions beyond the reference lines
+)
+
+// Suites lists the suites in run order.
+var Suites = []string{SuiteU79, SuiteU80, SuiteEXT}
+
+// Boundaries: where in the chain a scenario injects its fault.
+const (
+	BoundaryNone   = "none"   // no fault: the chain as designed
+	BoundaryCommit = "commit" // the order's local transaction
+	BoundarySend   = "send"   // the relay between publish and mark
+	BoundaryAck    = "ack"    // the consumer between effect and offset commit
+)
+
+// Metric is one name=value of a scenario's observation line.
+type Metric struct {
+	Name string
+	// Accept is the value the scenario needs to pass; "" means the metric
+	// is reported but does not decide the status.
+	Accept string
+}
+
+// Design is the row of the boundary table (docs/design.md) that a U80 boundary
+// scenario stands for: what it injects, how the chain recovers, and when it
+// is accepted.
+type Design struct {
+	Injection, Recovery, Accepted string
+}
+
+// Scenario is one named experiment on the system under test.
+type Scenario struct {
+	// ID is stable: it names the scenario in its observation line, the
+	// evidence, the event-log paths and the report.
+	ID       string
+	Suite    string
+	Boundary string
+	// Faults are the faults the scenario injects, each a row of the fault
+	// table (Faults).
+	Faults      []FaultRef
+	Description string
+	// Design is set on the scenario that stands for its boundary in the
+	// boundary table.
+	Design *Design
+	// Metrics are the observation line's metrics, in line order.
+	Metrics []Metric
+	// Needs are the features the system under test must claim for the
+	// scenario to run (it does not run otherwise).
+	Needs []Feature
+}
+
+// FaultPoints returns the points of the scenario's faults, in declaration
+// order (what the evidence records as fault_points).
+func (s Scenario) FaultPoints() []string {
+	out := make([]string, len(s.Faults))
+	for i, f := range s.Faults {
+		out[i] = string(f.Point)
+	}
+	return out
+}
+
+// Accept returns the acceptance of metric name ("" when unconstrained or
+// not a metric of s).
+func (s Scenario) Accept(name string) string {
+	for _, m := range s.Metrics {
+		if m.Name == name {
+			return m.Accept
+		}
+	}
+	return ""
+}
+
+// MetricNames returns the metric names in line order.
+func (s Scenario) MetricNames() []string {
+	out := make([]string, len(s.Metrics))
+	for i, m := range s.Metrics {
+		out[i] = m.Name
+	}
+	return out
+}
+
+// AcceptText is the acceptance as "name=value ..." sorted by name.
+func (s Scenario) AcceptText() string {
+	var parts []string
+	for _, m := range s.Metrics {
+		if m.Accept != "" {
+			parts = append(parts, m.Name+"="+m.Accept)
+		}
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, " ")
+}
+
+// Killed tells whether the scenario injects a fault by a signal to an
+// actor's OS process.
+func (s Scenario) Killed() bool {
+	return slices.ContainsFunc(s.Faults, func(f FaultRef) bool { return f.Injection == InjectSignal })
+}
+
+var registry []Scenario
+
+// register adds scenarios; topic files call it from init.
+func register(ss ...Scenario) { registry = append(registry, ss...) }
+
+// referenceOrder pins the run order of the reference lines (docs/design.md lists
+// them in this order). A scenario not listed runs after the listed ones of
+// its suite, in registration order (topic file name, then position).
+var referenceOrder = []string{
+	"placement", "idempotentReplay", "keyReuseOtherBody", "concurrentDuplicates", "insufficientStock", "noOversell",
+	"tokenMissing", "tokenBadSignature", "tokenExpired", "tokenWrongAlg",
+	"txBoundaryRollback", "normalChain", "sendBeforeMarkCrash", "offsetReplay", "businessInvariants",
+	"concurrentRelays", "orderCrashWindow", "relayKill9",
+}
+
+// All returns every scenario in run order: U79, U80, EXT.
+func All() []Scenario {
+	out := slices.Clone(registry)
+	rank := func(s Scenario) (int, int) {
+		r := slices.Index(referenceOrder, s.ID)
+		if r < 0 {
+			r = len(referenceOrder)
+		}
+		return slices.Index(Suites, s.Suite), r
+	}
+	slices.SortStableFunc(out, func(a, b Scenario) int {
+		sa, ra := rank(a)
+		sb, rb := rank(b)
+		if sa != sb {
+			return sa - sb
+		}
+		return ra - rb
+	})
+	return out
+}
+
+// IDs returns every scenario id in run order.
+func IDs() []string {
+	all := All()
+	out := make([]string, len(all))
+	for i, s := range all {
+		out[i] = s.ID
+	}
+	return out
+}
+
+// Lookup returns the scenario with id.
+func Lookup(id string) (Scenario, bool) {
+	for _, s := range registry {
+		if s.ID == id {
+			return s, true
+		}
+	}
+	return Scenario{}, false
+}
+
+// Select returns the scenarios named in ids (all when ids is empty), in run
+// order. An unknown id is an error listing the valid ones.
+func Select(ids []string) ([]Scenario, error) {
+	all := All()
+	if len(ids) == 0 {
+		return all, nil
+	}
+	var unknown []string
+	for _, id := range ids {
+		if _, ok := Lookup(id); !ok && !slices.Contains(unknown, id) {
+			unknown = append(unknown, id)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return nil, fmt.Errorf("unknown scenario %s (valid: %s)", strings.Join(unknown, ", "), strings.Join(IDs(), ", "))
+	}
+	return slices.DeleteFunc(all, func(s Scenario) bool { return !slices.Contains(ids, s.ID) }), nil
+}
+
+// Boundaries returns the boundary table's scenarios: the U80 scenarios with
+// a Design, in run order (commit, send, ack).
+func Boundaries() []Scenario {
+	var out []Scenario
+	for _, s := range All() {
+		if s.Suite == SuiteU80 && s.Design != nil {
+			out = append(out, s)
+		}
+	}
+	return out
+}
