@@ -113,8 +113,20 @@ func TestLeftovers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A verifier's scratch database (verify --mysql-dsn) holds the lock
+	// of its own name.
+	verifying, err := s.CreateScratch(ctx, "ofa_verify_x", "some_evidence_run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	verifyLock, err := s.HoldLock(ctx, "ofa_verify_x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer verifyLock.Release()
 	alive.DB.Close()
 	dead.DB.Close()
+	verifying.DB.Close()
 	if _, err := s.DB().ExecContext(ctx, "CREATE DATABASE ofa_not_ours"); err != nil {
 		t.Fatal(err)
 	}
@@ -127,8 +139,8 @@ func TestLeftovers(t *testing.T) {
 	for _, l := range ls {
 		got[l.Name] = l.Alive
 	}
-	want := map[string]bool{"ofa_live_run_x": true, "ofa_dead_run_x": false}
-	if len(got) != len(want) || got["ofa_live_run_x"] != true || got["ofa_dead_run_x"] != false {
+	want := map[string]bool{"ofa_live_run_x": true, "ofa_dead_run_x": false, "ofa_verify_x": true}
+	if len(got) != len(want) || !got["ofa_live_run_x"] || got["ofa_dead_run_x"] || !got["ofa_verify_x"] {
 		t.Fatalf("Leftovers = %v; want %v (and not ofa_not_ours)", got, want)
 	}
 	for _, l := range ls {
@@ -141,11 +153,12 @@ func TestLeftovers(t *testing.T) {
 		}
 	}
 	live.Release()
+	verifyLock.Release()
 	ls, err = s.Leftovers(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ls) != 1 || ls[0].Name != "ofa_live_run_x" || ls[0].Alive {
-		t.Fatalf("after the drop and the release: Leftovers = %+v; want ofa_live_run_x, no longer alive", ls)
+	if len(ls) != 2 || ls[0].Name != "ofa_live_run_x" || ls[0].Alive || ls[1].Name != "ofa_verify_x" || ls[1].Alive {
+		t.Fatalf("after the drop and the releases: Leftovers = %+v; want ofa_live_run_x and ofa_verify_x, no longer alive", ls)
 	}
 }
