@@ -136,39 +136,8 @@ func openMySQL(ctx context.Context, dsn, runID string) (*engine, error) {
 		server.Close()
 		return nil, fail("create database "+name, err)
 	}
-	drop := func(ctx context.Context) error {
-		var tool string
-		err := server.QueryRowContext(ctx, "SELECT tool FROM "+name+".ofa_marker WHERE id = 1").Scan(&tool)
-		defer live.Close() // after the drop: the lock says the database is in use
-		if err != nil || tool != "orderflow-audit" {
-			server.Close()
-			return fmt.Errorf("drop %s: the orderflow-audit marker is missing, not dropping it", name)
-		}
-		_, err = server.ExecContext(ctx, "DROP DATABASE "+name)
-		server.Close()
-		if err != nil {
-			return fmt.Errorf("drop database %s: %w", name, err)
-		}
-		return nil
-	}
-	dcfg := cfg.Clone()
-	dcfg.DBName = name
-	db, err := sql.Open("mysql", dcfg.FormatDSN())
-	if err == nil {
-		db.SetMaxOpenConns(1)
-		for _, stmt := range ddl("marker.sql") {
-			if _, err = db.ExecContext(ctx, stmt); err != nil {
-				break
-			}
-		}
-	}
-	if err == nil {
-		_, err = db.ExecContext(ctx, `INSERT INTO ofa_marker (id, tool, run_id) VALUES (1, 'orderflow-audit', ?)`, clip(runID, 64))
-	}
+	db, err := markScratch(ctx, cfg, name, runID)
 	if err != nil {
-		if db != nil {
-			db.Close()
-		}
 		// Created a moment ago by us: drop it without the marker check.
 		dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		_, _ = server.ExecContext(dctx, "DROP DATABASE IF EXISTS "+name)
@@ -184,9 +153,49 @@ func openMySQL(ctx context.Context, dsn, runID string) (*engine, error) {
 			db.Close()
 			ctx, cancel := context.WithTimeout(ctx, cleanupTimeout)
 			defer cancel()
-			return drop(ctx)
+			return dropScratch(ctx, server, live, name)
 		},
 	}, nil
+}
+
+// dropScratch drops the scratch database name if it carries our marker,
+// then releases its lock and closes the server pool.
+func dropScratch(ctx context.Context, server *sql.DB, live *sql.Conn, name string) error {
+	defer server.Close()
+	defer live.Close() // after the drop: the lock says the database is in use
+	var tool string
+	err := server.QueryRowContext(ctx, "SELECT tool FROM "+name+".ofa_marker WHERE id = 1").Scan(&tool)
+	if err != nil || tool != "orderflow-audit" {
+		return fmt.Errorf("drop %s: the orderflow-audit marker is missing, not dropping it", name)
+	}
+	if _, err := server.ExecContext(ctx, "DROP DATABASE "+name); err != nil {
+		return fmt.Errorf("drop database %s: %w", name, err)
+	}
+	return nil
+}
+
+// markScratch opens the new scratch database name and marks it as ours.
+func markScratch(ctx context.Context, cfg *mysql.Config, name, runID string) (*sql.DB, error) {
+	dcfg := cfg.Clone()
+	dcfg.DBName = name
+	db, err := sql.Open("mysql", dcfg.FormatDSN())
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(1)
+	for _, stmt := range ddl("marker.sql") {
+		if _, err = db.ExecContext(ctx, stmt); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		_, err = db.ExecContext(ctx, `INSERT INTO ofa_marker (id, tool, run_id) VALUES (1, 'orderflow-audit', ?)`, clip(runID, 64))
+	}
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
 }
 
 // cleanupTimeout bounds dropping the scratch database: a server that

@@ -23,32 +23,15 @@ const endStateTimeout = 10 * time.Second
 // end: it is NOT_RUN, never FAIL, and its partial logs stay on disk
 // without being part of the evidence.
 func runOne(parent context.Context, rs *runScope, sc Scenario) (evidence.Scenario, bool) {
-	rec := scenarioRecord(sc)
 	t0 := rs.opts.Now()
 	ctx, cancel := context.WithTimeout(parent, rs.opts.Timeout)
 	defer cancel()
-
-	// Creating and migrating takes milliseconds: an interrupt lets it
-	// finish (so that nothing is left half made), a lost server does not.
-	cctx, ccancel := context.WithTimeout(rs.watch.lostCtx, rs.opts.Timeout)
-	defer ccancel()
-	name := infra.ScratchName(rs.runID, sc.ID)
-	scratch, err := rs.server.CreateScratch(cctx, name, rs.runID)
-	if err != nil {
-		what, detail := rs.stopped(parent)
-		if what == "" && rs.watch.check(parent) != nil {
-			what, detail = rs.stopped(parent)
-		}
-		if what != "" {
-			return notRun(sc, notRunReason(what, "before it started", detail, "")), false
-		}
-		rec.Status = evidence.StatusFail
-		rec.Reason = oneLine("could not create scratch database: " + err.Error())
-		rec.Line = evidence.FormatLine(sc.Suite, sc.ID, rec.Status, rec.Metrics)
-		rec.ElapsedMS = rs.opts.Now().Sub(t0).Milliseconds()
-		return rec, false
+	scratch, failed := rs.createScratch(parent, sc, t0)
+	if scratch == nil {
+		return failed, false
 	}
-	rec.Database = name
+	rec := scenarioRecord(sc)
+	rec.Database = scratch.Name
 	env := &Env{
 		RunID: rs.runID, Scenario: sc, Server: rs.server, Scratch: scratch, DB: scratch.DB,
 		Kafka: rs.kafka, SUT: *rs.opts.SUT, Plant: rs.opts.Plant, Faults: &fault.Injector{}, Secret: rs.secret,
@@ -91,13 +74,49 @@ func runOne(parent context.Context, rs *runScope, sc Scenario) (evidence.Scenari
 		r.ElapsedMS = rs.opts.Now().Sub(t0).Milliseconds()
 		return r, false
 	}
-
 	rec.Logs = refs
 	rec.Topics = append([]string{}, env.topics...)
 	rec.Metrics = env.Result.Metrics
 	if rec.Metrics == nil {
 		rec.Metrics = []evidence.Metric{}
 	}
+	env.Result.judge(sc.Scenario, runErr == nil)
+	setStatus(&rec, env.Result, runErr, endErr, logErr)
+	rec.ElapsedMS = rs.opts.Now().Sub(t0).Milliseconds()
+	return rec, env.processes
+}
+
+// createScratch creates the scenario's scratch database. When it cannot,
+// it returns nil and the scenario's record: NOT_RUN when the run was
+// stopped (interrupted, infrastructure lost), FAIL otherwise.
+func (rs *runScope) createScratch(parent context.Context, sc Scenario, t0 time.Time) (*infra.Scratch, evidence.Scenario) {
+	// Creating and migrating takes milliseconds: an interrupt lets it
+	// finish (so that nothing is left half made), a lost server does not.
+	cctx, cancel := context.WithTimeout(rs.watch.lostCtx, rs.opts.Timeout)
+	defer cancel()
+	scratch, err := rs.server.CreateScratch(cctx, infra.ScratchName(rs.runID, sc.ID), rs.runID)
+	if err == nil {
+		return scratch, evidence.Scenario{}
+	}
+	what, detail := rs.stopped(parent)
+	if what == "" && rs.watch.check(parent) != nil {
+		what, detail = rs.stopped(parent)
+	}
+	if what != "" {
+		return nil, notRun(sc, notRunReason(what, "before it started", detail, ""))
+	}
+	rec := scenarioRecord(sc)
+	rec.Status = evidence.StatusFail
+	rec.Reason = oneLine("could not create scratch database: " + err.Error())
+	rec.Line = evidence.FormatLine(sc.Suite, sc.ID, rec.Status, rec.Metrics)
+	rec.ElapsedMS = rs.opts.Now().Sub(t0).Milliseconds()
+	return nil, rec
+}
+
+// setStatus decides the status of a scenario that ran to its end: PASS
+// unless it could not run, its end state or a log could not be recorded,
+// or a condition of its result failed; the reasons say which.
+func setStatus(rec *evidence.Scenario, res Result, runErr, endErr, logErr error) {
 	var reasons []string
 	if runErr != nil {
 		reasons = append(reasons, "could not run: "+runErr.Error())
@@ -108,18 +127,15 @@ func runOne(parent context.Context, rs *runScope, sc Scenario) (evidence.Scenari
 	if logErr != nil {
 		reasons = append(reasons, "event log: "+logErr.Error())
 	}
-	env.Result.judge(sc.Scenario, runErr == nil)
-	if !env.Result.Passed() {
-		reasons = append(reasons, env.Result.Reason())
+	if !res.Passed() {
+		reasons = append(reasons, res.Reason())
 	}
-	rec.ElapsedMS = rs.opts.Now().Sub(t0).Milliseconds()
 	rec.Status = evidence.StatusPass
 	if len(reasons) > 0 {
 		rec.Status = evidence.StatusFail
 		rec.Reason = oneLine(strings.Join(reasons, "; "))
 	}
-	rec.Line = evidence.FormatLine(sc.Suite, sc.ID, rec.Status, rec.Metrics)
-	return rec, env.processes
+	rec.Line = evidence.FormatLine(rec.Suite, rec.ID, rec.Status, rec.Metrics)
 }
 
 // release keeps (--keep) or drops the scenario's scratch database and
