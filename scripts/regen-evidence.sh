@@ -14,8 +14,13 @@ scripts/ensure-mariadb.sh
 bin="$(mktemp -d)/orderflow-audit"
 trap 'rm -rf "$(dirname "$bin")"' EXIT
 # Stamp the binary with the commit it is built from (this machine's GOFLAGS
-# turns VCS stamping off), so that the evidence names the code that ran.
-go build -buildvcs=true -o "$bin" ./cmd/orderflow-audit
+# turns VCS stamping off), so that the evidence names the code that ran. go
+# build does not stamp a git worktree (its .git is a file): the revision is
+# then passed by hand.
+rev="$(git rev-parse HEAD)"
+modified=false
+if [ -n "$(git status --porcelain)" ]; then modified=true; fi
+go build -buildvcs=true -ldflags "-X main.revision=$rev -X main.revisionModified=$modified" -o "$bin" ./cmd/orderflow-audit
 
 "$bin" run --out evidence/example/u80.json
 "$bin" verify evidence/example/u80.json

@@ -41,6 +41,13 @@ const progName = "orderflow-audit"
 //	go build -ldflags "-X main.version=1.2.3" ./cmd/orderflow-audit
 var version = "0.1.0-dev"
 
+// revision and revisionModified stand in for the VCS stamp when the build
+// has none: go build does not stamp a git worktree (whose .git is a file),
+// so scripts/regen-evidence.sh passes them:
+//
+//	go build -ldflags "-X main.revision=$(git rev-parse HEAD)" ./cmd/orderflow-audit
+var revision, revisionModified string
+
 // Sentinel errors that commands wrap to choose an exit code; see exitCodeFor.
 var (
 	errUsage        = errors.New("usage error")
@@ -364,6 +371,9 @@ func buildInfo() toolInfo {
 		Revision:  "unknown",
 		GoVersion: runtime.Version(),
 		Platform:  runtime.GOOS + "/" + runtime.GOARCH,
+	}
+	if revision != "" {
+		ti.Revision, ti.Modified = revision, revisionModified == "true"
 	}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, s := range bi.Settings {
