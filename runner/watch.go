@@ -118,17 +118,22 @@ func (w *watchdog) Lost() *lostError {
 	return w.lost
 }
 
-// check probes once now (after a scenario did not pass: was it the
-// infrastructure?) and records a loss at once.
+// check probes now (after a scenario did not pass: was it the
+// infrastructure?) and records a loss when lostAfter probes in a row fail:
+// one slow answer on a loaded machine must not turn a failed scenario into
+// one that did not run.
 func (w *watchdog) check(ctx context.Context) *lostError {
 	if l := w.Lost(); l != nil {
 		return l
 	}
-	if l := w.probe(ctx); l != nil {
-		w.setLost(l)
-		return l
+	var l *lostError
+	for range lostAfter {
+		if l = w.probe(ctx); l == nil {
+			return nil
+		}
 	}
-	return nil
+	w.setLost(l)
+	return l
 }
 
 // Stop ends the probing; check still works.
