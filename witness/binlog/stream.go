@@ -214,7 +214,9 @@ func (w *fileWriter) abort() {
 func dumpErr(err error) error {
 	var me *mysql.MyError
 	if errors.As(err, &me) && (me.Code == 1227 || me.Code == 1045) {
-		return fmt.Errorf("%w: %v (the account needs REPLICATION SLAVE: GRANT REPLICATION SLAVE ON *.* TO ...)", ErrServer, err)
+		// MariaDB answers a replica registration without the privilege
+		// with a plain "access denied", although the login succeeded.
+		return fmt.Errorf("%w: the server refused the binlog dump: %v (the account needs REPLICATION SLAVE: GRANT REPLICATION SLAVE ON *.* TO ...)", ErrServer, err)
 	}
 	return err
 }
