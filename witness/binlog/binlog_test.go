@@ -26,7 +26,7 @@ type fixture struct {
 	db  *sql.DB
 }
 
-func setup(t *testing.T, opts testserver.Options) *fixture {
+func setup(t testing.TB, opts testserver.Options) *fixture {
 	t.Helper()
 	srv := testserver.Start(t, opts)
 	return &fixture{srv: srv, db: srv.DB(t, "")}
@@ -34,7 +34,7 @@ func setup(t *testing.T, opts testserver.Options) *fixture {
 
 // schema creates a database with the project's real DDL (migrations/) and
 // returns a pool connected to it.
-func (f *fixture) schema(t *testing.T, name string) *sql.DB {
+func (f *fixture) schema(t testing.TB, name string) *sql.DB {
 	t.Helper()
 	f.exec(t, f.db, "CREATE DATABASE "+name)
 	db := f.srv.DB(t, name)
@@ -48,7 +48,7 @@ type execer interface {
 	ExecContext(context.Context, string, ...any) (sql.Result, error)
 }
 
-func (f *fixture) exec(t *testing.T, db execer, q string, args ...any) int64 {
+func (f *fixture) exec(t testing.TB, db execer, q string, args ...any) int64 {
 	t.Helper()
 	res, err := db.ExecContext(t.Context(), q, args...)
 	if err != nil {
@@ -58,7 +58,7 @@ func (f *fixture) exec(t *testing.T, db execer, q string, args ...any) int64 {
 	return n
 }
 
-func (f *fixture) position(t *testing.T) binlog.Position {
+func (f *fixture) position(t testing.TB) binlog.Position {
 	t.Helper()
 	p, err := binlog.CurrentPosition(t.Context(), f.db)
 	if err != nil {
@@ -69,7 +69,7 @@ func (f *fixture) position(t *testing.T) binlog.Position {
 
 // copyFrom copies the closed files from from's file to now into a new
 // directory and returns their paths.
-func (f *fixture) copyFrom(t *testing.T, from binlog.Position) []string {
+func (f *fixture) copyFrom(t testing.TB, from binlog.Position) []string {
 	t.Helper()
 	dst := t.TempDir()
 	got, err := binlog.CopyFiles(t.Context(), f.db, "", from, binlog.Position{}, dst)
