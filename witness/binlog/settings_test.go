@@ -21,6 +21,10 @@ func TestServerWithoutBinlog(t *testing.T) {
 	if _, err := binlog.CopyFiles(ctx, f.db, "", binlog.Position{File: "binlog.000001"}, binlog.Position{}, t.TempDir()); err == nil {
 		t.Error("CopyFiles succeeded without a binlog")
 	}
+	_, err := binlog.Stream(ctx, binlog.StreamConfig{DSN: f.srv.DSN}, binlog.Position{File: "binlog.000001"}, binlog.Position{}, t.TempDir())
+	if !errors.Is(err, binlog.ErrServer) || !strings.Contains(err.Error(), "log_bin is OFF") {
+		t.Errorf("Stream = %v; want ErrServer naming log_bin", err)
+	}
 }
 
 // TestSettingsTheReaderNeeds changes the server's binlog settings the way

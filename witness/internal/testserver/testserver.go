@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"syscall"
 	"testing"
@@ -220,4 +221,27 @@ func freePort() (int, error) {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Main runs a package's tests and then checks that they left no goroutine
+// behind (a replication stream, a Kafka client, a connection pool that was
+// not closed): the goroutine count must come back to where it started
+// within a few seconds. Use it as TestMain: os.Exit(testserver.Main(m)).
+func Main(m *testing.M) int {
+	base := runtime.NumGoroutine()
+	code := m.Run()
+	if code != 0 {
+		return code
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > base {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			n := runtime.Stack(buf, true)
+			fmt.Fprintf(os.Stderr, "leak: %d goroutines after the tests, %d before:\n%s\n", runtime.NumGoroutine(), base, buf[:n])
+			return 1
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return 0
 }
