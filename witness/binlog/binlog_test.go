@@ -338,6 +338,15 @@ func TestHistory(t *testing.T) {
 	})
 	t.Run("damaged files", func(t *testing.T) { testDamaged(t, files, run) })
 	t.Run("stream", func(t *testing.T) { testStream(t, f, from, files) })
+	t.Run("stream up to a position", func(t *testing.T) {
+		got, err := binlog.Stream(t.Context(), binlog.StreamConfig{DSN: f.srv.DSN}, from, to, t.TempDir())
+		if err != nil {
+			t.Fatalf("Stream: %v", err)
+		}
+		if len(got) != 3 || got[2].Name != to.File || got[0].Name != from.File {
+			t.Errorf("streamed %+v; want %s..%s", got, from.File, to.File)
+		}
+	})
 }
 
 // mariadbBinlog runs the MariaDB tool on files and returns its decoded
