@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/go-json-experiment/json v1.27.2 // only checks/decodebench_test.go (build tag jsonbench): the decoder comparison
+	github.com/go-mysql-org/go-mysql v1.14.0
 	github.com/go-sql-driver/mysql v1.10.1
 	github.com/golang-jwt/jwt/v5 v5.3.1
 	github.com/olekukonko/tablewriter v1.1.5
@@ -14,8 +15,6 @@ require (
 	github.com/yuin/goldmark v1.8.7
 	modernc.org/sqlite v1.62.0
 )
-
-require github.com/go-mysql-org/go-mysql v1.14.0
 
 require (
 	filippo.io/edwards25519 v1.2.0 // indirect
