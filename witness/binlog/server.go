@@ -181,6 +181,8 @@ func flushAndList(ctx context.Context, db *sql.DB, from, to Position) ([]serverF
 // drop what came before from. Needs RELOAD and BINLOG MONITOR.
 func CopyFiles(ctx context.Context, db *sql.DB, logDir string, from, to Position, dst string) ([]Captured, error) {
 	if logDir == "" {
+		// Only the basename is wanted here: the files are copied whatever
+		// the settings, and the reader judges what they hold.
 		s, err := Check(ctx, db)
 		if s.Basename == "" {
 			return nil, fmt.Errorf("copy binlog files: no log_bin_basename: %w", err)
