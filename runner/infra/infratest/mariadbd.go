@@ -1,6 +1,7 @@
 package infratest
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"sync"
 	"syscall"
@@ -212,7 +214,9 @@ func (m *MariaDB) DSN() string { return m.Config().FormatDSN() }
 func (m *MariaDB) Pid() int { return m.cmd.Process.Pid }
 
 // Pause stops the server with SIGSTOP: it keeps its connections open and
-// answers nothing, like a hung server.
+// answers nothing, like a hung server. It returns once every thread of the
+// server is stopped (kill(2) returns before that: a busy thread could
+// still answer one more request).
 func (m *MariaDB) Pause() {
 	m.t.Helper()
 	m.mu.Lock()
@@ -221,6 +225,35 @@ func (m *MariaDB) Pause() {
 		m.t.Fatalf("SIGSTOP mariadbd: %v", err)
 	}
 	m.paused = true
+	if runtime.GOOS != "linux" {
+		return
+	}
+	for deadline := time.Now().Add(10 * time.Second); !m.allStopped(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			m.t.Fatalf("mariadbd (pid %d) is not stopped 10 s after SIGSTOP", m.Pid())
+		}
+	}
+}
+
+// allStopped tells whether every thread of the server is in the stopped
+// state (T), by /proc.
+func (m *MariaDB) allStopped() bool {
+	tasks, err := os.ReadDir(filepath.Join("/proc", strconv.Itoa(m.Pid()), "task"))
+	if err != nil || len(tasks) == 0 {
+		return false
+	}
+	for _, task := range tasks {
+		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(m.Pid()), "task", task.Name(), "stat"))
+		if err != nil {
+			continue // the thread ended
+		}
+		// pid (comm) state ...: the state follows the last ')'.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 || i+2 >= len(b) || b[i+2] != 'T' {
+			return false
+		}
+	}
+	return true
 }
 
 // Resume continues a paused server with SIGCONT.
