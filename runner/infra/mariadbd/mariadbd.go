@@ -271,7 +271,9 @@ func (s *Server) run(ctx context.Context, cfg Config, port int) error {
 // waitReady pings until root can log in, the server exits, or the bound
 // (or ctx) runs out.
 func (s *Server) waitReady(parent context.Context, bound time.Duration) error {
-	db, err := sql.Open("mysql", s.DSN())
+	c := s.Config()
+	c.Timeout = time.Second
+	db, err := sql.Open("mysql", c.FormatDSN())
 	if err != nil {
 		return err
 	}
@@ -338,7 +340,6 @@ func (s *Server) Config() *mysql.Config {
 	c.User = "root"
 	c.Net = "tcp"
 	c.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.Port))
-	c.Timeout = time.Second
 	return c
 }
 

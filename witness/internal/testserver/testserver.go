@@ -1,29 +1,24 @@
-// Package testserver starts a private mariadbd for the witness tests: a
-// fresh data directory, loopback TCP on a free port, and the binary log
-// switched on the way a run will have it (ROW format, FULL row image, FULL
-// row metadata, a fixed server_id), so that the tests read real binlog files
-// without touching the shared server's configuration.
-//
-// It is deliberately small and private to witness/: the lead will unify it
-// with the project's general private-server helper.
+// Package testserver starts a private mariadbd for the witness tests: the
+// production private server of runner/infra/mariadbd (a fresh data
+// directory, loopback TCP on a free port, the binary log switched on the
+// way a run has it: ROW format, FULL row image, FULL row metadata), with
+// server_id ServerID, so that the tests read real binlog files without
+// touching the shared server's configuration. Only tests import it: the
+// witness packages themselves import neither the runner nor the verifier.
 package testserver
 
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"runtime"
-	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/orderflow-audit/orderflow-audit/runner/infra/mariadbd"
 )
 
 // ServerID is the server_id every test server runs with; GTIDs read from
@@ -50,23 +45,7 @@ type Server struct {
 	// DSN is root over TCP, no database, parseTime off.
 	DSN string
 
-	cmd  *exec.Cmd
-	done chan error
-}
-
-// Binaries returns the paths of mariadb-install-db and mariadbd, or an
-// error naming the one that is missing.
-func Binaries() (installDB, mariadbd string, err error) {
-	installDB, err = exec.LookPath("mariadb-install-db")
-	if err != nil {
-		return "", "", fmt.Errorf("find mariadb-install-db: %w", err)
-	}
-	for _, p := range []string{"mariadbd", "/usr/sbin/mariadbd", "/usr/libexec/mariadbd"} {
-		if mariadbd, err = exec.LookPath(p); err == nil {
-			return installDB, mariadbd, nil
-		}
-	}
-	return "", "", fmt.Errorf("find mariadbd: %w", err)
+	srv *mariadbd.Server
 }
 
 // Require skips the test with -short, and when the MariaDB binaries are
@@ -77,7 +56,7 @@ func Require(t testing.TB) {
 	if testing.Short() {
 		t.Skip("integration test: starts a private mariadbd (skipped with -short)")
 	}
-	if _, _, err := Binaries(); err != nil {
+	if _, err := mariadbd.FindBinaries(""); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("CI is set and the MariaDB server binaries are missing: %v", err)
 		}
@@ -90,112 +69,28 @@ func Require(t testing.TB) {
 func Start(t testing.TB, opts Options) *Server {
 	t.Helper()
 	Require(t)
-	dir, err := os.MkdirTemp("", "ofa-witness-")
+	srv, err := mariadbd.Start(context.Background(), mariadbd.Config{
+		ServerID: ServerID, NoBinlog: opts.NoBinlog, Args: opts.Args,
+	})
 	if err != nil {
-		t.Fatalf("make data directory: %v", err)
-	}
-	s, err := start(dir, opts)
-	if err != nil {
-		_ = os.RemoveAll(dir)
 		t.Fatalf("start private mariadbd: %v", err)
 	}
+	s := &Server{DataDir: srv.DataDir, LogBase: srv.LogBase, Port: srv.Port, DSN: srv.DSN(), srv: srv}
 	t.Cleanup(func() {
 		if err := s.Stop(); err != nil {
 			t.Errorf("stop private mariadbd: %v", err)
 		}
-		_ = os.RemoveAll(dir)
+		if err := srv.Remove(); err != nil {
+			t.Errorf("remove private mariadbd: %v", err)
+		}
 	})
 	return s
-}
-
-func start(dir string, opts Options) (*Server, error) {
-	installDB, mariadbd, err := Binaries()
-	if err != nil {
-		return nil, err
-	}
-	data := filepath.Join(dir, "data")
-	install := exec.Command(installDB, "--no-defaults", "--datadir="+data,
-		"--auth-root-authentication-method=normal", "--skip-test-db")
-	if out, err := install.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("mariadb-install-db: %w\n%s", err, out)
-	}
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	s := &Server{DataDir: data, Port: port, LogBase: filepath.Join(dir, "binlog"), done: make(chan error, 1)}
-	args := []string{"--no-defaults", "--datadir=" + data, "--socket=" + filepath.Join(dir, "s.sock"),
-		"--port=" + strconv.Itoa(port), "--bind-address=127.0.0.1", "--skip-name-resolve", "--user=root",
-		"--pid-file=" + filepath.Join(dir, "mariadbd.pid"), "--log-error=" + filepath.Join(dir, "error.log"),
-		"--server-id=" + strconv.Itoa(ServerID), "--innodb-buffer-pool-size=32M"}
-	if !opts.NoBinlog {
-		args = append(args, "--log-bin="+s.LogBase, "--binlog-format=ROW", "--binlog-row-image=FULL",
-			"--binlog-row-metadata=FULL")
-	}
-	args = append(args, opts.Args...)
-	s.cmd = exec.Command(mariadbd, args...)
-	if err := s.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start mariadbd: %w", err)
-	}
-	go func() { s.done <- s.cmd.Wait() }()
-	s.DSN = (&mysql.Config{User: "root", Net: "tcp", Addr: "127.0.0.1:" + strconv.Itoa(port),
-		AllowNativePasswords: true}).FormatDSN()
-	if err := s.waitReady(filepath.Join(dir, "error.log")); err != nil {
-		_ = s.Stop()
-		return nil, err
-	}
-	return s, nil
-}
-
-func (s *Server) waitReady(errLog string) error {
-	deadline := time.Now().Add(30 * time.Second)
-	db, err := sql.Open("mysql", s.DSN)
-	if err != nil {
-		return fmt.Errorf("open %s: %w", s.DSN, err)
-	}
-	defer db.Close()
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err = db.PingContext(ctx)
-		cancel()
-		if err == nil {
-			return nil
-		}
-		select {
-		case werr := <-s.done:
-			s.done <- werr
-			log, _ := os.ReadFile(errLog)
-			return fmt.Errorf("mariadbd exited before it answered (%v):\n%s", werr, log)
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(errLog)
-			return fmt.Errorf("mariadbd did not answer within 30s: %w\n%s", err, log)
-		}
-	}
 }
 
 // Stop shuts the server down with SIGTERM (a clean shutdown that closes the
 // last binlog file with a STOP event) and kills it if it takes over 20 s.
 // A second call is a no-op.
-func (s *Server) Stop() error {
-	if s.cmd == nil || s.cmd.Process == nil {
-		return nil
-	}
-	cmd := s.cmd
-	s.cmd = nil
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return fmt.Errorf("signal mariadbd: %w", err)
-	}
-	select {
-	case <-s.done:
-		return nil
-	case <-time.After(20 * time.Second):
-		_ = cmd.Process.Kill()
-		<-s.done
-		return errors.New("mariadbd did not stop within 20s; killed")
-	}
-}
+func (s *Server) Stop() error { return s.srv.Stop(20 * time.Second) }
 
 // DB opens a connection pool to the server (optionally to one database),
 // closed in t.Cleanup.
@@ -212,15 +107,6 @@ func (s *Server) DB(t testing.TB, database string) *sql.DB {
 	}
 	t.Cleanup(func() { _ = db.Close() })
 	return db
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // Main runs a package's tests and then checks that they left no goroutine
