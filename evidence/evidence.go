@@ -95,7 +95,21 @@ type DatabaseEnv struct {
 	Version   string `json:"version"`
 	Isolation string `json:"isolation"`
 	DSN       string `json:"dsn"`
+	// Mode says who started the server: DatabasePrivate (the run, for
+	// itself) or DatabaseExternal (the user's). Absent in evidence written
+	// before runs had a private server: an external one.
+	Mode string `json:"mode,omitempty"`
 }
+
+// Database modes as recorded in DatabaseEnv.Mode.
+const (
+	// DatabasePrivate: a mariadbd started by the run for the run alone,
+	// with a fresh data directory, removed at its end.
+	DatabasePrivate = "private"
+	// DatabaseExternal: a server the user named (--mysql-dsn or
+	// ORDERFLOW_MYSQL_DSN).
+	DatabaseExternal = "external"
+)
 
 // KafkaEnv is the broker: mode "embedded" (kfake) or "external".
 type KafkaEnv struct {

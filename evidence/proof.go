@@ -192,8 +192,9 @@ func proofReal(ev *Evidence, ran []Scenario) ProofRow {
 		row.Had = append(row.Had, fmt.Sprintf("%d scenario(s) ran against the components below: %s", len(ran), scenarioIDs(ran)))
 	}
 	row.Had = append(row.Had, fmt.Sprintf(
-		"%s %s server over TCP (go-sql-driver/mysql), isolation %s: real transactions, unique keys, row locks "+
-			"(SELECT ... FOR UPDATE SKIP LOCKED), one scratch database per scenario", db.Flavour, db.Version, db.Isolation))
+		"%s %s server over TCP (go-sql-driver/mysql)%s, isolation %s: real transactions, unique keys, row locks "+
+			"(SELECT ... FOR UPDATE SKIP LOCKED), one scratch database per scenario", db.Flavour, db.Version,
+		serverOrigin(db), db.Isolation))
 	brokers := strings.Join(env.Kafka.Brokers, ", ")
 	switch env.Kafka.Mode {
 	case KafkaEmbedded:
@@ -221,6 +222,19 @@ func proofReal(ev *Evidence, ran []Scenario) ProofRow {
 	row.Had = append(row.Had, fmt.Sprintf("%s on %s/%s", goVersion, env.OS, env.Arch))
 	row.CannotInfer = realCannotInfer(env)
 	return row
+}
+
+// serverOrigin says who started the database server, when the evidence
+// says it (evidence of runs before private servers does not).
+func serverOrigin(db DatabaseEnv) string {
+	switch db.Mode {
+	case DatabasePrivate:
+		return ", a private mariadbd that the run started for itself (fresh data directory, binary log on, " +
+			"removed at the end)"
+	case DatabaseExternal:
+		return ", an external server named by the user (" + db.DSN + ")"
+	}
+	return ""
 }
 
 // realCannotInfer is what the real components of env do not show: the
@@ -259,6 +273,11 @@ func realCannotInfer(env Environment) []string {
 	default:
 		row.CannotInfer = append(row.CannotInfer, fmt.Sprintf(
 			"MySQL or MariaDB behaviour: the database flavour %q is not one this tool knows", db.Flavour))
+	}
+	if db.Mode == DatabasePrivate {
+		row.CannotInfer = append(row.CannotInfer,
+			"the behaviour of a production server's configuration (its my.cnf, buffer pool, redo log and sync "+
+				"settings): the private server ran with MariaDB's defaults and a small buffer pool and redo log")
 	}
 	row.CannotInfer = append(row.CannotInfer,
 		fmt.Sprintf("other %s versions than %s, and isolation levels other than %s", db.Flavour, db.Version, db.Isolation),

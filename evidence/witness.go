@@ -1,5 +1,17 @@
 package evidence
 
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+)
+
 // Witness is what the systems themselves recorded of the run, beside the
 // actors' logs: the database's binary log and the broker's own log. The
 // verifier derives the history from these files and holds every actor's
@@ -58,4 +70,42 @@ type WitnessFile struct {
 	Path   string `json:"path"`
 	Size   int64  `json:"size"`
 	SHA256 string `json:"sha256"`
+}
+
+// DigestWitnessFiles returns the size and sha256 of every regular file
+// under dir, sorted by path, each path being rel (dir's path relative to
+// the evidence file, with slashes) joined with the file's path inside dir.
+// Anything but directories and regular files (a symlink) is an error: a
+// witness is files.
+func DigestWitnessFiles(dir, rel string) ([]WitnessFile, error) {
+	var out []WitnessFile
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			return fmt.Errorf("%s is not a regular file", p)
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		h := sha256.New()
+		n, err := io.Copy(h, f)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", p, err)
+		}
+		inside, _ := filepath.Rel(dir, p)
+		out = append(out, WitnessFile{Path: path.Join(rel, filepath.ToSlash(inside)), Size: n, SHA256: hex.EncodeToString(h.Sum(nil))})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("digest witness files in %s: %w", dir, err)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out, nil
 }

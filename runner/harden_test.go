@@ -92,6 +92,15 @@ func TestOutRefusedBeforeAnythingRuns(t *testing.T) {
 		{"log directory of .jsonl files that are not our logs", func(dir string) {
 			writeFile(t, filepath.Join(dir, "e/u80/normalChain/relay-a.jsonl"), `{"seq":1,"scenario":"other","run_id":"x"}`+"\n")
 		}, "e/u80.json", "holds other files than our event logs"},
+		{"witness directory with a user's file", func(dir string) {
+			writeFile(t, filepath.Join(dir, "w/u80/witness/notes.txt"), "mine\n")
+		}, "w/u80.json", "is not a witness file of this tool"},
+		{"witness/db with a file that is not a binlog", func(dir string) {
+			writeFile(t, filepath.Join(dir, "w/u80/witness/db/binlog.000001"), "not a binlog\n")
+		}, "w/u80.json", "is not a witness file of this tool"},
+		{"witness/kafka with a file kfake does not write", func(dir string) {
+			writeFile(t, filepath.Join(dir, "w/u80/witness/kafka/partitions/t-0/mine.txt"), "mine\n")
+		}, "w/u80.json", "is not a witness file of this tool"},
 		{"out is a directory", func(dir string) { writeFile(t, filepath.Join(dir, "dir.json/file"), "x") }, "dir.json", "is a directory"},
 		{"log path is a file", func(dir string) { writeFile(t, filepath.Join(dir, "f"), "x") }, "f.json", "is not a directory"},
 		{"parent is a file", func(dir string) { writeFile(t, filepath.Join(dir, "file"), "x") }, "file/u80.json", "not a directory"},
@@ -115,6 +124,25 @@ func TestOutRefusedBeforeAnythingRuns(t *testing.T) {
 		if !errors.Is(err, evidence.ErrBadOutput) || !strings.Contains(err.Error(), "/sys") {
 			t.Errorf("Run(--out /sys/u80.json) = %v; want ErrBadOutput naming /sys", err)
 		}
+	}
+}
+
+// TestOutAcceptsWitnesses: a log directory holding a run's witnesses
+// beside its logs (binlog files, a kfake data directory, an external
+// broker's dump) is ours to replace.
+func TestOutAcceptsWitnesses(t *testing.T) {
+	dir := t.TempDir()
+	logs := filepath.Join(dir, "u80")
+	writeFile(t, filepath.Join(logs, "normalChain", "scenario.jsonl"), "")
+	writeFile(t, filepath.Join(logs, "witness", "db", "binlog.000001"), "\xfebin\x00rest")
+	writeFile(t, filepath.Join(logs, "witness", "db", "mysql-bin.000002"), "\xfebin\x00rest")
+	for _, f := range []string{"meta.json", "topics.json", "groups.log", "pids.log", "partitions/ofa.r.x-0/0.dat",
+		"partitions/ofa.r.x-0/0.idx", "partitions/ofa.r.x-0/snapshot.json"} {
+		writeFile(t, filepath.Join(logs, "witness", "kafka", f), "{}")
+	}
+	writeFile(t, filepath.Join(logs, "witness", "kafka.jsonl"), `{"kind":"header","format":"x","version":1}`+"\n")
+	if err := runner.CheckOut(filepath.Join(dir, "u80.json")); err != nil {
+		t.Errorf("CheckOut: %v", err)
 	}
 }
 

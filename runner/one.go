@@ -138,8 +138,9 @@ func setStatus(rec *evidence.Scenario, res Result, runErr, endErr, logErr error)
 	rec.Line = evidence.FormatLine(rec.Suite, rec.ID, rec.Status, rec.Metrics)
 }
 
-// release keeps (--keep) or drops the scenario's scratch database and
-// topics, each step bounded by infra.CleanupTimeout. Whatever cannot be
+// release keeps (--keep) or drops the scenario's scratch database (each
+// step bounded by infra.CleanupTimeout) and marks its topics on an
+// external broker for deletion at the end of the run. Whatever cannot be
 // dropped is said on Progress, with how to remove it later; a part of the
 // infrastructure known lost is not waited for.
 func (rs *runScope) release(rec *evidence.Scenario, scratch *infra.Scratch, topics []string) {
@@ -168,13 +169,12 @@ func (rs *runScope) release(rec *evidence.Scenario, scratch *infra.Scratch, topi
 	if lost != nil && !lost.database {
 		return // the broker is gone, and its topics with it (or they stay on it)
 	}
-	for _, t := range topics {
-		ctx, cancel := infra.CleanupContext(context.Background())
-		err := rs.kafka.DeleteTopic(ctx, t)
-		cancel()
-		if err != nil {
-			fmt.Fprintf(rs.opts.Progress, "topic %s is left on the broker: %s\n", t, oneLine(err.Error()))
-		}
+	// The topics are the broker's record of the run (its witness): the
+	// embedded broker keeps them in its data directory and ends with the
+	// run; an external broker's are deleted once they are dumped, at the
+	// end (captureBroker).
+	if rs.kafka.Mode == infra.ModeExternal {
+		rs.doomed = append(rs.doomed, topics...)
 	}
 }
 

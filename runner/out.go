@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -61,19 +62,26 @@ func CheckOut(out string) error {
 	return nil
 }
 
-// onlyOurLogs checks that dir holds nothing but event logs as a run lays
-// them out: <scenario>/<actor>.jsonl, each empty or starting with an event
-// of that scenario. Anything else (another file, a deeper directory, a
-// symlink, a .jsonl that is not our event log) is an error naming it.
+// onlyOurLogs checks that dir holds nothing but event logs and witnesses
+// as a run lays them out: <scenario>/<actor>.jsonl, each empty or starting
+// with an event of that scenario, and witness/ (witnessEntry). Anything
+// else (another file, a deeper directory, a symlink, a .jsonl that is not
+// our event log) is an error naming it.
 func onlyOurLogs(dir string) error {
 	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		rel, _ := filepath.Rel(dir, p)
-		depth := len(strings.Split(filepath.ToSlash(rel), "/"))
+		parts := strings.Split(filepath.ToSlash(rel), "/")
+		depth := len(parts)
 		switch {
 		case p == dir:
+			return nil
+		case parts[0] == "witness":
+			if !witnessEntry(p, parts[1:], d) {
+				return fmt.Errorf("%s is not a witness file of this tool", p)
+			}
 			return nil
 		case d.IsDir() && depth == 1:
 			return nil
@@ -174,4 +182,54 @@ func removeStaleStages(outDir, base string, now time.Time, log *slog.Logger) {
 			log.Warn("remove stale staging directory", "dir", m, "err", err)
 		}
 	}
+}
+
+// binlogMagic starts every binary log file.
+var binlogMagic = []byte("\xfebin")
+
+var (
+	// binlogNameRE: a binlog file as a server names it (<base>.000001).
+	binlogNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+\.[0-9]{6,}$`)
+	// kfakeTopRE: a file at the top of kfake's data directory (meta.json,
+	// topics.json, groups.log, ...; .tmp while it writes one).
+	kfakeTopRE = regexp.MustCompile(`^[a-z_]+\.(json|log)(\.tmp)?$`)
+	// kfakePartRE: a file of one partition's directory.
+	kfakePartRE = regexp.MustCompile(`^([0-9]+\.(dat|idx)|snapshot\.json(\.tmp)?)$`)
+)
+
+// witnessEntry tells whether p, at parts below witness/, is something a
+// run writes there: db/ holding binlog files (a binlog name, starting with
+// the binlog magic); kafka/ laid out as kfake's data directory (files at
+// its top, partitions/<topic>-<n>/ with segments, indexes and a snapshot),
+// possibly unfinished (a staging directory of a killed run); kafka.jsonl,
+// a broker dump.
+func witnessEntry(p string, parts []string, d fs.DirEntry) bool {
+	regular := d.Type().IsRegular()
+	switch n := len(parts); {
+	case n == 0:
+		return d.IsDir()
+	case parts[0] == "db":
+		return n == 1 && d.IsDir() || n == 2 && regular && binlogNameRE.MatchString(parts[1]) && startsWith(p, binlogMagic)
+	case parts[0] == "kafka.jsonl":
+		return n == 1 && regular && startsWith(p, []byte(`{"kind":"header"`))
+	case parts[0] != "kafka":
+		return false
+	case n == 1, n == 2 && parts[1] == "partitions", n == 3 && parts[1] == "partitions":
+		return d.IsDir()
+	case n == 2:
+		return regular && kfakeTopRE.MatchString(parts[1])
+	}
+	return len(parts) == 4 && parts[1] == "partitions" && regular && kfakePartRE.MatchString(parts[3])
+}
+
+// startsWith tells whether the file at p begins with prefix.
+func startsWith(p string, prefix []byte) bool {
+	f, err := os.Open(p)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	b := make([]byte, len(prefix))
+	_, err = io.ReadFull(f, b)
+	return err == nil && bytes.Equal(b, prefix)
 }

@@ -14,7 +14,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -22,7 +21,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
-	"github.com/orderflow-audit/orderflow-audit/runner/infra"
+	"github.com/orderflow-audit/orderflow-audit/runner/infra/mariadbd"
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/plant"
 	"github.com/orderflow-audit/orderflow-audit/runner/sut"
 	"github.com/orderflow-audit/orderflow-audit/spec"
@@ -30,8 +29,12 @@ import (
 
 // Options configure Run. Zero values take the documented defaults.
 type Options struct {
-	// MySQL is the resolved server config (infra.ResolveDSN).
+	// MySQL is an external server (infra.ExternalDSN); nil starts a
+	// private mariadbd for the run (Private), the default.
 	MySQL *mysql.Config
+	// Private configures the private server (zero: a fresh one in
+	// os.TempDir() on a free port; see mariadbd.Config).
+	Private mariadbd.Config
 	// Brokers of an external Kafka cluster; empty runs the embedded one.
 	Brokers []string
 	// Scenarios selects by id; empty runs all.
@@ -68,13 +71,6 @@ type Options struct {
 }
 
 func (o *Options) setDefaults() error {
-	if o.MySQL == nil {
-		cfg, err := infra.ResolveDSN("")
-		if err != nil {
-			return err
-		}
-		o.MySQL = cfg
-	}
 	if o.Seed == 0 {
 		o.Seed = 1
 	}
@@ -211,76 +207,6 @@ func Run(ctx context.Context, opts Options) (*evidence.Evidence, error) {
 	return ev, rs.finish(runCtx, ev)
 }
 
-// openScope connects to the database and the broker, announces the run as
-// alive (infra.LockName) and creates the staging directory of its logs.
-// Leftover scratch databases of dead runs are mentioned on Progress.
-func openScope(ctx context.Context, opts *Options, runID string) (*runScope, error) {
-	server, err := infra.Connect(ctx, opts.MySQL)
-	if err != nil {
-		return nil, err
-	}
-	rs := &runScope{opts: opts, runID: runID, server: server, secret: make([]byte, 32), base: filepath.Base(LogDir(opts.Out))}
-	_, _ = rand.Read(rs.secret)
-	if rs.live, err = server.HoldLock(ctx, infra.LockName(runID)); err != nil {
-		rs.close()
-		return nil, err
-	}
-	if rs.kafka, err = infra.StartKafka(ctx, infra.KafkaConfig{Brokers: opts.Brokers}); err != nil {
-		rs.close()
-		return nil, err
-	}
-	if rs.stage, err = makeStage(opts.Out, runID, opts.Now(), opts.Logger); err != nil {
-		rs.close()
-		return nil, err
-	}
-	mentionLeftovers(ctx, server, opts.Progress)
-	return rs, nil
-}
-
-// mentionLeftovers says how many scratch databases of runs that are no
-// longer alive are on the server, and how to remove them. It gives up
-// quietly after infra.ProbeTimeout.
-func mentionLeftovers(ctx context.Context, server *infra.Server, w io.Writer) {
-	lctx, cancel := context.WithTimeout(ctx, infra.ProbeTimeout)
-	defer cancel()
-	ls, err := server.Leftovers(lctx)
-	if dead := infra.Dead(ls); err == nil && len(dead) > 0 {
-		names := make([]string, 0, 3)
-		for _, l := range dead[:min(3, len(dead))] {
-			names = append(names, l.Name)
-		}
-		if len(dead) > 3 {
-			names = append(names, "...")
-		}
-		fmt.Fprintf(w, "note: %d scratch database(s) of earlier runs that are no longer running are on the server (%s); "+
-			"'orderflow-audit clean' drops them\n", len(dead), strings.Join(names, ", "))
-	}
-}
-
-func newEvidence(opts *Options, rs *runScope, runID string, start time.Time) *evidence.Evidence {
-	ev := &evidence.Evidence{
-		SchemaVersion: evidence.SchemaVersion,
-		Tool:          evidence.Tool{Name: "orderflow-audit", Version: opts.Version, Revision: opts.Revision},
-		Run: evidence.Run{
-			ID: runID, Start: start.UTC(), Seed: opts.Seed,
-			Args: append([]string{}, opts.Args...), Planted: string(opts.Plant),
-		},
-		Environment: evidence.Environment{
-			Database: evidence.DatabaseEnv{
-				Flavour: rs.server.Info.Flavour, Version: rs.server.Info.Version,
-				Isolation: rs.server.Info.Isolation, DSN: rs.server.Redacted(),
-			},
-			Kafka: evidence.KafkaEnv{Mode: rs.kafka.Mode, Implementation: rs.kafka.Implementation, Brokers: rs.kafka.Brokers},
-			Go:    runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH,
-			SUT: sutEnv(opts.SUT),
-		},
-	}
-	if len(ev.Run.Args) == 0 {
-		ev.Run.Args = impliedArgs(opts)
-	}
-	return ev
-}
-
 // sutEnv is what the evidence records of the system under test.
 func sutEnv(impl *sut.Implementation) *evidence.SUTEnv {
 	env := &evidence.SUTEnv{Name: impl.Name, Features: []string{}, Layers: []string{}}
@@ -320,6 +246,7 @@ func (rs *runScope) finish(runCtx context.Context, ev *evidence.Evidence) error 
 	case ev.Run.Interrupted:
 		runErr = &marked{fmt.Errorf("%s; %s records what ran (not a passing run)", interruption(runCtx), out), ErrInterrupted}
 	}
+	ev.Witness = rs.captureWitness(runCtx)
 	data, err := evidence.Marshal(ev)
 	if err != nil {
 		return err
@@ -377,35 +304,6 @@ func scenarioRecord(sc Scenario) evidence.Scenario {
 		Metrics:     []evidence.Metric{}, Topics: []string{}, Logs: []evidence.LogRef{},
 		Invariants: []evidence.InvariantResult{}, Tables: []evidence.TableDigest{},
 	}
-}
-
-type runScope struct {
-	opts   *Options
-	runID  string
-	server *infra.Server
-	kafka  *infra.Kafka
-	live   *infra.Liveness
-	watch  *watchdog
-	secret []byte
-	stage  string
-	base   string
-}
-
-// close releases what openScope took: the staging directory (a no-op once
-// promoted), the broker, the liveness lock and the server pool.
-func (rs *runScope) close() {
-	if rs.stage != "" {
-		os.RemoveAll(rs.stage)
-	}
-	if rs.kafka != nil {
-		rs.kafka.Close()
-	}
-	if rs.watch != nil && rs.watch.Lost() != nil && rs.watch.Lost().database {
-		rs.live.Close() // the server is gone, and the lock with the connection
-	} else {
-		rs.live.Release()
-	}
-	rs.server.Close()
 }
 
 // stopped says why the run must not go on (what is "" while it may):

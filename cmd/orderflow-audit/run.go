@@ -108,7 +108,7 @@ func (rf *runFlags) check(fs *flagSet, args []string) (runner.Options, error) {
 	if rf.timeout <= 0 {
 		return opts, usageErrorf("--timeout must be positive")
 	}
-	cfg, err := infra.ResolveDSN(rf.dsn)
+	cfg, err := infra.ExternalDSN(rf.dsn) // nil: a private server
 	if err != nil {
 		return opts, usageErrorf("%v", err)
 	}

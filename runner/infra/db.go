@@ -74,6 +74,16 @@ func ResolveDSN(flagValue string) (*mysql.Config, error) {
 	return cfg, nil
 }
 
+// ExternalDSN returns the DSN of an external server from the flag, else
+// the environment, parsed by mysql.ParseDSN; nil when neither is set: a
+// run then starts a private server of its own (runner/infra/mariadbd).
+func ExternalDSN(flagValue string) (*mysql.Config, error) {
+	if flagValue == "" && os.Getenv(EnvMySQLDSN) == "" {
+		return nil, nil
+	}
+	return ResolveDSN(flagValue)
+}
+
 // Redact returns the DSN of cfg with the password replaced by "xxxxx".
 func Redact(cfg *mysql.Config) string {
 	c := cfg.Clone()
@@ -220,6 +230,14 @@ func (s *Server) Probe(ctx context.Context) error {
 	}
 	return nil
 }
+
+// RedactErr returns err's message with the password of the server's DSN
+// replaced, in case a library echoed it.
+func (s *Server) RedactErr(err error) string { return redactErr(err, s.user) }
+
+// Unavailable wraps err with ErrUnavailable (exit code 3) without adding
+// to its message.
+func Unavailable(err error) error { return &unavailable{err} }
 
 // unavailablef returns an error wrapping ErrUnavailable whose message is
 // the formatted text alone.

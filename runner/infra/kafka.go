@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -34,8 +35,18 @@ type KafkaConfig struct {
 	Brokers []string
 	// Listen is the embedded broker's address (default 127.0.0.1:0).
 	Listen string
-	// DataDir makes the embedded broker persist its log (default: memory).
+	// DataDir makes the embedded broker persist its log (default: memory)
+	// and keep every record and committed offset however old (no
+	// retention): it is the broker's record of a run, or a copy of one.
 	DataDir string
+}
+
+// neverExpire are the broker settings of a broker with a data directory:
+// ten years, the most kfake takes (it makes time.Durations of them).
+var neverExpire = map[string]string{
+	"offsets.retention.minutes":           "5256000",
+	"offsets.retention.check.interval.ms": "315360000000",
+	"log.retention.ms":                    "-1",
 }
 
 // ResolveBrokers returns the brokers from the flag, else the environment,
@@ -61,6 +72,32 @@ type Kafka struct {
 	Implementation string
 	Brokers        []string
 	cluster        *kfake.Cluster
+	errs           *errorLog // what the embedded broker logged as errors (with a data directory)
+}
+
+// errorLog is a kfake.Logger keeping the errors: kfake reports a failure
+// to persist its state at Close only through its logger.
+type errorLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *errorLog) Logf(level kfake.LogLevel, msg string, args ...any) {
+	if level != kfake.LogLevelError {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, fmt.Sprintf(msg, args...))
+}
+
+func (l *errorLog) err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.lines) == 0 {
+		return nil
+	}
+	return errors.New(strings.Join(l.lines, "; "))
 }
 
 // StartKafka starts the embedded broker or checks that the external one
@@ -89,8 +126,10 @@ func StartKafka(ctx context.Context, cfg KafkaConfig) (*Kafka, error) {
 		}
 		opts = append(opts, kfake.Ports(port))
 	}
+	var errs *errorLog
 	if cfg.DataDir != "" {
-		opts = append(opts, kfake.DataDir(cfg.DataDir))
+		errs = &errorLog{}
+		opts = append(opts, kfake.DataDir(cfg.DataDir), kfake.WithLogger(errs), kfake.BrokerConfigs(neverExpire))
 	}
 	c, err := kfake.NewCluster(opts...)
 	if err != nil {
@@ -101,7 +140,23 @@ func StartKafka(ctx context.Context, cfg KafkaConfig) (*Kafka, error) {
 		Implementation: "kfake " + ModuleVersion("github.com/twmb/franz-go/pkg/kfake") + " (franz-go in-process Kafka wire-protocol broker, not Apache Kafka)",
 		Brokers:        c.ListenAddrs(),
 		cluster:        c,
+		errs:           errs,
 	}, nil
+}
+
+// Shutdown stops the embedded broker, which then writes the rest of its
+// state (partition snapshots, topics, group offsets) into its data
+// directory, and returns the errors it logged (a failure to persist is
+// reported only there). A no-op for an external broker.
+func (k *Kafka) Shutdown() error {
+	k.Close()
+	if k.errs == nil {
+		return nil
+	}
+	if err := k.errs.err(); err != nil {
+		return fmt.Errorf("embedded broker: %w", err)
+	}
+	return nil
 }
 
 // Cluster returns the embedded kfake cluster (nil in external mode), for
