@@ -9,8 +9,8 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/runner/infra"
 )
 
-const cleanAbout = `Drops the scratch databases (ofa_*) that runs no longer alive left on the
-server: a run killed outright (SIGKILL, a crash, a second Ctrl-C) or one that
+const cleanAbout = `Drops the scratch databases (ofa_*) that runs no longer alive left on an
+external server (a run's private server goes away with the run): a run killed outright (SIGKILL, a crash, a second Ctrl-C) or one that
 lost its server cannot drop its own. Only databases that carry the
 orderflow-audit marker are considered, and of those only the ones whose run
 is not running: a live run holds a lock on the server (GET_LOCK
@@ -31,7 +31,7 @@ func cmdClean(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		`orderflow-audit clean --dry-run
 orderflow-audit clean --mysql-dsn 'root@tcp(127.0.0.1:3306)/'`)
 	dryRun := fs.Bool("dry-run", false, "list what would be dropped, drop nothing")
-	dsn := fs.String("mysql-dsn", "", "MySQL/MariaDB `DSN` (env "+infra.EnvMySQLDSN+"; default "+infra.DefaultMySQLDSN+")")
+	dsn := fs.String("mysql-dsn", "", "MySQL/MariaDB `DSN` of the external server to clean (env "+infra.EnvMySQLDSN+"; default "+infra.DefaultMySQLDSN+")")
 	if code, ok := fs.parse(args, stdout, stderr); !ok {
 		return code
 	}

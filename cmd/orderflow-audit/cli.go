@@ -20,6 +20,7 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/runner/actor"
 	"github.com/orderflow-audit/orderflow-audit/runner/fault"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra"
+	"github.com/orderflow-audit/orderflow-audit/runner/infra/mariadbd"
 	"github.com/orderflow-audit/orderflow-audit/schemas"
 )
 
@@ -230,11 +231,12 @@ Exit codes: 0 ok, 1 a scenario or check failed, 2 usage error or bad input,
 3 database or broker unavailable (also lost mid-run), 4 inconclusive (not
 everything ran or can be decided); 130/143 a second Ctrl-C/SIGTERM.
 
-Environment: %[2]s (default %[3]s),
-%[4]s (default: an embedded broker).
+Environment: %[2]s (run: default a private mariadbd started for the run;
+verify and clean: default %[3]s), %[4]s (default: an
+embedded broker), %[5]s (where mariadbd is; default PATH).
 
 Run '%[1]s <command> -h' for the flags of a command.
-`, progName, infra.EnvMySQLDSN, infra.DefaultMySQLDSN, infra.EnvKafkaBrokers)
+`, progName, infra.EnvMySQLDSN, infra.DefaultMySQLDSN, infra.EnvKafkaBrokers, mariadbd.EnvBinDir)
 }
 
 // flagSet is a subcommand's flag.FlagSet with its help text. Flags and

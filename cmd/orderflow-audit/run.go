@@ -13,24 +13,34 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/runner"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra"
+	"github.com/orderflow-audit/orderflow-audit/runner/infra/mariadbd"
 	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
 const runAbout = `Runs the scenarios against a real MySQL-family server and a Kafka-protocol
-broker (embedded kfake unless --kafka-brokers is given), each scenario in its
-own scratch database ofa_<run>_<scenario> and its own topic. Prints one
-observation line per scenario on stdout and progress on stderr, and writes the
-evidence file with its event logs beside it (evidence/u80.json and
-evidence/u80/<scenario>/<actor>.jsonl by default).
+broker, each scenario in its own scratch database ofa_<run>_<scenario> and its
+own topic. By default the run starts a private mariadbd of its own (a fresh
+data directory in TMPDIR, a free loopback port, the binary log on; removed at
+the end) and an embedded kfake broker; --mysql-dsn (or ORDERFLOW_MYSQL_DSN)
+and --kafka-brokers use external ones instead. Prints one observation line per
+scenario on stdout and progress on stderr, and writes the evidence file with
+its event logs beside it (evidence/u80.json and
+evidence/u80/<scenario>/<actor>.jsonl by default) and the witnesses: the
+run's binlog files (evidence/u80/witness/db/) and the broker's own record
+(evidence/u80/witness/kafka/, or kafka.jsonl for an external broker), listed
+with their sha256 in the evidence. A witness that cannot be had (an external
+server without the binary log or the grants) is named in the evidence, with
+why.
 
 --out must end in .json. It replaces an existing file only if that is an
 evidence file of this tool, and the log directory beside it only if it holds
-nothing but our event logs; anything else is refused (exit 2) before the run
-starts. A database or broker lost mid-run makes the scenarios it cut short
-NOT_RUN and exits 3, keeping an existing evidence file. Ctrl-C (or SIGTERM,
-or a closed stdout) stops the run after cleaning up, each step bounded by a
-few seconds, and writes evidence marked interrupted; a second Ctrl-C exits at
-once.`
+nothing but our event logs and witnesses; anything else is refused (exit 2)
+before the run starts. A private server that cannot start (MariaDB not
+installed, a TMPDIR that cannot be written) exits 3 naming the cause. A
+database or broker lost mid-run makes the scenarios it cut short NOT_RUN and
+exits 3, keeping an existing evidence file. Ctrl-C (or SIGTERM, or a closed
+stdout) stops the run after cleaning up, each step bounded by a few seconds,
+and writes evidence marked interrupted; a second Ctrl-C exits at once.`
 
 // runFlags are the flags of run, parsed and checked.
 type runFlags struct {
@@ -58,9 +68,11 @@ orderflow-audit run --kafka-brokers 127.0.0.1:9092 --out /tmp/e/u80.json`)
 	})
 	fs.Int64Var(&rf.seed, "seed", 1, "seed for the scenarios' random choices (not 0)")
 	fs.DurationVar(&rf.timeout, "timeout", 60*time.Second, "time limit of each scenario (at least what the selection needs: 1s, 3s with relayKill9)")
-	fs.BoolVar(&rf.keep, "keep", false, "keep the scratch databases and topics for inspection (topics outlive the run only\non an external broker, e.g. one started with 'orderflow-audit broker')")
+	fs.BoolVar(&rf.keep, "keep", false, "keep the scratch databases and topics for inspection; with the private server,\n"+
+		"keep its data directory and print the command that starts a server on it (topics\n"+
+		"outlive the run on an external broker; the embedded broker's are in the witness)")
 	fs.StringVar(&rf.brokers, "kafka-brokers", "", "external Kafka brokers `host:port,...` (env "+infra.EnvKafkaBrokers+"; default: embedded kfake)")
-	fs.StringVar(&rf.dsn, "mysql-dsn", "", "MySQL/MariaDB `DSN` (env "+infra.EnvMySQLDSN+"; default "+infra.DefaultMySQLDSN+")")
+	fs.StringVar(&rf.dsn, "mysql-dsn", "", "external MySQL/MariaDB `DSN` (env "+infra.EnvMySQLDSN+"; default: a private mariadbd\nstarted for the run, found by "+mariadbd.EnvBinDir+" or PATH)")
 	fs.StringVar(&rf.out, "out", "evidence/u80.json", "evidence `file` to write (.json); logs go to the directory beside it named after it")
 	fs.BoolVar(&rf.asJSON, "json", false, "print a machine-readable summary (one JSON object, also on errors) instead of the observation lines")
 	fs.StringVar(&rf.plant, "plant", "", "plant one `bug` into the system under test (negative control; the evidence says so):\n"+strings.Join(bugs, ", "))

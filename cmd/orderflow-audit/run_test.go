@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -10,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
@@ -122,56 +122,73 @@ func TestRedactArgs(t *testing.T) {
 }
 
 // TestRunSIGINT interrupts a real run process after its first observation
-// line: it must exit 4 (not everything ran; nothing failed), drop its
-// scratch databases and leave an evidence file that says interrupted
-// (never a passing one), whose scenarios that did not finish are NOT_RUN,
-// never FAIL, so that verify says INCONCLUSIVE (exit 4).
+// line, with SIGINT (default run: a private server) and SIGTERM (against
+// the shared server): it must exit 4 (not everything ran; nothing failed),
+// clean up (the private server stopped and its directory removed; the
+// scratch databases on an external server dropped) and leave an evidence
+// file that says interrupted (never a passing one), whose scenarios that
+// did not finish are NOT_RUN, never FAIL, so that verify says INCONCLUSIVE
+// (exit 4).
 func TestRunSIGINT(t *testing.T) {
 	srv := infratest.Server(t)
-	out := filepath.Join(t.TempDir(), "u80.json")
-	cmd := exec.Command(binary(t), "run", "--out", out)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		cmd.Process.Kill()
-		t.Fatalf("no observation line: %v; stderr:\n%s", err, stderr.String())
-	}
-	if err := cmd.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	go io.Copy(io.Discard, stdout)
-	err = cmd.Wait()
-	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.ExitCode() != exitInconclusive {
-		t.Fatalf("after SIGINT: %v, want exit %d; first line %q; stderr:\n%s", err, exitInconclusive, line, stderr.String())
-	}
-	if !strings.Contains(stderr.String(), "interrupted") {
-		t.Errorf("stderr does not say interrupted:\n%s", stderr.String())
-	}
-	ev, _, err := evidence.ReadFile(out)
-	if err != nil {
-		t.Fatalf("evidence of the interrupted run: %v", err)
-	}
-	if !ev.Run.Interrupted || ev.Summary.Passed == ev.Summary.Total || ev.Summary.Failed != 0 {
-		t.Errorf("evidence run %+v summary %+v: want interrupted, not all passed, none failed", ev.Run, ev.Summary)
-	}
-	if code, out, _ := runCLI(t, "verify", out); code != exitInconclusive {
-		t.Errorf("verify of the interrupted run: exit %d; want %d (INCONCLUSIVE)\n%s", code, exitInconclusive, out)
-	}
-	var left int
-	if err := srv.DB().QueryRow(`SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME LIKE ?`,
-		"ofa_"+ev.Run.ID+"%").Scan(&left); err != nil {
-		t.Fatal(err)
-	}
-	if left != 0 {
-		t.Errorf("%d scratch databases of run %s left behind", left, ev.Run.ID)
+	for _, tc := range []struct {
+		name string
+		sig  os.Signal
+		args []string
+	}{
+		{"SIGINT, private server", os.Interrupt, nil},
+		{"SIGTERM, external server", syscall.SIGTERM, []string{"--mysql-dsn", srv.DSNFor("")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tmp := t.TempDir()
+			out := filepath.Join(t.TempDir(), "u80.json")
+			cmd := exec.Command(binary(t), append([]string{"run", "--out", out}, tc.args...)...)
+			cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+			stdout, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stderr syncBuffer
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			line, err := bufio.NewReader(stdout).ReadString('\n')
+			if err != nil {
+				cmd.Process.Kill()
+				t.Fatalf("no observation line: %v; stderr:\n%s", err, stderr.String())
+			}
+			if err := cmd.Process.Signal(tc.sig); err != nil {
+				t.Fatal(err)
+			}
+			go io.Copy(io.Discard, stdout)
+			err = cmd.Wait()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() != exitInconclusive {
+				t.Fatalf("after %v: %v, want exit %d; first line %q; stderr:\n%s", tc.sig, err, exitInconclusive, line, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), "interrupted") {
+				t.Errorf("stderr does not say interrupted:\n%s", stderr.String())
+			}
+			ev, _, err := evidence.ReadFile(out)
+			if err != nil {
+				t.Fatalf("evidence of the interrupted run: %v", err)
+			}
+			if !ev.Run.Interrupted || ev.Summary.Passed == ev.Summary.Total || ev.Summary.Failed != 0 {
+				t.Errorf("evidence run %+v summary %+v: want interrupted, not all passed, none failed", ev.Run, ev.Summary)
+			}
+			if code, out, _ := runCLI(t, "verify", out); code != exitInconclusive {
+				t.Errorf("verify of the interrupted run: exit %d; want %d (INCONCLUSIVE)\n%s", code, exitInconclusive, out)
+			}
+			privateGone(t, tmp)
+			var left int
+			if err := srv.DB().QueryRow(`SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME LIKE ?`,
+				"ofa_"+ev.Run.ID+"%").Scan(&left); err != nil {
+				t.Fatal(err)
+			}
+			if left != 0 {
+				t.Errorf("%d scratch databases of run %s left behind", left, ev.Run.ID)
+			}
+		})
 	}
 }

@@ -31,8 +31,9 @@ func interrupts(sigs <-chan os.Signal, cancel context.CancelCauseFunc, stderr io
 	sig := <-sigs
 	cancel(fmt.Errorf("%w by %s", errInterrupted, signalName(sig)))
 	sig = <-sigs
-	fmt.Fprintf(stderr, "%s: second %s: exiting at once without cleaning up; scratch databases left on the server "+
-		"are dropped by '%s clean'\n", progName, signalName(sig), progName)
+	fmt.Fprintf(stderr, "%s: second %s: exiting at once without cleaning up; a private server ends with the run "+
+		"(the next run removes its directory), scratch databases left on an external server are dropped by '%s clean'\n",
+		progName, signalName(sig), progName)
 	code := 128 + 2
 	if s, ok := sig.(syscall.Signal); ok {
 		code = 128 + int(s)

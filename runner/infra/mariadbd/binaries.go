@@ -62,7 +62,7 @@ func FindBinaries(dir string) (Binaries, error) {
 				return p, nil
 			}
 		}
-		return "", fmt.Errorf("%w: %s not found (looked in %s); %s", ErrNotInstalled, name, where, InstallHint)
+		return "", &notInstalled{fmt.Sprintf("%s not found (looked in %s); %s", name, where, InstallHint)}
 	}
 	var b Binaries
 	var err1, err2 error
@@ -73,3 +73,9 @@ func FindBinaries(dir string) (Binaries, error) {
 	}
 	return b, err2
 }
+
+// notInstalled is ErrNotInstalled with a message of its own.
+type notInstalled struct{ msg string }
+
+func (e *notInstalled) Error() string { return e.msg }
+func (e *notInstalled) Unwrap() error { return ErrNotInstalled }
