@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
-# ensure-mariadb.sh makes sure a MariaDB server answers on 127.0.0.1:3306 for
-# user root with an empty password, which is what orderflow-audit and its
-# tests use by default (ORDERFLOW_MYSQL_DSN=root@tcp(127.0.0.1:3306)/).
+# ensure-mariadb.sh makes sure of two things:
 #
-# Idempotent: when the server already answers it only says so. Otherwise it
-# installs mariadb-server with apt-get if /usr/sbin/mariadbd is missing,
-# starts mariadbd with start-stop-daemon (no systemd needed), waits for it,
-# and on a fresh install (where root@localhost authenticates by unix_socket)
-# allows root to log in over TCP with an empty password as well.
+#  1. The MariaDB server programs are installed (mariadbd, mariadb-install-db,
+#     and mariadb-binlog from the client): `orderflow-audit run` starts a
+#     private mariadbd of its own by default, and the tests start private
+#     servers too. It installs the mariadb-server package with apt-get when
+#     one of them is missing, even when a server already answers on 3306.
+#  2. A MariaDB server answers on 127.0.0.1:3306 for user root with an empty
+#     password: the shared server of the integration tests, and the default
+#     of `verify --mysql-dsn` and `clean` (root@tcp(127.0.0.1:3306)/).
+#
+# Idempotent: what is already there is only reported. Otherwise it starts
+# mariadbd with start-stop-daemon (no systemd needed), waits for it, and on a
+# fresh install (where root@localhost authenticates by unix_socket) allows
+# root to log in over TCP with an empty password as well.
 #
 # Meant for a disposable development or CI machine (Debian/Ubuntu, run as
 # root or with sudo): never point it at a server that holds data you care
@@ -18,7 +24,7 @@ export PATH="/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin
 
 HOST=127.0.0.1
 PORT=3306
-MARIADBD=/usr/sbin/mariadbd
+MARIADBD="${MARIADBD:-/usr/sbin/mariadbd}"
 SOCKET="${MYSQL_SOCKET:-/run/mysqld/mysqld.sock}"
 WAIT_SECONDS="${ENSURE_MARIADB_WAIT:-30}"
 
@@ -76,18 +82,31 @@ check_listening() {
 	log "MariaDB is reachable on $HOST:$PORT as root with an empty password ($(printf '%s' "$out" | awk '{print $3}'))"
 }
 
-if tcp_ok; then
-	check_listening
-	exit 0
-fi
+# programs_missing names the server programs that are not installed.
+programs_missing() {
+	local missing=""
+	[ -x "$MARIADBD" ] || missing="$missing $MARIADBD"
+	for p in mariadb-install-db mariadb-binlog; do
+		command -v "$p" >/dev/null 2>&1 || missing="$missing $p"
+	done
+	printf '%s' "${missing# }"
+}
 
-if [ ! -x "$MARIADBD" ]; then
-	log "$MARIADBD not found: installing mariadb-server with apt-get"
-	command -v apt-get >/dev/null 2>&1 || die "apt-get not found; install MariaDB (or MySQL) yourself and make root@127.0.0.1 log in with an empty password"
+missing="$(programs_missing)"
+if [ -n "$missing" ]; then
+	log "not installed: $missing; installing mariadb-server with apt-get (run starts a private mariadbd)"
+	command -v apt-get >/dev/null 2>&1 || die "apt-get not found; install the MariaDB server yourself (mariadbd, mariadb-install-db, mariadb-binlog) and make root@127.0.0.1 log in with an empty password"
 	as_root apt-get update
 	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y \
 		-o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold mariadb-server
-	[ -x "$MARIADBD" ] || die "apt-get install mariadb-server did not provide $MARIADBD"
+	missing="$(programs_missing)"
+	[ -z "$missing" ] || die "apt-get install mariadb-server did not provide: $missing"
+fi
+log "server programs: $MARIADBD ($("$MARIADBD" --version 2>/dev/null | awk '{print $3}')), $(command -v mariadb-install-db), $(command -v mariadb-binlog)"
+
+if tcp_ok; then
+	check_listening
+	exit 0
 fi
 
 if ! server_up; then
