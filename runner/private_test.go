@@ -39,27 +39,13 @@ func defaultOpts(t *testing.T, ids ...string) (runner.Options, string) {
 	}, priv
 }
 
-// serversIn returns the pids of the mariadbd processes whose command line
-// mentions dir.
-func serversIn(dir string) []string {
-	var pids []string
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range procs {
-		b, err := os.ReadFile(p)
-		if err == nil && bytes.Contains(b, []byte("mariadbd")) && bytes.Contains(b, []byte(dir)) {
-			pids = append(pids, filepath.Base(filepath.Dir(p)))
-		}
-	}
-	return pids
-}
-
 // nothingLeft fails the test when the private server of a run is still
 // running or its directory is still there.
 func nothingLeft(t *testing.T, priv string) {
 	t.Helper()
 	var pids []string
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if pids = serversIn(priv); len(pids) == 0 || time.Now().After(deadline) {
+		if pids = infratest.ServersIn(priv); len(pids) == 0 || time.Now().After(deadline) {
 			break
 		}
 	}
@@ -319,7 +305,7 @@ func TestPrivateServerGoneOnEveryPath(t *testing.T) {
 			cancel()
 		}, runner.ErrInterrupted},
 		{"server lost", []string{"placement", "normalChain", "offsetReplay"}, func(t *testing.T, _ runner.Options, priv string, _ context.CancelFunc) {
-			for _, pid := range serversIn(priv) {
+			for _, pid := range infratest.ServersIn(priv) {
 				if err := exec.Command("kill", "-9", pid).Run(); err != nil {
 					t.Error(err)
 				}
@@ -370,7 +356,7 @@ func TestKeepPrivateServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(serversIn(priv)) != 0 {
+	if len(infratest.ServersIn(priv)) != 0 {
 		t.Fatalf("the kept server still runs")
 	}
 	_, after, ok := strings.Cut(progress.String(), "kept the private server's data directory ")
@@ -401,5 +387,93 @@ func TestKeepPrivateServer(t *testing.T) {
 	ls, err := s.Leftovers(t.Context())
 	if err != nil || len(ls) != 1 || ls[0].Name != ev.Scenarios[0].Database {
 		t.Errorf("databases on the kept server: %+v, %v; want %s", ls, err, ev.Scenarios[0].Database)
+	}
+}
+
+// TestExternalServerStreamed: an external server with its binary log on
+// (a private mariadbd named by DSN, as a user's server would be) is
+// witnessed over the replication protocol; an account without REPLICATION
+// SLAVE is not, and the evidence names the grant, without the password.
+func TestExternalServerStreamed(t *testing.T) {
+	m := infratest.StartMariaDB(t, infratest.MariaDBOptions{})
+	opts := runner.Options{MySQL: m.Config(), Scenarios: []string{"normalChain"}, Out: filepath.Join(t.TempDir(), "u80.json"),
+		Timeout: 30 * time.Second, Executable: exe}
+	ev, err := runner.Run(t.Context(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := ev.Witness
+	if w == nil || w.Database == nil || len(w.Missing) != 0 || w.Database.Source != evidence.WitnessBinlogStream {
+		t.Fatalf("witness = %+v; want the database's binlog, streamed", w)
+	}
+	listedMatchesDisk(t, filepath.Dir(opts.Out), append(slices.Clone(w.Database.Files), w.Broker.Files...))
+	checkBinlogWitness(t, ev, filepath.Join(runner.LogDir(opts.Out), "witness", "db"))
+
+	db, err := infra.Connect(t.Context(), m.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range []string{
+		"CREATE USER ofa_limited@'%' IDENTIFIED BY 's3cret-pw'",
+		"GRANT ALL ON `ofa\\_%`.* TO ofa_limited@'%'",
+		"GRANT RELOAD, BINLOG MONITOR ON *.* TO ofa_limited@'%'",
+	} {
+		if _, err := db.DB().ExecContext(t.Context(), q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	limited := m.Config()
+	limited.User, limited.Passwd = "ofa_limited", "s3cret-pw"
+	opts.MySQL, opts.Out = limited, filepath.Join(t.TempDir(), "u80.json")
+	ev, err = runner.Run(t.Context(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := ev.Witness; w.Database != nil || len(w.Missing) != 1 || !strings.Contains(w.Missing[0], "REPLICATION SLAVE") {
+		t.Errorf("witness with a limited account: %+v, missing %q; want it missing for want of REPLICATION SLAVE", w.Database, w.Missing)
+	}
+	t.Logf("missing: %q", ev.Witness.Missing)
+	raw, err := os.ReadFile(opts.Out)
+	if err != nil || bytes.Contains(raw, []byte("s3cret-pw")) {
+		t.Errorf("the evidence holds the password (or cannot be read: %v)", err)
+	}
+}
+
+// TestExternalBrokerDumped: with an external broker the run's topics and
+// the group's committed offsets are dumped into witness/kafka.jsonl, and
+// the topics are deleted from the broker afterwards.
+func TestExternalBrokerDumped(t *testing.T) {
+	k := infratest.Kafka(t)
+	opts := runOpts(t, "normalChain", "offsetReplay")
+	opts.Brokers = k.Brokers
+	ev, err := runner.Run(t.Context(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := ev.Witness.Broker
+	if w == nil || w.Source != evidence.WitnessKafkaDump || len(w.Files) != 1 || w.Files[0].Path != "u80/witness/kafka.jsonl" {
+		t.Fatalf("witness.broker = %+v; want the dump", w)
+	}
+	listedMatchesDisk(t, filepath.Dir(opts.Out), w.Files)
+	log, err := broker.ReadDump(filepath.Join(runner.LogDir(opts.Out), "witness", "kafka.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var topics []string
+	for _, sc := range ev.Scenarios {
+		topics = append(topics, sc.Topics...)
+	}
+	slices.Sort(topics)
+	if got := log.TopicNames(); !slices.Equal(got, topics) {
+		t.Errorf("dumped topics %v; the scenarios used %v", got, topics)
+	}
+	if len(log.Groups["notify-"+ev.Run.ID]) == 0 {
+		t.Errorf("no committed offsets of the run's group in the dump: %v", log.Groups)
+	}
+	for _, topic := range topics {
+		if n, err := k.EndOffset(t.Context(), topic); err == nil {
+			t.Errorf("topic %s is still on the broker (%d records)", topic, n)
+		}
 	}
 }

@@ -20,20 +20,6 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/witness/broker"
 )
 
-// privateServers returns the pids of the mariadbd processes whose command
-// line mentions dir (a run's TMPDIR).
-func privateServers(dir string) []string {
-	var pids []string
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range procs {
-		b, err := os.ReadFile(p)
-		if err == nil && bytes.Contains(b, []byte("mariadbd")) && bytes.Contains(b, []byte(dir)) {
-			pids = append(pids, filepath.Base(filepath.Dir(p)))
-		}
-	}
-	return pids
-}
-
 // privateGone fails the test when a private server started with TMPDIR=tmp
 // still runs (after 5 s) or left its directory there.
 func privateGone(t *testing.T, tmp string) {
@@ -47,9 +33,9 @@ func privateGone(t *testing.T, tmp string) {
 
 func waitNoServer(t *testing.T, tmp string) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); len(privateServers(tmp)) > 0; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(5 * time.Second); len(infratest.ServersIn(tmp)) > 0; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Errorf("mariadbd still runs in %s: pid(s) %v", tmp, privateServers(tmp))
+			t.Errorf("mariadbd still runs in %s: pid(s) %v", tmp, infratest.ServersIn(tmp))
 			return
 		}
 	}
@@ -61,11 +47,11 @@ func waitNoServer(t *testing.T, tmp string) {
 func TestRunKilledLeavesNoServer(t *testing.T) {
 	infratest.RequireMariaDB(t)
 	tmp, outs := t.TempDir(), t.TempDir()
-	binary(t) // built in the test's own TMPDIR
+	binary(t)               // built in the test's own TMPDIR
 	t.Setenv("TMPDIR", tmp) // for the run processes: after the test's own temporary directories
 	p := startProc(t, "run", "--out", filepath.Join(outs, "u80.json"))
 	p.line(t)
-	if len(privateServers(tmp)) == 0 {
+	if len(infratest.ServersIn(tmp)) == 0 {
 		t.Fatalf("no private server in %s while the run runs", tmp)
 	}
 	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {

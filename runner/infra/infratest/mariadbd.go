@@ -173,3 +173,18 @@ func (m *MariaDB) cleanup() {
 		m.t.Errorf("remove private mariadbd: %v", err)
 	}
 }
+
+// ServersIn returns the pids of the mariadbd processes whose command line
+// mentions dir (a run's private server lives in a directory there): what a
+// test checks is gone once a run ended, however it ended.
+func ServersIn(dir string) []string {
+	var pids []string
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err == nil && bytes.Contains(b, []byte("mariadbd")) && bytes.Contains(b, []byte(dir)) {
+			pids = append(pids, filepath.Base(filepath.Dir(p)))
+		}
+	}
+	return pids
+}
