@@ -216,6 +216,14 @@ func TestStartFailures(t *testing.T) {
 		{"server refuses its flags", func(c *mariadbd.Config) { c.Args = []string{"--no-such-option-ofa"} },
 			[]string{"mariadbd exited before it accepted a login", "no-such-option-ofa"}, nil},
 	}
+	if full := smallDisk(t); full != "" {
+		cases = append(cases, struct {
+			name string
+			mod  func(*mariadbd.Config)
+			want []string
+			is   error
+		}{"disk full", func(c *mariadbd.Config) { c.Dir = full }, []string{"no space left on device"}, nil})
+	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c := cfg(t)
@@ -233,13 +241,25 @@ func TestStartFailures(t *testing.T) {
 					t.Errorf("Start = %q; want it to say %q", err, w)
 				}
 			}
-			if c.Dir != unwritable {
+			if c.Dir != unwritable { // (the disk-full one is checked here too: empty after the failure)
 				if es := entries(t, c.Dir); len(es) != 0 {
 					t.Errorf("left in %s: %v", c.Dir, es)
 				}
 			}
 		})
 	}
+}
+
+// smallDisk mounts an 8 MB tmpfs (a data directory needs about 30 MB)
+// for the test and returns it, or "" where mounting is not allowed.
+func smallDisk(t *testing.T) string {
+	dir := t.TempDir()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=8m"); err != nil {
+		t.Logf("no disk-full case: cannot mount a small tmpfs: %v", err)
+		return ""
+	}
+	t.Cleanup(func() { syscall.Unmount(dir, 0) })
+	return dir
 }
 
 // TestBinDirFromEnvironment: ORDERFLOW_MARIADB_BINDIR is the only place

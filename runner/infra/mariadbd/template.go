@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -132,15 +133,20 @@ func removeStaleTemplates(dir string) {
 }
 
 // installDB runs mariadb-install-db into dir (about 0.5 s). Its bootstrap
-// server is killed with it when ctx ends.
+// server is killed with it when ctx ends; a run killed outright takes the
+// script with it (its bootstrap server then ends at the end of its input).
 func installDB(ctx context.Context, bins Binaries, dir string) error {
+	// As for the server (see run): the parent-death signal fires when the
+	// starting thread ends, so this goroutine keeps its thread meanwhile.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	args := []string{"--no-defaults", "--datadir=" + dir, "--auth-root-authentication-method=normal", "--skip-test-db"}
 	if os.Geteuid() == 0 {
 		args = append(args, "--user=root")
 	}
 	args = append(args, dataArgs...)
 	cmd := exec.CommandContext(ctx, bins.InstallDB, args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = sysProcAttr()
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
