@@ -90,6 +90,9 @@ func (o *Options) setDefaults() error {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	if o.Private.Logger == nil {
+		o.Private.Logger = o.Logger.With("part", "private server")
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}

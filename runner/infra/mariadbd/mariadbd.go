@@ -156,9 +156,11 @@ func (s *Server) start(ctx context.Context, cfg Config) error {
 	if err := writeOwner(s.Dir); err != nil {
 		return err
 	}
+	t0 := time.Now()
 	if err := prepareData(ctx, cfg, s.Binaries, s.DataDir); err != nil {
 		return err
 	}
+	cfg.Logger.Debug("data directory ready", "dir", s.DataDir, "took", time.Since(t0))
 	for attempt := 1; ; attempt++ {
 		port := cfg.Port
 		if port == 0 {
@@ -168,7 +170,11 @@ func (s *Server) start(ctx context.Context, cfg Config) error {
 			}
 			port = p
 		}
+		t1 := time.Now()
 		err := s.run(ctx, cfg, port)
+		if err == nil {
+			cfg.Logger.Debug("mariadbd accepts logins", "port", port, "took", time.Since(t1))
+		}
 		if err == nil || !errors.Is(err, errPortTaken) || cfg.Port != 0 || attempt == 3 {
 			return err
 		}
