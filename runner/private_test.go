@@ -333,6 +333,15 @@ func TestPrivateServerGoneOnEveryPath(t *testing.T) {
 			nothingLeft(t, priv)
 		})
 	}
+	t.Run("interrupted while the server starts", func(t *testing.T) {
+		opts, priv := defaultOpts(t, "placement")
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		if _, err := runner.Run(ctx, opts); !errors.Is(err, runner.ErrInterrupted) || errors.Is(err, infra.ErrUnavailable) {
+			t.Errorf("Run = %v; want ErrInterrupted (not the infrastructure)", err)
+		}
+		nothingLeft(t, priv)
+	})
 	t.Run("scenario failed", func(t *testing.T) {
 		opts, priv := defaultOpts(t, "normalChain")
 		opts.Plant = "no-inbox-dedupe"

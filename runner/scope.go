@@ -52,6 +52,9 @@ func openScope(ctx context.Context, opts *Options, runID string) (_ *runScope, e
 		if err != nil {
 			rs.close()
 		}
+		if err != nil && ctx.Err() != nil { // Ctrl-C while starting: not the infrastructure's fault
+			err = &marked{fmt.Errorf("%s before the first scenario: %v", interruption(ctx), err), ErrInterrupted}
+		}
 	}()
 	cfg := opts.MySQL
 	if cfg == nil {
