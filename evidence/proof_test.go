@@ -135,6 +135,30 @@ func TestComputeProofBoundary(t *testing.T) {
 			},
 		},
 		{
+			name: "private database server",
+			modify: func(ev *Evidence) {
+				ev.Environment.Database.Mode = DatabasePrivate
+				ev.Environment.Database.DSN = "root@tcp(127.0.0.1:41234)/"
+			},
+			want: map[string][]string{
+				CategoryReal + "/had":    {"a private mariadbd that the run started for itself"},
+				CategoryReal + "/cannot": {"a production server's configuration"},
+			},
+			notWant: map[string][]string{CategoryReal + "/had": {"external server"}},
+		},
+		{
+			name: "external database server named",
+			modify: func(ev *Evidence) {
+				ev.Environment.Database.Mode = DatabaseExternal
+				ev.Environment.Database.DSN = "app:xxxxx@tcp(db.internal:3306)/"
+			},
+			want: map[string][]string{CategoryReal + "/had": {"an external server named by the user (app:xxxxx@tcp(db.internal:3306)/)"}},
+			notWant: map[string][]string{
+				CategoryReal + "/had":    {"private mariadbd"},
+				CategoryReal + "/cannot": {"a production server's configuration"},
+			},
+		},
+		{
 			name: "external broker and MySQL 8.4",
 			modify: func(ev *Evidence) {
 				ev.Environment.Kafka = KafkaEnv{Mode: KafkaExternal, Implementation: "external Kafka cluster (implementation not verified)", Brokers: []string{"kafka-1:9092", "kafka-2:9092"}}
