@@ -5,7 +5,8 @@
 // every ```mermaid block, and headless Chromium (Debian's, driven by
 // puppeteer-core) lays it out. It writes screenshots and a summary into the
 // output directory and exits 1 when a diagram does not parse or renders
-// below the minimum scale, or when the page (every <details> folded) is
+// below the minimum scale, when an internal link leads nowhere, or when the
+// page as first seen (<details> folded unless the report opens them) is
 // taller than the maximum. Run it through ../render-check.sh, which installs
 // what it needs.
 //
@@ -148,10 +149,24 @@ async function inPage(column) {
     for (const p of closed) p.open = false;
   }
   const article = document.querySelector('.markdown-body');
-  const folded = Math.round(article.getBoundingClientRect().height);
+  const height = () => Math.round(article.getBoundingClientRect().height);
   const details = [...document.querySelectorAll('details')];
+  const initial = details.map((x) => x.open);
+  // As a reader first sees it: <details> folded, except those the
+  // author opened (<details open>); then all folded; then all open.
+  const seen = height();
+  // Height of each top-level section (## heading) as first seen.
+  const top = article.getBoundingClientRect().top;
+  const h2 = [...article.querySelectorAll('h1, h2')];
+  const sections = h2.map((h, i) => {
+    const y = h.getBoundingClientRect().top - top;
+    const next = i + 1 < h2.length ? h2[i + 1].getBoundingClientRect().top - top : seen;
+    return { heading: h.textContent.trim(), height: Math.round(next - y) };
+  });
+  details.forEach((x) => { x.open = false; });
+  const folded = height();
   details.forEach((x) => { x.open = true; });
-  const expanded = Math.round(article.getBoundingClientRect().height);
+  const expanded = height();
   // What overflows the column (GitHub scrolls it sideways: a reviewer sees
   // it cut), measured expanded.
   const overflow = [];
@@ -160,12 +175,12 @@ async function inPage(column) {
       overflow.push({ what: el.tagName.toLowerCase(), heading: heading(el), width: el.scrollWidth, column });
     }
   }
-  details.forEach((x) => { x.open = false; });
+  details.forEach((x, i) => { x.open = initial[i]; });
   const tables = article.querySelectorAll('table').length;
   const links = [...article.querySelectorAll('a[href^="#"]')].map((a) => a.getAttribute('href').slice(1));
   const ids = new Set([...article.querySelectorAll('[id]')].map((x) => x.id));
   const broken = [...new Set(links.filter((l) => !ids.has(decodeURIComponent(l))))];
-  return { diagrams, folded, expanded, details: details.length, tables, overflow, links: links.length, broken };
+  return { diagrams, sections, seen, folded, expanded, details: details.length, opened: initial.filter(Boolean).length, tables, overflow, links: links.length, broken };
 }
 
 async function checkOne(browser, file, o) {
@@ -219,9 +234,10 @@ function judge(m, o) {
       bad.push(`diagram ${d.index} (under "${d.heading}"): scale ${d.scale} < ${o.minScale} (natural width ${d.natural} px in a ${COLUMN} px column)`);
     }
   }
-  if (o.maxHeight > 0 && m.folded > o.maxHeight) {
-    bad.push(`page height ${m.folded} px with <details> folded > ${o.maxHeight} px (${(m.folded / SCREEN).toFixed(1)} screens)`);
+  if (o.maxHeight > 0 && m.seen > o.maxHeight) {
+    bad.push(`page height ${m.seen} px as first seen (<details> folded but ${m.opened} opened by the report) > ${o.maxHeight} px (${(m.seen / SCREEN).toFixed(1)} screens)`);
   }
+  for (const l of m.broken) bad.push(`link #${l} leads to no element of the page`);
   for (const e of m.pageErrors) bad.push(`page error: ${e}`);
   return bad;
 }
@@ -229,9 +245,10 @@ function judge(m, o) {
 function report(m, bad) {
   const scales = m.diagrams.filter((d) => !d.error).map((d) => d.scale);
   const min = scales.length ? Math.min(...scales) : 1;
-  console.log(`${m.file}: height ${m.folded} px folded (${(m.folded / SCREEN).toFixed(1)} screens of ${SCREEN} px), ` +
-    `${m.expanded} px expanded; ${m.diagrams.length} diagrams, min scale ${min}; ${m.tables} tables; ` +
-    `${m.details} <details>; ${m.links} internal links, ${m.broken.length} broken`);
+  console.log(`${m.file}: height ${m.seen} px as first seen (${(m.seen / SCREEN).toFixed(1)} screens of ${SCREEN} px; ` +
+    `${m.opened} of ${m.details} <details> open), ${m.folded} px all folded, ${m.expanded} px all open; ${m.diagrams.length} diagrams, min scale ${min}; ${m.tables} tables; ` +
+    `${m.links} internal links, ${m.broken.length} broken`);
+  console.log('  sections: ' + m.sections.map((x) => `${x.heading} ${x.height} px`).join(', '));
   for (const d of m.diagrams) {
     const where = d.heading ? ` under "${d.heading}"` : '';
     console.log(d.error ? `  diagram ${d.index}${where}: ERROR ${d.error}`
