@@ -132,7 +132,7 @@ func (p *printer) status(id, s string) string {
 func (p *printer) title() {
 	r := p.r
 	p.printf("# %s: orderflow-audit run %s\n\n", inline(string(r.Verdict.Status)), inline(r.Run.ID))
-	p.printf("**%s.** %s\n\n", inline(string(r.Verdict.Status)), inline(p.why()))
+	p.printf("**Why:** %s\n\n", inline(p.why()))
 	if !r.Verified {
 		p.printf("> [!CAUTION]\n")
 		p.printf("> **Verification %s.** %s (%d %s in [%s](#%s)). "+

@@ -160,13 +160,13 @@ func TestRenderSections(t *testing.T) {
 		want, notWant     []string
 	}{
 		{name: "pass states the verdict", md: pass, section: passTitle,
-			want:    []string{"**PASS.** The verifier re-derived the 8 scenarios from their 189 logged events", "witnesses: none recorded"},
+			want:    []string{"**Why:** The verifier re-derived the 8 scenarios from their 189 logged events", "witnesses: none recorded"},
 			notWant: []string{"[!CAUTION]", "NEGATIVE CONTROL"}},
 		{name: "fail states the verdict and why", md: fail, section: failTitle,
-			want: []string{"**FAIL.** The verifier did not accept this evidence: metric-mismatch in sendBeforeMarkCrash; log-digest (INCONCLUSIVE) in offsetReplay.",
+			want: []string{"**Why:** The verifier did not accept this evidence: metric-mismatch in sendBeforeMarkCrash; log-digest (INCONCLUSIVE) in offsetReplay.",
 				"[!CAUTION]", "**Verification FAIL.**", "2 reasons in [Verifier reasons](#verifier-reasons)"}},
 		{name: "inconclusive states the verdict and why", md: inconclusive, section: incTitle,
-			want: []string{"**INCONCLUSIVE.** The verifier could not decide from what this evidence holds: witness-missing; boundary-not-run in orderCrashWindow; log-digest in offsetReplay.",
+			want: []string{"**Why:** The verifier could not decide from what this evidence holds: witness-missing; boundary-not-run in orderCrashWindow; log-digest in offsetReplay.",
 				"[!CAUTION]", "**Verification INCONCLUSIVE.**", "3 reasons"}},
 		{name: "fail lists every reason", md: fail, section: "## Verifier reasons",
 			want: []string{"metric-mismatch", "log-digest", "INCONCLUSIVE", "logs/sendBeforeMarkCrash/relay-A.jsonl line 4 seq 4, oldTokenCas",

@@ -8,6 +8,8 @@
 # PNG per screen and per diagram, the HTML and summary.json into --out.
 #
 #   scripts/render-check.sh [--install] [--out DIR] [--min-scale 0.7] [--max-height 8000] report.md...
+#   scripts/render-check.sh --self-test   # proves the check fails on a wide diagram, a Mermaid
+#                                         # error and a tall page (scripts/render-check/testdata/)
 #
 # Needs pandoc, chromium and node (Debian packages: `apt-get install pandoc
 # chromium nodejs npm`; .ci/run installs them) and the pinned npm packages
@@ -20,14 +22,16 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 dir="$here/render-check"
 out=""
 install=false
+selftest=false
 args=()
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--install) install=true ;;
+	--self-test) selftest=true ;;
 	--out) out="${2:?--out needs a directory}"; shift ;;
 	--min-scale | --max-height) args+=("$1" "${2:?$1 needs a value}"); shift ;;
 	--no-screens) args+=("$1") ;;
-	-h | --help) sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	-*) echo "render-check: unknown flag $1" >&2; exit 2 ;;
 	*) args+=("$(realpath "$1")") ;;
 	esac
@@ -49,5 +53,36 @@ if [ -z "$out" ]; then
 	out="$(mktemp -d "${TMPDIR:-/tmp}/render-check.XXXXXX")"
 fi
 mkdir -p "$out"
+
+# expect NAME WANT-EXIT PATTERN... runs the check on the self-test pages
+# (the rest of the arguments after --) and fails unless it exits WANT-EXIT
+# and prints every pattern.
+expect() {
+	local name="$1" want="$2" log="$out/$1.log" got=0
+	shift 2
+	local patterns=()
+	while [ "$1" != "--" ]; do patterns+=("$1"); shift; done
+	shift
+	timeout 300 node "$dir/render.mjs" --out "$out/$name" --no-screens "$@" >"$log" 2>&1 || got=$?
+	if [ "$got" != "$want" ]; then
+		echo "render-check self-test $name: exit $got; want $want" >&2; cat "$log" >&2; return 1
+	fi
+	for p in "${patterns[@]}"; do
+		if ! grep -qF -- "$p" "$log"; then
+			echo "render-check self-test $name: output lacks \"$p\"" >&2; cat "$log" >&2; return 1
+		fi
+	done
+	echo "render-check self-test $name: exit $got as wanted"
+}
+
+if $selftest; then
+	t="$dir/testdata"
+	expect accepted 0 "diagram 1 under \"Render check: an acceptable page\": scale 1 " "0 not acceptable" -- "$t/good.md"
+	expect wide 1 "FAIL: diagram 1 (under \"Render check: a diagram too wide for the column\"): scale 0." -- "$t/wide.md"
+	expect mermaid-error 1 "FAIL: diagram 1 (under \"Render check: a diagram Mermaid cannot parse\"): Mermaid error" -- "$t/broken.md"
+	expect too-tall 1 "FAIL: page height" -- --max-height 100 "$t/good.md"
+	exit 0
+fi
+
 # The whole check is bounded: a browser that hangs must not hold CI.
 exec timeout 600 node "$dir/render.mjs" --out "$out" "${args[@]}"

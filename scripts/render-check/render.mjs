@@ -104,7 +104,7 @@ async function inPage(column) {
     const all = [...document.querySelectorAll('h1, h2, h3, h4')];
     let last = '';
     for (const h of all) {
-      if (h.compareDocumentPosition(el) & Node.DOCUMENT_POSITION_FOLLOWING) last = h.textContent.trim();
+      if (h.compareDocumentPosition(el) & Node.DOCUMENT_POSITION_FOLLOWING) last = h.textContent.replace(/\s+/g, ' ').trim();
     }
     return last;
   };
@@ -161,7 +161,7 @@ async function inPage(column) {
   const sections = h2.map((h, i) => {
     const y = h.getBoundingClientRect().top - top;
     const next = i + 1 < h2.length ? h2[i + 1].getBoundingClientRect().top - top : seen;
-    return { heading: h.textContent.trim(), height: Math.round(next - y) };
+    return { heading: h.textContent.replace(/\s+/g, ' ').trim(), height: Math.round(next - y) };
   });
   details.forEach((x) => { x.open = false; });
   const folded = height();
@@ -187,7 +187,7 @@ async function checkOne(browser, file, o) {
   const name = path.basename(file).replace(/\.md$/, '');
   const dir = path.join(o.out, name);
   fs.mkdirSync(dir, { recursive: true });
-  const body = execFileSync('pandoc', ['-f', 'gfm', '-t', 'html5', file], { encoding: 'utf8', maxBuffer: 256 << 20 });
+  const body = execFileSync('pandoc', ['-f', 'gfm', '-t', 'html5', '--wrap=none', file], { encoding: 'utf8', maxBuffer: 256 << 20 });
   const mermaidURL = pathToFileURL(path.join(here, 'node_modules', 'mermaid', 'dist', 'mermaid.min.js')).href;
   const html = path.join(dir, `${name}.html`);
   fs.writeFileSync(html, page(name, body, mermaidURL));
