@@ -125,6 +125,9 @@ func section(md, heading string) string {
 	return rest
 }
 
+// TestRenderSections checks what each section of the four fixture renders
+// (PASS, FAIL, INCONCLUSIVE, a planted bug) must and must not say. It is
+// long because it is one table of cases, one row per claim about a section.
 func TestRenderSections(t *testing.T) {
 	pass := string(renderCase(t, "testdata/u80", "verdict-pass.json"))
 	fail := string(renderCase(t, "testdata/u80", "verdict-fail.json"))

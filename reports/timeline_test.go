@@ -59,6 +59,8 @@ func encodeLines(es ...evidence.Event) []byte {
 	return buf.Bytes()
 }
 
+// TestTimeline draws small logs and checks the diagram's lines, what is
+// drawn and what is counted; one table of cases, hence its length.
 func TestTimeline(t *testing.T) {
 	t0 := time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
@@ -210,8 +212,9 @@ func TestOffsetSet(t *testing.T) {
 }
 
 // TestUnreadableLines: every line that is not a valid event is counted
-// and named, reading goes on after it, and the count shows above the
-// diagram; a cut-off final line is named as truncated.
+// and named, reading goes on after it, and the count shows in the
+// timeline's summary; a cut-off final line is named as truncated. One
+// table of cases, hence its length.
 func TestUnreadableLines(t *testing.T) {
 	t0 := time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)
 	ev := func(seq int) evidence.Event {
