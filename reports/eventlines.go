@@ -36,7 +36,7 @@ func eventLines(e logEvent, a, over string, fn footnoter) []string {
 	case evidence.KindSeedOutbox:
 		return msg(a, "->>", aliasDB, fmt.Sprintf("seed outbox %s (agg %s, %s)", e.EventID, i64(e.OrderID), e.State))
 	case evidence.KindOrderCommitted:
-		return msg(a, "->>", aliasDB, fmt.Sprintf("order %s + %s, stock %s", i64(e.OrderID), e.EventID, i64(e.Stock)))
+		return msg(a, "->>", aliasDB, fmt.Sprintf("commit order %s + %s, stock %s", i64(e.OrderID), e.EventID, i64(e.Stock)))
 	case evidence.KindOutboxWritten:
 		return msg(a, "->>", aliasDB, fmt.Sprintf("intent %s, own tx", e.EventID))
 	case evidence.KindOrderRolledBack:

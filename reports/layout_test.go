@@ -166,7 +166,7 @@ func TestSimilarEventsFolded(t *testing.T) {
 		"    Note over a1: … 7 more rejections like these\n" +
 		"    Note over a1: HTTP 409: idempotency key in flight\n" +
 		"    Note over a1: HTTP 401: missing bearer token\n" +
-		"    a1->>db: order 1 + e-1, stock 9\n    a1->>db: order 2 + e-2, stock 8\n    a1->>db: order 3 + e-3, stock 7"
+		"    a1->>db: commit order 1 + e-1, stock 9\n    a1->>db: commit order 2 + e-2, stock 8\n    a1->>db: commit order 3 + e-3, stock 7"
 	if !strings.HasSuffix(body, want) {
 		t.Errorf("diagram ends\n%s\nwant\n%s", body, want)
 	}

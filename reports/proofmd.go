@@ -51,7 +51,7 @@ func (p *printer) proofLists(row evidence.ProofRow) {
 	}
 	p.printf("What it cannot show:\n\n")
 	caveat := row.Category == evidence.CategoryFaults && p.ranPoint(stockCaveat.label) &&
-		!mentions(row.CannotInfer, "observed by another connection")
+		!p.matrixSays("observed by another connection")
 	if !caveat {
 		p.bullets(row.CannotInfer, inline)
 		return

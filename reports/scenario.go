@@ -136,8 +136,22 @@ func (p *printer) faults(sc evidence.Scenario) []string {
 			}
 		}
 		out = append(out, fmt.Sprintf("**fault** `%s`: %s", code(pt), what))
+		if pt == stockCaveat.label && !p.matrixSays("observed by another connection") {
+			out = append(out, fmt.Sprintf("**caveat** *(report)*: it does not show %s; it would need %s", inline(stockCaveat.cannot), inline(stockCaveat.needs)))
+		}
 	}
 	return out
+}
+
+// matrixSays tells whether some entry of the proof-boundary matrix
+// contains s.
+func (p *printer) matrixSays(s string) bool {
+	for _, row := range p.r.Proof {
+		if mentions(row.Had, s) || mentions(row.CannotInfer, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // runnerChecked is what the runner did and measured live.
