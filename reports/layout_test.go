@@ -225,3 +225,29 @@ func TestManyScenarios(t *testing.T) {
 		t.Errorf("the repeated scenario does not get GitHub's -1 anchor")
 	}
 }
+
+// TestWitnessLine: each section says what the witnesses confirmed; with
+// none recorded, that every event is the actors' claim; with witnesses
+// recorded but no per-scenario confirmation in the verdict, that too.
+func TestWitnessLine(t *testing.T) {
+	ev := loadEvidence(t, "testdata/u80")
+	v := loadVerdict(t, "testdata/u80/verdict-pass.json")
+	ev.Witness = &evidence.Witness{
+		Database: &evidence.DatabaseWitness{Source: evidence.WitnessBinlogFiles, Files: []evidence.WitnessFile{{Path: "w/binlog.000001"}}},
+		Missing:  []string{"broker: the external broker's log could not be read"},
+	}
+	md, err := Markdown(ev, v, DirLogs("testdata/u80"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(md)
+	for _, want := range []string{
+		"witnesses: database binlog (1 file), 1 missing",
+		"- **witnesses**: recorded (database binlog (1 file), 1 missing), but this verdict does not say what they confirmed for this scenario",
+		"witnesses: recorded, not reported per scenario",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+}
