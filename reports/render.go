@@ -339,8 +339,7 @@ func (p *printer) invariants() {
 	}
 	holds := true
 	for _, inv := range p.r.Invariants {
-		holds = holds && strings.HasPrefix(inv.Live, "holds:") && strings.HasPrefix(inv.Replayed, "holds:") &&
-			!strings.Contains(inv.Live, ";") && !strings.Contains(inv.Replayed, ";")
+		holds = holds && inv.Holds
 	}
 	intro := "Each invariant is an anti-join that must return no rows. Live: run by the runner against each scenario's " +
 		"database at its end. Replayed: run by the verifier on the state replayed from the event logs."

@@ -161,6 +161,9 @@ type InvariantRow struct {
 	Meaning  string
 	Live     string
 	Replayed string
+	// Holds is true when every scenario with invariant results has this
+	// one live and replayed, with 0 rows both ways.
+	Holds bool
 }
 
 // Timeline is the sequence diagram of one scenario.
@@ -407,6 +410,7 @@ func invariantRows(ev *evidence.Evidence, v *checks.Verdict) []InvariantRow {
 			Meaning:  m,
 			Live:     resultCell(live[id], scenarios, "no live result"),
 			Replayed: resultCell(replayed[id], scenarios, "not replayed"),
+			Holds:    allZero(live[id], scenarios) && allZero(replayed[id], scenarios),
 		})
 	}
 	return rows
@@ -426,6 +430,16 @@ func orderIDs(ids map[string]bool) []string {
 	}
 	sort.Strings(rest)
 	return append(out, rest...)
+}
+
+// allZero tells whether rows has 0 for every one of scenarios.
+func allZero(rows map[string]int64, scenarios []string) bool {
+	for _, sc := range scenarios {
+		if n, ok := rows[sc]; !ok || n != 0 {
+			return false
+		}
+	}
+	return len(scenarios) > 0
 }
 
 // resultCell summarises rows per scenario: "holds: 0 rows in 5 scenarios",
