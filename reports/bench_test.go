@@ -99,10 +99,10 @@ func TestTimelineMemoryBounded(t *testing.T) {
 		t.Errorf("report of %d events: heap peaked %d MB above its start; want under %d MB (memory bounded by the drawing, not the log)",
 			events, peak>>20, limit>>20)
 	}
-	s := section(string(md), "### bulkChain: PASS")
+	s := section(string(md), "### U80 bulkChain")
 	for _, want := range []string{
 		fmt.Sprintf("%d events: ", events),
-		"stale CAS: 0 rows", "FAULT after-publish-before-mark: bulk", "REPLAY receive e-16666: p0 offset 0",
+		"0 rows, stale", "FAULT after-publish-before-mark [", "REPLAY receive e-16666 p0@0",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("timeline lacks %q:\n%s", want, s)

@@ -8,8 +8,22 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 )
 
-// eventLines draws one event from participant a.
-func eventLines(e logEvent, a string) []string {
+// Labels are short so that a diagram keeps its text readable in GitHub's
+// column: an event id, a token, an offset. Anything longer (an error, a
+// fault's detail, a rejection reason) goes to a numbered footnote under
+// the diagram, and the label carries its number.
+
+// maxLabelText is the longest free text (a reason, a fault point) a label
+// carries itself; longer text becomes a footnote.
+const maxLabelText = 36
+
+// footnoter registers a footnote and returns its marker, " [n]".
+type footnoter func(text string) string
+
+// eventLines draws one event from participant a; over is the participant
+// a note about the event belongs over (a fault's target), fn takes the
+// footnotes.
+func eventLines(e logEvent, a, over string, fn footnoter) []string {
 	msg := func(from, arrow, to, text string) []string {
 		return []string{fmt.Sprintf("%s%s%s: %s", from, arrow, to, mtext(text))}
 	}
@@ -18,67 +32,87 @@ func eventLines(e logEvent, a string) []string {
 	}
 	switch e.Kind {
 	case evidence.KindSeedStock:
-		return msg(a, "->>", aliasDB, fmt.Sprintf("seed stock %s = %s", e.SKU, i64(e.Stock)))
+		return msg(a, "->>", aliasDB, fmt.Sprintf("seed %s = %s", e.SKU, i64(e.Stock)))
 	case evidence.KindSeedOutbox:
-		return msg(a, "->>", aliasDB, fmt.Sprintf("seed outbox row %s (aggregate %s, %s, v%s)", e.EventID, i64(e.OrderID), e.State, i64(e.ClaimVersion)))
+		return msg(a, "->>", aliasDB, fmt.Sprintf("seed outbox %s (agg %s, %s)", e.EventID, i64(e.OrderID), e.State))
 	case evidence.KindOrderCommitted:
-		return msg(a, "->>", aliasDB, fmt.Sprintf("commit order %s (%s x%s, stock left %s), intent %s, HTTP %d",
-			i64(e.OrderID), e.SKU, i64(e.Quantity), i64(e.Stock), e.EventID, e.Status))
+		return msg(a, "->>", aliasDB, fmt.Sprintf("commit order %s + %s, stock %s", i64(e.OrderID), e.EventID, i64(e.Stock)))
 	case evidence.KindOutboxWritten:
-		return msg(a, "->>", aliasDB, fmt.Sprintf("intent %s for order %s in its own transaction", e.EventID, i64(e.OrderID)))
+		return msg(a, "->>", aliasDB, fmt.Sprintf("intent %s, own tx", e.EventID))
 	case evidence.KindOrderRolledBack:
-		what := "rollback order"
+		what := "rollback"
 		if e.OrderID != nil {
-			what += " " + i64(e.OrderID)
+			what += " order " + i64(e.OrderID)
 		}
 		if e.EventID != "" {
-			what += " (intent " + e.EventID + ")"
+			what += " + " + e.EventID
 		}
-		return msg(a, "-x", aliasDB, fmt.Sprintf("%s, HTTP %d: %s", what, e.Status, e.Err))
+		return msg(a, "-x", aliasDB, fmt.Sprintf("%s, HTTP %d%s", what, e.Status, fn(e.Err)))
 	case evidence.KindOrderReplayed:
-		return msg(aliasDB, "-->>", a, fmt.Sprintf("idempotent replay: order %s, HTTP %d, no writes", i64(e.OrderID), e.Status))
+		return msg(aliasDB, "-->>", a, fmt.Sprintf("replay order %s, no writes", i64(e.OrderID)))
 	case evidence.KindOrderRejected:
-		return note(a, fmt.Sprintf("rejected, HTTP %d: %s (no writes)", e.Status, e.Reason))
+		return note(a, fmt.Sprintf("HTTP %d: %s", e.Status, brief(e.Reason, fn)))
 	case evidence.KindClaim:
-		return msg(a, "->>", aliasDB, fmt.Sprintf("claim %s token %s (was %s)", e.EventID, token(e.Event), e.StateBefore))
+		text := fmt.Sprintf("claim %s %s", e.EventID, token(e.Event))
+		if e.StateBefore != "" && e.StateBefore != evidence.StatePending {
+			text += " (was " + e.StateBefore + ")"
+		}
+		return msg(a, "->>", aliasDB, text)
 	case evidence.KindPublish:
 		if e.Err != "" {
-			return msg(a, "-x", aliasKafka, fmt.Sprintf("publish %s token %s failed: %s", e.EventID, token(e.Event), e.Err))
+			return msg(a, "-x", aliasKafka, fmt.Sprintf("publish %s v%s failed%s", e.EventID, i64(e.ClaimVersion), fn(e.Err)))
 		}
-		return msg(a, "->>", aliasKafka, fmt.Sprintf("publish %s token %s: p%s offset %s", e.EventID, token(e.Event), i32(e.Partition), i64(e.Offset)))
+		return msg(a, "->>", aliasKafka, fmt.Sprintf("publish %s v%s: %s", e.EventID, i64(e.ClaimVersion), at(e.Event)))
 	case evidence.KindMark:
 		if e.Rows != nil && *e.Rows == 0 {
 			return []string{
 				"rect rgb(255, 225, 225)",
-				fmt.Sprintf("%s-x%s: %s", a, aliasDB, mtext(fmt.Sprintf("mark SENT %s token %s: stale CAS: 0 rows", e.EventID, token(e.Event)))),
+				fmt.Sprintf("%s-x%s: %s", a, aliasDB, mtext(fmt.Sprintf("mark %s %s: 0 rows, stale", e.EventID, token(e.Event)))),
 				"end",
 			}
 		}
-		return msg(a, "->>", aliasDB, fmt.Sprintf("mark SENT %s token %s: %s %s", e.EventID, token(e.Event), i64(e.Rows), plural(deref(e.Rows), "row", "rows")))
+		return msg(a, "->>", aliasDB, fmt.Sprintf("mark SENT %s %s: %s %s", e.EventID, token(e.Event), i64(e.Rows), plural(deref(e.Rows), "row", "rows")))
 	case evidence.KindLeaseExpired:
-		return msg(a, "->>", aliasDB, fmt.Sprintf("lease of %s token %s expired by SQL: %s %s", e.EventID, token(e.Event), i64(e.Rows), plural(deref(e.Rows), "row", "rows")))
+		return msg(a, "->>", aliasDB, fmt.Sprintf("expire lease %s v%s: %s %s", e.EventID, i64(e.ClaimVersion), i64(e.Rows), plural(deref(e.Rows), "row", "rows")))
 	case evidence.KindReceive:
-		text := fmt.Sprintf("receive %s: p%s offset %s (group %s)", e.EventID, i32(e.Partition), i64(e.Offset), short(e.Consumer, e.RunID))
+		text := fmt.Sprintf("receive %s %s", e.EventID, at(e.Event))
 		if e.replay {
 			text = "REPLAY " + text
 		}
 		return msg(aliasKafka, "->>", a, text)
 	case evidence.KindInboxInsert:
-		return msg(a, "->>", aliasDB, fmt.Sprintf("inbox insert %s (%s)", e.EventID, e.Consumer))
+		return msg(a, "->>", aliasDB, "inbox "+e.EventID)
 	case evidence.KindInboxReject:
-		return msg(a, "-x", aliasDB, fmt.Sprintf("inbox rejects duplicate %s (%s): rolled back", e.EventID, e.Consumer))
+		return msg(a, "-x", aliasDB, "inbox rejects "+e.EventID)
 	case evidence.KindEffect:
-		return msg(a, "->>", aliasDB, fmt.Sprintf("effect: notification %s for %s (order %s)", i64(e.NotificationID), e.EventID, i64(e.OrderID)))
+		return msg(a, "->>", aliasDB, fmt.Sprintf("notification %s (%s)", i64(e.NotificationID), e.EventID))
 	case evidence.KindOffsetCommit:
-		return msg(a, "->>", aliasKafka, fmt.Sprintf("commit offset p%s next %s (group %s)", i32(e.Partition), i64(e.Offset), short(e.Consumer, e.RunID)))
+		return msg(a, "->>", aliasKafka, fmt.Sprintf("commit p%s next %s", i32(e.Partition), i64(e.Offset)))
 	case evidence.KindObserve:
-		return note(aliasDB, fmt.Sprintf("%s is %s (v%s)", e.EventID, e.State, i64(e.ClaimVersion)))
+		return note(aliasDB, fmt.Sprintf("%s %s v%s", e.EventID, e.State, i64(e.ClaimVersion)))
 	case evidence.KindFault:
-		return note(a, fmt.Sprintf("FAULT %s: %s", e.Point, e.Detail))
+		what := "FAULT "
+		if strings.Contains(e.Detail, "SIGKILL") {
+			what = "SIGKILL "
+		}
+		return note(over, what+brief(e.Point, fn)+fn(e.Detail))
 	case evidence.KindInvariant:
-		return note(aliasDB, fmt.Sprintf("invariant %s: %s rows", e.Invariant, i64(e.Rows)))
+		return note(aliasDB, fmt.Sprintf("%s: %s rows", e.Invariant, i64(e.Rows)))
 	}
-	return note(a, fmt.Sprintf("%s (kind unknown to the report)", e.Kind))
+	return note(a, brief(string(e.Kind), fn)+" (unknown kind)")
+}
+
+// brief is s when it is short, else a footnote marker in its place.
+func brief(s string, fn footnoter) string {
+	if len([]rune(s)) <= maxLabelText {
+		return s
+	}
+	return "see" + fn(s)
+}
+
+// at is where a record is: p<partition>@<offset>.
+func at(e evidence.Event) string {
+	return "p" + i32(e.Partition) + "@" + i64(e.Offset)
 }
 
 // token renders a claim token as v<version>/<claim id>. A claim id that

@@ -526,6 +526,14 @@ func TestFixture(t *testing.T) {
 						}
 					}
 					writeJSON(t, filepath.Join(f.dir, "verdict-fail.json"), fail)
+					writeJSON(t, filepath.Join(f.dir, "verdict-inconclusive.json"), fixtureVerdict(ev, "evidence/u80.json", events, checks.Inconclusive, []checks.Reason{
+						{Rule: "witness-missing", Status: checks.Inconclusive,
+							Message: "the evidence records no witness: neither the database's binlog nor the broker's log"},
+						{Rule: "boundary-not-run", Status: checks.Inconclusive, Scenario: "orderCrashWindow",
+							Message: "orderCrashWindow did not run: the verdict cannot be PASS"},
+						{Rule: "log-digest", Status: checks.Inconclusive, Scenario: "offsetReplay", Log: "logs/offsetReplay/consumer-1.jsonl",
+							Message: "sha256 differs from the evidence: the log changed after the run"},
+					}))
 				} else {
 					writeJSON(t, filepath.Join(f.dir, "verdict.json"), fixtureVerdict(ev, "evidence/planted.json", events, checks.Fail, []checks.Reason{
 						{Rule: "stale-token-mark", Status: checks.Fail, Scenario: "sendBeforeMarkCrash", Log: "logs/sendBeforeMarkCrash/relay-A.jsonl",

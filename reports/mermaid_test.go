@@ -32,7 +32,7 @@ func TestMermaidParses(t *testing.T) {
 				ClaimVersion: evidence.Ptr(int64(1)), ClaimID: h, Topic: "t", Err: h}},
 			logEvent{Event: evidence.Event{Seq: int64(2*i + 2), Time: t0, Actor: "scenario", Kind: evidence.KindFault, Point: h, Detail: h}})
 	}
-	lines, _ := diagram(evs)
+	lines := diagram(evs).lines
 	dir := t.TempDir()
 	files := []string{filepath.Join(dir, "hostile.md")}
 	if err := os.WriteFile(files[0], []byte("```mermaid\n"+strings.Join(lines, "\n")+"\n```\n"), 0o644); err != nil {

@@ -5,33 +5,37 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"html"
 	"io"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/renderer"
-	"github.com/olekukonko/tablewriter/tw"
-
 	"github.com/orderflow-audit/orderflow-audit/checks"
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 )
 
-// Render writes r as GitHub-flavoured Markdown.
+// Render writes r as GitHub-flavoured Markdown. What a reviewer decides on
+// comes first, on one screen: the verdict in the title and why, then one
+// row per scenario linking to its section. Then the verifier's reasons,
+// the boundary table, the invariants and the proof boundary; the run and
+// environment folded; last one section per scenario, whose timeline and
+// details are folded unless the scenario is one the reviewer must look at
+// (a boundary of the boundary table, or one the verifier has reasons
+// about).
 func Render(w io.Writer, r *Report) error {
 	if r == nil {
 		return errors.New("render report: nil report")
 	}
 	p := &printer{w: bufio.NewWriter(w), r: r}
 	p.title()
-	p.summary()
-	p.lines()
+	p.overview()
+	p.reasons()
 	p.boundaries()
 	p.invariants()
 	p.proof()
-	p.timelines()
-	p.details()
+	p.run()
+	p.scenarios()
 	if p.err != nil {
 		return fmt.Errorf("render report: %w", p.err)
 	}
@@ -55,6 +59,17 @@ func Markdown(ev *evidence.Evidence, v *checks.Verdict, logs LogSource) ([]byte,
 	return buf.Bytes(), nil
 }
 
+// Headings of the report's sections; links point at their anchors.
+const (
+	headScenarios = "Scenarios"
+	headReasons   = "Verifier reasons"
+	headBoundary  = "Boundaries"
+	headInvs      = "Invariants"
+	headProof     = "Proof boundary"
+	headRun       = "Run and environment"
+	headSections  = "Scenario sections"
+)
+
 type printer struct {
 	w   *bufio.Writer
 	r   *Report
@@ -68,11 +83,21 @@ func (p *printer) printf(format string, args ...any) {
 	_, p.err = fmt.Fprintf(p.w, format, args...)
 }
 
+// table writes a table of plain-text cells.
 func (p *printer) table(header []string, rows [][]string) {
 	if p.err != nil {
 		return
 	}
 	p.err = writeTable(p.w, header, rows)
+	p.printf("\n")
+}
+
+// tableMD writes a table of Markdown cells, escaped by the caller.
+func (p *printer) tableMD(header []string, rows [][]string) {
+	if p.err != nil {
+		return
+	}
+	p.err = writeTableMD(p.w, header, rows)
 	p.printf("\n")
 }
 
@@ -103,21 +128,100 @@ func (p *printer) status(id, s string) string {
 	return s
 }
 
+// title states the verdict and, in one line, why.
 func (p *printer) title() {
 	r := p.r
-	p.printf("# orderflow-audit report: run %s\n\n", inline(r.Run.ID))
+	p.printf("# %s: orderflow-audit run %s\n\n", inline(string(r.Verdict.Status)), inline(r.Run.ID))
+	p.printf("**Why:** %s\n\n", inline(p.why()))
 	if !r.Verified {
 		p.printf("> [!CAUTION]\n")
-		p.printf("> **Verification %s.** %s (%d %s below). "+
+		p.printf("> **Verification %s.** %s (%d %s in [%s](#%s)). "+
 			"Nothing in this report is shown as passing: scenario results are the evidence's claims, not verified.\n\n",
 			inline(string(r.Verdict.Status)), verdictMeaning(r.Verdict.Status), len(r.Verdict.Reasons),
-			plural(int64(len(r.Verdict.Reasons)), "reason", "reasons"))
+			plural(int64(len(r.Verdict.Reasons)), "reason", "reasons"), headReasons, anchor(headReasons))
 	}
 	if r.Run.Planted != "" {
 		p.printf("> [!WARNING]\n")
 		p.printf("> **NEGATIVE CONTROL.** The bug `%s` was planted into the system under test for this run. "+
 			"Failures are expected; this run says nothing about the unmodified system.\n\n", code(r.Run.Planted))
 	}
+	p.printf("%s\n\n", inline(p.facts()))
+}
+
+// why is the verdict's reason in one line: for PASS what was accepted, else
+// the verifier's rules and the scenarios they are about.
+func (p *printer) why() string {
+	r := p.r
+	if r.Verdict.Status == checks.Pass {
+		return fmt.Sprintf("The verifier re-derived the %d %s from their %d logged events and accepted every claim of the evidence.",
+			r.Verdict.Scenarios, plural(int64(r.Verdict.Scenarios), "scenario", "scenarios"), r.Verdict.Events)
+	}
+	// One entry per status and rule, with its scenarios, in reason order.
+	type group struct {
+		status checks.Status
+		rule   string
+		scs    []string
+	}
+	var groups []*group
+	for _, x := range r.Verdict.Reasons {
+		var g *group
+		for _, h := range groups {
+			if h.status == x.Status && h.rule == x.Rule {
+				g = h
+			}
+		}
+		if g == nil {
+			g = &group{status: x.Status, rule: x.Rule}
+			groups = append(groups, g)
+		}
+		if x.Scenario != "" && !contains(g.scs, x.Scenario) {
+			g.scs = append(g.scs, x.Scenario)
+		}
+	}
+	const shown = 3
+	var parts []string
+	for i, g := range groups {
+		if i == shown {
+			parts = append(parts, fmt.Sprintf("and %d more (see %s)", len(groups)-shown, headReasons))
+			break
+		}
+		s := g.rule
+		if g.status != r.Verdict.Status {
+			s += " (" + string(g.status) + ")"
+		}
+		if len(g.scs) > 0 {
+			s += " in " + strings.Join(g.scs, ", ")
+		}
+		parts = append(parts, s)
+	}
+	if len(parts) == 0 {
+		return verdictMeaning(r.Verdict.Status) + ", and gave no reason."
+	}
+	return verdictMeaning(r.Verdict.Status) + ": " + strings.Join(parts, "; ") + "."
+}
+
+// facts is one line of what ran: run, scenarios, database, broker,
+// witnesses.
+func (p *printer) facts() string {
+	r := p.r
+	env := r.Environment
+	planted := "clean run"
+	if r.Run.Planted != "" {
+		planted = "planted bug " + r.Run.Planted
+	}
+	counts := fmt.Sprintf("%d scenarios: %d passed, %d failed, %d not run", r.Counts.Total, r.Counts.Passed, r.Counts.Failed, r.Counts.NotRun)
+	if !r.Verified {
+		counts = fmt.Sprintf("%d scenarios: %d passed (claimed), %d failed, %d not run", r.Counts.Total, r.Counts.Passed, r.Counts.Failed, r.Counts.NotRun)
+	}
+	if r.Run.Interrupted {
+		counts += "; the run was interrupted"
+	}
+	broker := env.Kafka.Mode + " broker"
+	if impl := env.Kafka.Implementation; impl != "" {
+		broker += " " + strings.Fields(impl)[0]
+	}
+	return fmt.Sprintf("%s · %s · %s %s · %s · witnesses: %s · tool %s %s",
+		planted, counts, env.Database.Flavour, env.Database.Version, broker, p.witnessesRecorded(), r.Tool.Version, orDash(shortRev(r.Tool.Revision)))
 }
 
 // verdictMeaning says what a verdict status means, as a sentence.
@@ -133,56 +237,40 @@ func verdictMeaning(s checks.Status) string {
 	return fmt.Sprintf("The verifier returned the unknown status %q", string(s))
 }
 
-func (p *printer) summary() {
+// overview is the table a reviewer decides on: one row per scenario, U80
+// first, then EXT, then U79, each linking to its section.
+func (p *printer) overview() {
 	r := p.r
-	env := r.Environment
-	p.printf("## 1. Summary\n\n")
-	verdict := string(r.Verdict.Status) + ": " + strings.ToLower(verdictMeaning(r.Verdict.Status)[:1]) + verdictMeaning(r.Verdict.Status)[1:]
-	planted := "none (clean run)"
-	if r.Run.Planted != "" {
-		planted = "NEGATIVE CONTROL: " + r.Run.Planted
+	p.printf("## %s\n\n", headScenarios)
+	if len(r.Order) == 0 {
+		p.printf("The evidence has no scenarios.\n\n")
+		return
 	}
-	actors := "in-process only"
-	if env.ActorProcesses {
-		actors = "in-process and as separate OS processes"
+	var rows [][]string
+	for _, i := range r.Order {
+		sc := r.Scenarios[i]
+		figures := formatMetrics(sc.Metrics)
+		if figures == "" {
+			figures = "-"
+		}
+		boundary := sc.Boundary
+		if p.unfired(sc) {
+			boundary += " (fault cannot fire)"
+		}
+		rows = append(rows, []string{cell(sc.Suite), link(sc.ID, r.Anchors[i]), cell(boundary),
+			cell(p.status(sc.ID, sc.Status)), cell(figures)})
 	}
-	counts := fmt.Sprintf("%d scenarios: %d passed, %d failed, %d not run", r.Counts.Total, r.Counts.Passed, r.Counts.Failed, r.Counts.NotRun)
-	if !r.Verified {
-		counts = fmt.Sprintf("%d scenarios: %d passed (claimed, not verified), %d failed, %d not run", r.Counts.Total, r.Counts.Passed, r.Counts.Failed, r.Counts.NotRun)
-	}
-	if r.Claimed != r.Counts {
-		counts += fmt.Sprintf(" (the evidence's summary claims %d/%d/%d/%d)", r.Claimed.Total, r.Claimed.Passed, r.Claimed.Failed, r.Claimed.NotRun)
-	}
-	args := strings.Join(r.Run.Args, " ")
-	if args == "" {
-		args = "(none)"
-	}
-	rows := [][]string{
-		{"verdict", verdict},
-		{"verifier", fmt.Sprintf("%d scenarios, %d events checked; replayed state on %s", r.Verdict.Scenarios, r.Verdict.Events, orDash(r.Verdict.Engine))},
-		{"run id", r.Run.ID},
-		{"started (as recorded)", r.Run.Start.Format(time.RFC3339Nano)},
-		{"ended (as recorded)", r.Run.End.Format(time.RFC3339Nano)},
-		{"interrupted", yesNo(r.Run.Interrupted)},
-		{"seed", strconv.FormatInt(r.Run.Seed, 10)},
-		{"arguments", args},
-		{"tool", fmt.Sprintf("%s %s (revision %s)", r.Tool.Name, r.Tool.Version, orDash(r.Tool.Revision))},
-		{"database", fmt.Sprintf("%s %s, isolation %s, DSN %s (redacted)", env.Database.Flavour, env.Database.Version, env.Database.Isolation, env.Database.DSN)},
-		{"broker", fmt.Sprintf("%s: %s; brokers %s", env.Kafka.Mode, env.Kafka.Implementation, strings.Join(env.Kafka.Brokers, ", "))},
-		{"actors", actors},
-		{"Go", env.Go},
-		{"OS/arch", env.OS + "/" + env.Arch},
-		{"planted bug", planted},
-		{"scenarios", counts},
-	}
-	if !r.Verified || len(r.Refuted) > 0 {
-		rows = append(rows, []string{"claimed passes refuted by the verifier", claimedOf(r.Refuted, r.Counts.Passed)})
-	}
-	if len(r.Undecided) > 0 {
-		rows = append(rows, []string{"claimed passes the verifier could not decide", claimedOf(r.Undecided, r.Counts.Passed)})
-	}
-	p.table([]string{"field", "value"}, rows)
+	p.tableMD([]string{"suite", "scenario", "boundary", "status", "key figures"}, rows)
+}
 
+// reasons lists every reason of the verifier and its warnings; nothing
+// when it has none.
+func (p *printer) reasons() {
+	r := p.r
+	if len(r.Verdict.Reasons) == 0 && len(r.Verdict.Warnings) == 0 {
+		return
+	}
+	p.printf("## %s\n\n", headReasons)
 	if len(r.Verdict.Warnings) > 0 {
 		p.printf("Warnings of the verification itself (they do not bear on the evidence):\n\n")
 		for _, w := range r.Verdict.Warnings {
@@ -190,8 +278,6 @@ func (p *printer) summary() {
 		}
 		p.printf("\n")
 	}
-
-	p.printf("### Verifier reasons\n\n")
 	if len(r.Verdict.Reasons) == 0 {
 		p.printf("The verifier reported no reasons.\n\n")
 		return
@@ -211,270 +297,127 @@ func (p *printer) summary() {
 			}
 			where += x.Field
 		}
-		rr = append(rr, []string{string(x.Status), x.Rule, x.Scenario, where, x.Claimed, x.Recomputed, x.Message})
+		scenario := cell(x.Scenario)
+		if i, ok := r.index(x.Scenario); ok {
+			scenario = link(x.Scenario, r.Anchors[i])
+		}
+		rr = append(rr, []string{cell(string(x.Status)), cell(x.Rule), scenario, cell(where), cell(x.Claimed), cell(x.Recomputed), cell(x.Message)})
 	}
-	p.table([]string{"status", "rule", "scenario", "where", "claimed", "recomputed", "message"}, rr)
+	p.tableMD([]string{"status", "rule", "scenario", "where", "claimed", "recomputed", "message"}, rr)
 }
 
-func (p *printer) lines() {
-	p.printf("## 2. Observation lines\n\n")
-	if !p.r.Verified {
-		p.printf("As printed by `run` and recorded in the evidence; **not verified** (see the verdict above).\n\n")
-	} else {
-		p.printf("As printed by `run` and recorded in the evidence; the verifier recomputed each of them.\n\n")
-	}
-	if len(p.r.Lines) == 0 {
-		p.printf("The evidence has no observation lines.\n\n")
-		return
-	}
-	body := strings.Join(p.r.Lines, "\n")
-	fence := fenceFor(body)
-	p.printf("%stext\n%s\n%s\n\n", fence, body, fence)
-}
-
+// boundaries writes the boundary table of the evidence: per boundary the
+// scenario that exercises it with its status, the injection and the
+// recovery path, and what is accepted beside the figures of this run.
 func (p *printer) boundaries() {
-	p.printf("## 3. Boundary table\n\n")
-	if len(p.r.Boundaries) == 0 {
+	r := p.r
+	p.printf("## %s\n\n", headBoundary)
+	if len(r.Boundaries) == 0 {
 		p.printf("The evidence has no boundary table.\n\n")
 		return
 	}
 	var rows [][]string
-	for _, b := range p.r.Boundaries {
-		figures := b.Figures
-		if figures == "" {
-			figures = "-"
+	for _, b := range r.Boundaries {
+		scenario := cell(b.Scenario)
+		if i, ok := r.index(b.Scenario); ok {
+			scenario = link(b.Scenario, r.Anchors[i])
 		}
-		rows = append(rows, []string{b.Boundary, b.Injection, b.Recovery, b.AcceptedWhen, b.Scenario, p.status(b.Scenario, b.Status), figures})
+		rows = append(rows, []string{cell(b.Boundary), scenario + "<br>" + cell(p.status(b.Scenario, b.Status)),
+			cell(b.Injection) + "<br>→ " + cell(b.Recovery), cell(b.AcceptedWhen), cell(orDash(b.Figures))})
 	}
-	p.table([]string{"boundary", "injection", "recovery path", "accepted after recovery", "scenario", "status", "figures of this run"}, rows)
+	p.tableMD([]string{"boundary", "scenario", "injection → recovery path", "accepted after recovery", "figures of this run"}, rows)
 }
 
+// invariants writes the invariants, live and replayed: one line when
+// every one holds in every scenario both ways, with the table folded;
+// the table open otherwise.
 func (p *printer) invariants() {
-	p.printf("## 4. Invariants\n\n")
-	p.printf("Each invariant is an anti-join that must return no rows. Live: run by the runner against each scenario's " +
-		"database at its end. Replayed: run by the verifier on the state replayed from the event logs.\n\n")
+	p.printf("## %s\n\n", headInvs)
 	if len(p.r.Invariants) == 0 {
 		p.printf("No invariant results in the evidence or the verdict.\n\n")
 		return
+	}
+	holds := true
+	for _, inv := range p.r.Invariants {
+		holds = holds && inv.Holds
+	}
+	intro := "Each invariant is an anti-join that must return no rows. Live: run by the runner against each scenario's " +
+		"database at its end. Replayed: run by the verifier on the state replayed from the event logs."
+	if holds {
+		p.printf("All %d invariants hold, live and replayed, in every scenario that ran them (0 rows each). %s\n\n", len(p.r.Invariants), intro)
+		p.printf("<details><summary>The %d invariants and what a returned row would mean</summary>\n\n", len(p.r.Invariants))
+	} else {
+		p.printf("%s\n\n", intro)
 	}
 	var rows [][]string
 	for _, inv := range p.r.Invariants {
 		rows = append(rows, []string{inv.ID, inv.Meaning, inv.Live, inv.Replayed})
 	}
 	p.table([]string{"id", "what a returned row means", "live result", "replayed result"}, rows)
+	if holds {
+		p.printf("</details>\n\n")
+	}
 }
 
-func (p *printer) proof() {
-	p.printf("## 5. Proof-boundary matrix\n\n")
-	p.printf("Computed from the evidence (environment, run and the scenarios that ran), not written by hand. " +
-		"Anything marked NOT RUN did not run and is not a pass.\n\n")
-	p.printf("Environment claims (database flavour and version, broker implementation) are recorded by the runner " +
-		"and cannot be re-derived from the event logs by the verifier.\n\n")
-	if len(p.r.Proof) == 0 {
-		p.printf("The evidence has no proof-boundary matrix.\n\n")
-		return
+// run folds the record of the run: when, with what, and the observation
+// lines exactly as printed.
+func (p *printer) run() {
+	r := p.r
+	env := r.Environment
+	p.printf("## %s\n\n", headRun)
+	p.printf("<details><summary>Run %s: tool, database, broker, actors and the observation lines as printed</summary>\n\n", html.EscapeString(r.Run.ID))
+	actors := "in-process only"
+	if env.ActorProcesses {
+		actors = "in-process and as separate OS processes"
 	}
-	var rows [][]string
-	for _, pr := range p.r.Proof {
-		rows = append(rows, []string{pr.Category, bullets(pr.Had), bullets(pr.CannotInfer)})
+	args := strings.Join(r.Run.Args, " ")
+	if args == "" {
+		args = "(none)"
 	}
-	p.table([]string{"category", "what this run had", "what cannot be inferred"}, rows)
-}
-
-// bullets joins entries as lines of one cell ("\n" becomes <br> when the
-// cell is escaped).
-func bullets(xs []string) string {
-	if len(xs) == 0 {
-		return "-"
+	counts := fmt.Sprintf("%d/%d/%d/%d (total/passed/failed/not run)", r.Counts.Total, r.Counts.Passed, r.Counts.Failed, r.Counts.NotRun)
+	if r.Claimed != r.Counts {
+		counts += fmt.Sprintf("; the evidence's summary claims %d/%d/%d/%d", r.Claimed.Total, r.Claimed.Passed, r.Claimed.Failed, r.Claimed.NotRun)
 	}
-	return "• " + strings.Join(xs, "\n• ")
-}
-
-func (p *printer) timelines() {
-	p.printf("## 6. Timelines\n\n")
-	p.printf("One sequence diagram per scenario, drawn from its event logs merged as the verifier merges them " +
-		"(by time, a tie to the earlier log, each log in file order). " +
-		"Claim tokens are shown as `v<claim_version>/<claim_id>` (a claim id or consumer group ending in `-<run id>` without it, " +
-		"one longer than 24 characters cut to 12); a mark that hits 0 rows is a stale compare-and-set.\n\n")
-	for _, tl := range p.r.Timelines {
-		p.printf("### %s: %s\n\n", inline(tl.Scenario), inline(p.status(tl.Scenario, tl.Status)))
-		for _, pr := range tl.Problems {
-			p.printf("- log problem: %s\n", inline(pr))
-		}
-		if len(tl.Problems) > 0 {
-			p.printf("\n")
-		}
-		unread := ""
-		switch {
-		case tl.Unreadable == 1:
-			unread = " 1 line of the logs is not a valid event (named above) and is not drawn."
-		case tl.Unreadable > 1:
-			unread = fmt.Sprintf(" %d lines of the logs are not valid events (named above) and are not drawn.", tl.Unreadable)
-		}
-		switch {
-		case tl.Events == 0 && tl.Status == evidence.StatusNotRun:
-			p.printf("Not run: no events.%s\n\n", unread)
-			continue
-		case tl.Events == 0:
-			p.printf("No events to draw.%s\n\n", unread)
-			continue
-		case tl.Shown == tl.Events:
-			p.printf("%d %s, all drawn.%s\n\n", tl.Events, plural(int64(tl.Events), "event", "events"), unread)
-		default:
-			p.printf("%d events: %d drawn, %d summarised in notes that count them by kind.%s\n\n", tl.Events, tl.Shown, tl.Events-tl.Shown, unread)
-		}
-		body := strings.Join(tl.Mermaid, "\n")
+	rows := [][]string{
+		{"verifier", fmt.Sprintf("%s: %d scenarios, %d events checked; replayed state on %s", r.Verdict.Status, r.Verdict.Scenarios, r.Verdict.Events, orDash(r.Verdict.Engine))},
+		{"run id", r.Run.ID},
+		{"started, ended (as recorded)", r.Run.Start.Format(time.RFC3339Nano) + ", " + r.Run.End.Format(time.RFC3339Nano)},
+		{"interrupted", yesNo(r.Run.Interrupted)},
+		{"seed, arguments", strconv.FormatInt(r.Run.Seed, 10) + ", " + args},
+		{"tool", fmt.Sprintf("%s %s (revision %s)", r.Tool.Name, r.Tool.Version, orDash(r.Tool.Revision))},
+		{"database", fmt.Sprintf("%s %s, isolation %s, DSN %s (redacted)", env.Database.Flavour, env.Database.Version, env.Database.Isolation, env.Database.DSN)},
+		{"broker", fmt.Sprintf("%s: %s; brokers %s", env.Kafka.Mode, env.Kafka.Implementation, strings.Join(env.Kafka.Brokers, ", "))},
+		{"actors", actors},
+		{"Go, OS/arch", env.Go + ", " + env.OS + "/" + env.Arch},
+		{"scenarios", counts},
+	}
+	if !r.Verified || len(r.Refuted) > 0 {
+		rows = append(rows, []string{"claimed passes refuted by the verifier", claimedOf(r.Refuted, r.Counts.Passed)})
+	}
+	if len(r.Undecided) > 0 {
+		rows = append(rows, []string{"claimed passes the verifier could not decide", claimedOf(r.Undecided, r.Counts.Passed)})
+	}
+	p.table([]string{"field", "value"}, rows)
+	if len(r.Lines) > 0 {
+		body := strings.Join(r.Lines, "\n")
 		fence := fenceFor(body)
-		p.printf("%smermaid\n%s\n%s\n\n", fence, body, fence)
+		note := "the verifier recomputed each of them"
+		if !r.Verified {
+			note = "**not verified** (see the verdict above)"
+		}
+		p.printf("Observation lines as printed by `run` and recorded in the evidence; %s:\n\n%stext\n%s\n%s\n\n", note, fence, body, fence)
 	}
+	p.printf("</details>\n\n")
 }
 
-func (p *printer) details() {
-	p.printf("## 7. Details\n\n")
-	for _, sc := range p.r.Scenarios {
-		p.printf("### %s\n\n", inline(sc.ID))
-		p.printf("- suite %s, boundary %s\n", inline(sc.Suite), inline(sc.Boundary))
-		p.printf("- status: %s\n", inline(p.status(sc.ID, sc.Status)))
-		if sc.Reason != "" {
-			p.printf("- reason: %s\n", inline(sc.Reason))
-		}
-		if sc.Description != "" {
-			p.printf("- description: %s\n", inline(sc.Description))
-		}
-		if len(sc.FaultPoints) > 0 {
-			p.printf("- fault points: %s\n", inline(strings.Join(sc.FaultPoints, ", ")))
-		}
-		switch {
-		case sc.Database == "":
-			p.printf("- database: none recorded\n")
-		case sc.Kept:
-			p.printf("- database: `%s`, kept (`--keep`)\n", code(sc.Database))
-		default:
-			p.printf("- database: `%s`, dropped at the end\n", code(sc.Database))
-		}
-		if len(sc.Topics) > 0 {
-			p.printf("- topics: %s\n", inline(strings.Join(sc.Topics, ", ")))
-		}
-		p.printf("- elapsed: %d ms\n\n", sc.ElapsedMS)
-
-		if len(sc.Metrics) > 0 {
-			var rows [][]string
-			for _, m := range sc.Metrics {
-				rows = append(rows, []string{m.Name, m.Value})
-			}
-			p.table([]string{"metric", "value"}, rows)
-		} else {
-			p.printf("No metrics.\n\n")
-		}
-		if len(sc.Logs) > 0 {
-			var rows [][]string
-			for _, l := range sc.Logs {
-				rows = append(rows, []string{l.Path, l.Actor, strconv.FormatInt(l.Lines, 10), l.SHA256})
-			}
-			p.table([]string{"event log", "actor", "lines", "sha256"}, rows)
-		} else {
-			p.printf("No event logs.\n\n")
-		}
-		if len(sc.Tables) > 0 {
-			var rows [][]string
-			for _, t := range sc.Tables {
-				rows = append(rows, []string{t.Table, strconv.FormatInt(t.Rows, 10), t.SHA256})
-			}
-			p.table([]string{"table", "rows", "digest (sha256 of identity columns)"}, rows)
-		}
+// formatMetrics renders metrics as an observation line does: name=value
+// separated by spaces.
+func formatMetrics(ms []evidence.Metric) string {
+	parts := make([]string, len(ms))
+	for i, m := range ms {
+		parts[i] = m.Name + "=" + m.Value
 	}
-}
-
-// writeTable renders one GFM table with tablewriter. Cells are escaped
-// first (tablewriter's Markdown renderer does not); headers keep their
-// case and nothing wraps, so that every row stays on one line.
-func writeTable(w io.Writer, header []string, rows [][]string) error {
-	t := tablewriter.NewTable(w,
-		tablewriter.WithRenderer(renderer.NewMarkdown()),
-		tablewriter.WithHeaderAutoFormat(tw.Off),
-		tablewriter.WithHeaderAutoWrap(tw.WrapNone),
-		tablewriter.WithRowAutoWrap(tw.WrapNone),
-		tablewriter.WithHeaderAlignment(tw.AlignLeft),
-		tablewriter.WithRowAlignment(tw.AlignLeft),
-	)
-	hs := make([]string, len(header))
-	for i, h := range header {
-		hs[i] = cell(h)
-	}
-	t.Header(hs)
-	for _, r := range rows {
-		if len(r) != len(header) {
-			return fmt.Errorf("table row has %d cells; want %d", len(r), len(header))
-		}
-		cs := make([]string, len(r))
-		for i, c := range r {
-			cs[i] = cell(c)
-		}
-		if err := t.Append(cs); err != nil {
-			return fmt.Errorf("table row: %w", err)
-		}
-	}
-	if err := t.Render(); err != nil {
-		return fmt.Errorf("render table: %w", err)
-	}
-	return nil
-}
-
-// inlineEscaper escapes text so that Markdown shows it literally: the
-// characters that start emphasis, code, links, HTML or entities.
-var inlineEscaper = strings.NewReplacer(
-	`\`, `\\`,
-	"`", "\\`",
-	"*", `\*`,
-	"_", `\_`,
-	"[", `\[`,
-	"]", `\]`,
-	"~", `\~`,
-	"|", `\|`,
-	"<", "&lt;",
-	">", "&gt;",
-	"&", "&amp;",
-)
-
-// inline escapes text for a Markdown paragraph or list item (one line).
-func inline(s string) string {
-	s = strings.ReplaceAll(s, "\r\n", " ")
-	s = strings.ReplaceAll(s, "\n", " ")
-	return inlineEscaper.Replace(s)
-}
-
-// cell escapes text for one table cell: inline escaping, line breaks as
-// <br>, and "|" escaped so it does not split the cell.
-func cell(s string) string {
-	s = strings.ReplaceAll(s, "\r\n", "\n")
-	parts := strings.Split(s, "\n")
-	for i, x := range parts {
-		parts[i] = inlineEscaper.Replace(strings.TrimSpace(x))
-	}
-	out := strings.Join(parts, "<br>")
-	if out == "" {
-		return " "
-	}
-	return out
-}
-
-// code makes s safe inside a single-backtick code span.
-func code(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, "`", "'"), "\n", " ")
-}
-
-// fenceFor returns a backtick fence longer than any backtick run in body.
-func fenceFor(body string) string {
-	longest, run := 0, 0
-	for _, c := range body {
-		if c == '`' {
-			run++
-			longest = max(longest, run)
-		} else {
-			run = 0
-		}
-	}
-	return strings.Repeat("`", max(3, longest+1))
+	return strings.Join(parts, " ")
 }
 
 // claimedOf counts ids among the claimed passes and names them.
@@ -484,6 +427,22 @@ func claimedOf(ids []string, passed int) string {
 		out += ": " + strings.Join(ids, ", ")
 	}
 	return out
+}
+
+func shortRev(rev string) string {
+	if len(rev) > 12 {
+		return rev[:12]
+	}
+	return rev
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
 }
 
 func yesNo(b bool) string {

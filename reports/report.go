@@ -18,11 +18,13 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 
 	"github.com/orderflow-audit/orderflow-audit/checks"
 	"github.com/orderflow-audit/orderflow-audit/evidence"
+	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
 // LogSource opens the event logs referenced by the evidence. The report
@@ -126,6 +128,16 @@ type Report struct {
 	Proof      []evidence.ProofRow
 	Timelines  []Timeline
 	Scenarios  []evidence.Scenario
+	// Witness is what the database and the broker recorded of the run, as
+	// the evidence lists it (nil: none).
+	Witness *evidence.Witness
+
+	// Order lists the indexes of Scenarios in report order: the U80 suite
+	// first (the scenarios the report is about), then EXT, then U79, then
+	// any other suite; evidence order within a suite. Anchors[i] is the
+	// anchor of the section of Scenarios[i].
+	Order   []int
+	Anchors []string
 
 	// Findings are the rules of the verifier's reasons per scenario id.
 	Findings map[string]Finding
@@ -149,17 +161,22 @@ type InvariantRow struct {
 	Meaning  string
 	Live     string
 	Replayed string
+	// Holds is true when every scenario with invariant results has this
+	// one live and replayed, with 0 rows both ways.
+	Holds bool
 }
 
 // Timeline is the sequence diagram of one scenario.
 type Timeline struct {
 	Scenario string
 	Status   string
-	// Events is the number of events read from the scenario's logs;
-	// Shown how many of them are drawn one by one (the rest are counted
-	// in summary notes).
-	Events int
-	Shown  int
+	// Events is the number of events read from the scenario's logs. Each
+	// is drawn one by one (Drawn), or is an invariant result in the table
+	// under the diagram (Tabulated), or is counted in a note: one that
+	// folds a run of similar events (Collapsed) or one that summarises the
+	// middle of a long scenario (Summarised).
+	Events                                  int
+	Drawn, Tabulated, Collapsed, Summarised int
 	// Unreadable is the number of lines of the scenario's logs that are
 	// not valid events (a truncated final line included); they are not
 	// drawn, and Problems names them.
@@ -170,6 +187,18 @@ type Timeline struct {
 	// Mermaid holds the lines of the sequenceDiagram, without the fence;
 	// empty when there is nothing to draw.
 	Mermaid []string
+	// Invariants are the live invariant results the scenario logged, in
+	// log order, shown as a table under the diagram.
+	Invariants []TimelineInvariant
+	// Footnotes are the texts too long for the diagram, numbered from 1
+	// in the order their markers appear in it.
+	Footnotes []string
+}
+
+// TimelineInvariant is one invariant result logged by a scenario.
+type TimelineInvariant struct {
+	Actor, ID string
+	Rows      *int64
 }
 
 // invariantMeanings are the meanings of docs/scenarios.md, used when the
@@ -213,7 +242,9 @@ func Build(ev *evidence.Evidence, v *checks.Verdict, logs LogSource) (*Report, e
 		Boundaries:  ev.Boundaries,
 		Proof:       ev.ProofBoundary,
 		Scenarios:   ev.Scenarios,
+		Witness:     ev.Witness,
 	}
+	r.Order, r.Anchors = sectionOrder(ev.Scenarios)
 	for _, sc := range ev.Scenarios {
 		r.Lines = append(r.Lines, sc.Line)
 	}
@@ -234,6 +265,57 @@ func Build(ev *evidence.Evidence, v *checks.Verdict, logs LogSource) (*Report, e
 		r.Timelines = append(r.Timelines, buildTimeline(sc, logs))
 	}
 	return r, nil
+}
+
+// suiteRank orders suites in the report: U80, EXT, U79, others.
+var suiteRank = map[string]int{spec.SuiteU80: 0, spec.SuiteEXT: 1, spec.SuiteU79: 2}
+
+// sectionOrder returns the report order of scs and the anchor of each
+// scenario's section heading ("<suite> <id>"); a heading that repeats
+// gets GitHub's suffix -1, -2...
+func sectionOrder(scs []evidence.Scenario) ([]int, []string) {
+	order := make([]int, len(scs))
+	for i := range order {
+		order[i] = i
+	}
+	rank := func(s string) int {
+		if r, ok := suiteRank[s]; ok {
+			return r
+		}
+		return len(suiteRank)
+	}
+	sort.SliceStable(order, func(a, b int) bool { return rank(scs[order[a]].Suite) < rank(scs[order[b]].Suite) })
+	anchors := make([]string, len(scs))
+	seen := map[string]int{}
+	for _, i := range order {
+		a := anchor(sectionHeading(scs[i]))
+		if n := seen[a]; n > 0 {
+			seen[a] = n + 1
+			a += "-" + strconv.Itoa(n)
+		} else {
+			seen[a] = 1
+		}
+		anchors[i] = a
+	}
+	return order, anchors
+}
+
+// sectionHeading is the heading of a scenario's section, as read.
+func sectionHeading(sc evidence.Scenario) string {
+	return strings.TrimSpace(sc.Suite + " " + sc.ID)
+}
+
+// index returns the index in Scenarios of the first scenario with id.
+func (r *Report) index(id string) (int, bool) {
+	if id == "" {
+		return 0, false
+	}
+	for i, sc := range r.Scenarios {
+		if sc.ID == id {
+			return i, true
+		}
+	}
+	return 0, false
 }
 
 // findings collects the rules of v's reasons per scenario (reasons about
@@ -328,6 +410,7 @@ func invariantRows(ev *evidence.Evidence, v *checks.Verdict) []InvariantRow {
 			Meaning:  m,
 			Live:     resultCell(live[id], scenarios, "no live result"),
 			Replayed: resultCell(replayed[id], scenarios, "not replayed"),
+			Holds:    allZero(live[id], scenarios) && allZero(replayed[id], scenarios),
 		})
 	}
 	return rows
@@ -347,6 +430,16 @@ func orderIDs(ids map[string]bool) []string {
 	}
 	sort.Strings(rest)
 	return append(out, rest...)
+}
+
+// allZero tells whether rows has 0 for every one of scenarios.
+func allZero(rows map[string]int64, scenarios []string) bool {
+	for _, sc := range scenarios {
+		if n, ok := rows[sc]; !ok || n != 0 {
+			return false
+		}
+	}
+	return len(scenarios) > 0
 }
 
 // resultCell summarises rows per scenario: "holds: 0 rows in 5 scenarios",

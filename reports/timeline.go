@@ -211,77 +211,6 @@ func (b *timelineBuilder) problems() []string {
 	return []string{fmt.Sprintf("the received offsets fall into more than %d separate ranges: receives after that are not checked for replays", maxOffsetSpans)}
 }
 
-// diagram returns the sequenceDiagram lines and how many events it draws
-// one by one.
-func (b *timelineBuilder) diagram() ([]string, int) {
-	for _, e := range b.window {
-		b.draw(e)
-	}
-	b.window = nil
-	out := append([]string{"sequenceDiagram"}, b.actors...)
-	last := b.first
-	if len(b.alias) > 0 {
-		last = "a" + strconv.Itoa(len(b.alias))
-	}
-	if b.usesDB {
-		out = append(out, "    participant "+aliasDB+" as db")
-		last = aliasDB
-	}
-	if b.usesKafka {
-		out = append(out, "    participant "+aliasKafka+" as kafka")
-		last = aliasKafka
-	}
-	span := b.first
-	if last != b.first {
-		span = b.first + "," + last
-	}
-
-	shown := 0
-	for i := 0; i < len(b.steps); i++ {
-		s := b.steps[i]
-		if s.gap != nil {
-			out = append(out, fmt.Sprintf("    Note over %s: %s", span, mtext(s.gap.note())))
-			continue
-		}
-		e := *s.ev
-		if e.Kind == evidence.KindInvariant {
-			// Consecutive invariant results share one note.
-			var parts []string
-			bad := false
-			j := i
-			for ; j < len(b.steps) && b.steps[j].ev != nil && b.steps[j].ev.Kind == evidence.KindInvariant && b.steps[j].ev.Actor == e.Actor; j++ {
-				x := b.steps[j].ev
-				parts = append(parts, x.Invariant+"="+i64(x.Rows))
-				if x.Rows == nil || *x.Rows != 0 {
-					bad = true
-				}
-			}
-			head := "invariants (rows): "
-			if bad {
-				head = "VIOLATED invariants (rows): "
-			}
-			out = append(out, fmt.Sprintf("    Note over %s: %s", aliasDB, mtext(head+strings.Join(parts, ", "))))
-			shown += j - i
-			i = j - 1
-			continue
-		}
-		for _, l := range eventLines(e, b.alias[e.Actor]) {
-			out = append(out, "    "+l)
-		}
-		shown++
-	}
-	return out, shown
-}
-
-// diagram draws evs, in this order, as a timeline does.
-func diagram(evs []logEvent) ([]string, int) {
-	b := newTimelineBuilder()
-	for _, e := range evs {
-		b.add(e)
-	}
-	return b.diagram()
-}
-
 // kindCounts counts the events of one run left out of a diagram.
 type kindCounts struct {
 	n      int
@@ -329,7 +258,7 @@ func (c *kindCounts) note() string {
 	if c.other > 0 {
 		parts = append(parts, fmt.Sprintf("other unknown kinds=%d", c.other))
 	}
-	return fmt.Sprintf("%d events summarised (counts by kind: %s)", c.n, strings.Join(parts, ", "))
+	return fmt.Sprintf("%d events not drawn one by one: %s", c.n, strings.Join(parts, ", "))
 }
 
 // offsetSet is a set of offsets kept as sorted, disjoint, non-adjacent

@@ -59,6 +59,8 @@ func encodeLines(es ...evidence.Event) []byte {
 	return buf.Bytes()
 }
 
+// TestTimeline draws small logs and checks the diagram's lines, what is
+// drawn and what is counted; one table of cases, hence its length.
 func TestTimeline(t *testing.T) {
 	t0 := time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
@@ -76,9 +78,10 @@ func TestTimeline(t *testing.T) {
 	tests := []struct {
 		name      string
 		logs      map[string][]evidence.Event
-		wantShown int
+		wantDrawn int
 		want      []string
 		notWant   []string
+		footnotes []string
 	}{
 		{
 			name: "two logs merged by time",
@@ -93,20 +96,25 @@ func TestTimeline(t *testing.T) {
 					{Seq: 3, Time: at(5), RunID: "r1", Actor: "consumer-1", Kind: evidence.KindOffsetCommit, Topic: "t", Partition: p32(0), Offset: p64(6), Consumer: "a-very-long-consumer-group-name-r1"},
 				},
 			},
-			wantShown: 5,
+			wantDrawn: 5,
 			want: []string{
 				"participant a1 as relay-A\n    participant a2 as consumer-1\n    participant kafka as kafka\n",
-				"a1->>kafka: publish e-1 token v1/0123456789abcdef: p0 offset 5\n    kafka->>a2: receive e-1: p0 offset 5 (group g)\n    a1-xkafka: publish e-1 token v2/relay-b failed: timeout#59; broker said #35;no\n    kafka->>a2: REPLAY receive e-1: p0 offset 5 (group notify)\n    a2->>kafka: commit offset p0 next 6 (group a-very-long-…)",
+				"a1->>kafka: publish e-1 v1: p0@5\n    kafka->>a2: receive e-1 p0@5\n    a1-xkafka: publish e-1 v2 failed [1]\n    kafka->>a2: REPLAY receive e-1 p0@5\n    a2->>kafka: commit p0 next 6",
 			},
-			notWant: []string{"participant db"},
+			notWant:   []string{"participant db"},
+			footnotes: []string{"timeout; broker said #no"},
 		},
 		{
-			name:      "long scenario summarised, notable kept",
-			logs:      map[string][]evidence.Event{"a.jsonl": long},
-			wantShown: timelineHead + timelineTail + 1,
+			name: "long scenario summarised, notable kept",
+			logs: map[string][]evidence.Event{"a.jsonl": long},
+			// The head and the tail are runs of similar claims: each
+			// drawn by its first and last event around a fold note.
+			wantDrawn: 2 + 1 + 2,
 			want: []string{
-				"Note over a1,db: 15 events summarised (counts by kind: claim=15)\n    rect rgb(255, 225, 225)\n    a1-xdb: mark SENT e-1 token v1/c1: stale CAS: 0 rows\n    end\n    Note over a1,db: 14 events summarised (counts by kind: claim=14)",
+				"a1->>db: claim e-0 v1/c1\n    Note over a1: … 13 more claims\n    a1->>db: claim e-14 v1/c1\n",
+				"Note over a1,db: … 15 more events [1]\n    rect rgb(255, 225, 225)\n    a1-xdb: mark e-1 v1/c1: 0 rows, stale\n    end\n    Note over a1,db: … 14 more events [2]",
 			},
+			footnotes: []string{"15 events not drawn one by one: claim=15", "14 events not drawn one by one: claim=14"},
 		},
 		{
 			name: "invariants grouped, violation flagged",
@@ -115,8 +123,10 @@ func TestTimeline(t *testing.T) {
 				{Seq: 2, Time: at(2), Actor: "scenario", Kind: evidence.KindInvariant, Invariant: "duplicated-effects", Rows: p64(2)},
 				{Seq: 3, Time: at(3), Actor: "scenario", Kind: evidence.KindFault, Point: "p", Detail: "d"},
 			}},
-			wantShown: 3,
-			want:      []string{"Note over db: VIOLATED invariants (rows): orphan-sent=0, duplicated-effects=2\n    Note over a1: FAULT p: d"},
+			wantDrawn: 1,
+			want:      []string{"Note over a1: FAULT p [1]"},
+			notWant:   []string{"orphan-sent"},
+			footnotes: []string{"d"},
 		},
 	}
 	for _, tt := range tests {
@@ -130,8 +140,11 @@ func TestTimeline(t *testing.T) {
 				}
 			}
 			tl := buildTimeline(sc, memLogs(tt.logs))
-			if tl.Events != total || tl.Shown != tt.wantShown {
-				t.Errorf("events %d shown %d; want %d and %d", tl.Events, tl.Shown, total, tt.wantShown)
+			if tl.Events != total || tl.Drawn != tt.wantDrawn {
+				t.Errorf("events %d drawn %d; want %d and %d", tl.Events, tl.Drawn, total, tt.wantDrawn)
+			}
+			if !slices.Equal(tl.Footnotes, tt.footnotes) {
+				t.Errorf("footnotes %q; want %q", tl.Footnotes, tt.footnotes)
 			}
 			body := strings.Join(tl.Mermaid, "\n")
 			for _, w := range tt.want {
@@ -144,17 +157,18 @@ func TestTimeline(t *testing.T) {
 					t.Errorf("diagram contains %q:\n%s", w, body)
 				}
 			}
-			// Every event is either drawn or counted in a note.
-			summarised := 0
+			// Every event is drawn, tabulated or counted in a note.
+			counted := 0
 			for _, l := range tl.Mermaid {
 				var n int
-				if i := strings.Index(l, ": "); i >= 0 && strings.Contains(l, " events summarised") {
-					fmt.Sscanf(l[i+2:], "%d", &n)
+				if i := strings.Index(l, ": … "); i >= 0 && strings.Contains(l, " more ") {
+					fmt.Sscanf(l[i+len(": … "):], "%d", &n)
 				}
-				summarised += n
+				counted += n
 			}
-			if tl.Shown+summarised != tl.Events {
-				t.Errorf("shown %d + summarised %d != events %d", tl.Shown, summarised, tl.Events)
+			if counted != tl.Collapsed+tl.Summarised || tl.Drawn+tl.Tabulated+counted != tl.Events {
+				t.Errorf("drawn %d + tabulated %d + counted in notes %d (collapsed %d, summarised %d) != events %d",
+					tl.Drawn, tl.Tabulated, counted, tl.Collapsed, tl.Summarised, tl.Events)
 			}
 		})
 	}
@@ -198,8 +212,9 @@ func TestOffsetSet(t *testing.T) {
 }
 
 // TestUnreadableLines: every line that is not a valid event is counted
-// and named, reading goes on after it, and the count shows above the
-// diagram; a cut-off final line is named as truncated.
+// and named, reading goes on after it, and the count shows in the
+// timeline's summary; a cut-off final line is named as truncated. One
+// table of cases, hence its length.
 func TestUnreadableLines(t *testing.T) {
 	t0 := time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)
 	ev := func(seq int) evidence.Event {
@@ -231,32 +246,32 @@ func TestUnreadableLines(t *testing.T) {
 			name: "garbage in the middle", data: cat(good(1, 2), []byte("{\"seq\": 3, garbage\n"), good(4, 5)),
 			events: 4, unread: 1,
 			problems: []string{"line 3 of " + path + " is not a valid event: invalid character 'g'"},
-			header:   "4 events, all drawn. 1 line of the logs is not a valid event (named above) and is not drawn.",
+			header:   "4 events, all drawn; 1 line of the logs is not a valid event (named below) and is not drawn",
 		},
 		{
 			name: "unknown field and an empty line", data: cat(good(1), []byte(`{"seq":2,"bogus":1}`+"\n\n"), good(3)),
 			events: 2, unread: 2,
 			problems: []string{"line 2 of " + path + ` is not a valid event: json: unknown field "bogus"`,
 				"line 3 of " + path + " is not a valid event: the line is empty"},
-			header: "2 events, all drawn. 2 lines of the logs are not valid events (named above) and are not drawn.",
+			header: "2 events, all drawn; 2 lines of the logs are not valid events (named below) and are not drawn",
 		},
 		{
 			name: "truncated final line", data: cat(good(1, 2, 3), last[:len(last)/2]),
 			events: 3, unread: 1,
 			problems: []string{"line 4 of " + path + ", the final line, is truncated (no newline, as a process killed mid-write leaves it)"},
-			header:   "3 events, all drawn. 1 line of the logs is not a valid event",
+			header:   "3 events, all drawn; 1 line of the logs is not a valid event",
 		},
 		{
 			name: "complete final event without newline", data: cat(good(1, 2), last[:len(last)-1]),
 			events: 3, unread: 0,
 			problems: []string{"line 3 of " + path + ", the final line, lacks its newline but is a whole event: drawn"},
-			header:   "3 events, all drawn.\n", noHeader: "not a valid event",
+			header:   "3 events, all drawn</summary>", noHeader: "is not a valid event:",
 		},
 		{
 			name: "only garbage", data: []byte("x\ny\n"),
 			events: 0, unread: 2,
 			problems: []string{"line 1 of " + path, "line 2 of " + path},
-			header:   "No events to draw. 2 lines of the logs are not valid events (named above) and are not drawn.",
+			header:   "no events; 2 lines of the logs are not valid events (named below) and are not drawn",
 		},
 		{
 			name: "many bad lines: the first named, the rest counted", data: cat(good(1), many, good(2)),
@@ -268,7 +283,7 @@ func TestUnreadableLines(t *testing.T) {
 			name: "line over 1 MiB", data: cat(good(1), bytes.Repeat([]byte("x"), evidence.MaxLineBytes+10), []byte("\n"), good(3)),
 			events: 1, unread: 1,
 			problems: []string{"line 2 of " + path + " exceeds 1 MiB: not read, and neither is the rest of the log"},
-			header:   "1 event, all drawn. 1 line of the logs is not a valid event",
+			header:   "1 event, all drawn; 1 line of the logs is not a valid event",
 		},
 	}
 	for _, tt := range tests {
@@ -286,7 +301,7 @@ func TestUnreadableLines(t *testing.T) {
 			}
 			var buf bytes.Buffer
 			p := &printer{w: bufio.NewWriter(&buf), r: &Report{Verified: true, Timelines: []Timeline{tl}}}
-			p.timelines()
+			p.timeline(sc, tl)
 			p.w.Flush()
 			if !strings.Contains(buf.String(), tt.header) {
 				t.Errorf("timeline lacks %q:\n%s", tt.header, buf.String())

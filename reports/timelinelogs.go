@@ -52,7 +52,9 @@ func buildTimeline(sc evidence.Scenario, logs LogSource) Timeline {
 	tl.Problems = append(tl.Problems, b.problems()...)
 	tl.Events = b.total
 	if b.total > 0 {
-		tl.Mermaid, tl.Shown = b.diagram()
+		d := b.diagram()
+		tl.Mermaid, tl.Invariants, tl.Footnotes = d.lines, d.invariants, d.footnotes
+		tl.Drawn, tl.Tabulated, tl.Collapsed, tl.Summarised = d.drawn, d.tabulated, d.collapsed, d.summarised
 	}
 	return tl
 }
