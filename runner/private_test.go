@@ -24,6 +24,8 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/runner/infra/mariadbd"
 	"github.com/orderflow-audit/orderflow-audit/witness/binlog"
 	"github.com/orderflow-audit/orderflow-audit/witness/broker"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // defaultOpts returns the options of a default run (a private mariadbd,
@@ -484,5 +486,48 @@ func TestExternalBrokerDumped(t *testing.T) {
 		if n, err := k.EndOffset(t.Context(), topic); err == nil {
 			t.Errorf("topic %s is still on the broker (%d records)", topic, n)
 		}
+	}
+}
+
+// TestExternalBrokerNotDumped: an external broker that refuses to list the
+// run's offsets at the end (authorization failed, injected at the
+// protocol) cannot be dumped: the run still passes, the evidence has no
+// broker witness and says why, and nothing half-written is left.
+func TestExternalBrokerNotDumped(t *testing.T) {
+	k := infratest.Kafka(t)
+	if k.Cluster() == nil {
+		t.Skip("needs the embedded broker to inject the refusal")
+	}
+	opts := runOpts(t, "normalChain")
+	opts.Brokers = k.Brokers
+	opts.OnScenario = func(evidence.Scenario) {
+		k.Cluster().ControlKey(int16(kmsg.ListOffsets), func(r kmsg.Request) (kmsg.Response, error, bool) {
+			k.Cluster().KeepControl()
+			req := r.(*kmsg.ListOffsetsRequest)
+			resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+			for _, rt := range req.Topics {
+				st := kmsg.NewListOffsetsResponseTopic()
+				st.Topic = rt.Topic
+				for _, rp := range rt.Partitions {
+					sp := kmsg.NewListOffsetsResponseTopicPartition()
+					sp.Partition, sp.ErrorCode = rp.Partition, kerr.TopicAuthorizationFailed.Code
+					st.Partitions = append(st.Partitions, sp)
+				}
+				resp.Topics = append(resp.Topics, st)
+			}
+			return resp, nil, true
+		})
+	}
+	ev, err := runner.Run(t.Context(), opts)
+	if err != nil || ev.Summary.Passed != 1 {
+		t.Fatalf("Run = %v, %+v; want a passing run", err, ev)
+	}
+	w := ev.Witness
+	if w.Broker != nil || len(w.Missing) == 0 || !strings.HasPrefix(w.Missing[len(w.Missing)-1], "broker: the run's topics could not be dumped") ||
+		!strings.Contains(w.Missing[len(w.Missing)-1], "TOPIC_AUTHORIZATION_FAILED") {
+		t.Errorf("witness.broker = %+v, missing %q; want it missing, saying why", w.Broker, w.Missing)
+	}
+	if es, err := os.ReadDir(filepath.Join(runner.LogDir(opts.Out), "witness")); err == nil && len(es) > 0 {
+		t.Errorf("left in witness/: %v", es)
 	}
 }
