@@ -72,6 +72,7 @@ func TestRunKilledLeavesNoServer(t *testing.T) {
 // cannot be written: exit 3, a message naming the cause and what to do,
 // nothing written.
 func TestRunPrivateServerCannotStart(t *testing.T) {
+	infratest.RequireMariaDB(t) // the programs found, the next cause is the one named
 	for _, tc := range []struct {
 		name, env, value string
 		want             []string
