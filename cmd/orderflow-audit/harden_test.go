@@ -248,6 +248,7 @@ func TestRunServerKilled(t *testing.T) {
 // the infrastructure lost too: exit 3, no scenario failed.
 func TestRunExternalBrokerLost(t *testing.T) {
 	infratest.Server(t)
+	infratest.RequireMariaDB(t) // run starts a private server
 	k, err := infra.StartKafka(t.Context(), infra.KafkaConfig{})
 	if err != nil {
 		t.Fatal(err)
@@ -369,6 +370,7 @@ func snapshotDir(t *testing.T, dir string) map[string]string {
 // says interrupted, the staging directory is gone, the cause is named.
 func TestRunStdoutClosed(t *testing.T) {
 	infratest.Server(t)
+	infratest.RequireMariaDB(t) // run starts a private server
 	dir := t.TempDir()
 	out := filepath.Join(dir, "u80.json")
 	cmd := exec.Command(binary(t), "run", "--out", out)

@@ -122,6 +122,7 @@ func TestReportFixture(t *testing.T) {
 
 func TestReportOfARealRun(t *testing.T) {
 	infratest.Server(t)
+	infratest.RequireMariaDB(t) // run starts a private server
 	path := filepath.Join(t.TempDir(), "u80.json")
 	code, _, stderr := runCLI(t, "run", "--scenarios", "txBoundaryRollback,sendBeforeMarkCrash", "--out", path)
 	if code != exitOK {

@@ -59,6 +59,7 @@ func TestRunUnreachableDatabase(t *testing.T) {
 
 func TestRunJSONAndLines(t *testing.T) {
 	infratest.Server(t)
+	infratest.RequireMariaDB(t) // run starts a private server
 	dir := t.TempDir()
 	out := filepath.Join(dir, "u80.json")
 	code, stdout, stderr := runCLI(t, "run", "--scenarios", "txBoundaryRollback,placement", "--out", out)
@@ -97,6 +98,7 @@ func TestRunJSONAndLines(t *testing.T) {
 
 func TestRunPlantedFailsWithExit1(t *testing.T) {
 	infratest.Server(t)
+	infratest.RequireMariaDB(t) // run starts a private server
 	out := filepath.Join(t.TempDir(), "u80.json")
 	code, stdout, stderr := runCLI(t, "run", "--scenarios", "normalChain", "--plant", "no-inbox-dedupe", "--out", out)
 	if code != exitFail {
@@ -131,6 +133,7 @@ func TestRedactArgs(t *testing.T) {
 // (exit 4).
 func TestRunSIGINT(t *testing.T) {
 	srv := infratest.Server(t)
+	infratest.RequireMariaDB(t) // run starts a private server
 	for _, tc := range []struct {
 		name string
 		sig  os.Signal
