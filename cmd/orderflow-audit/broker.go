@@ -17,8 +17,13 @@ func cmdBroker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 not Apache Kafka) until SIGINT or SIGTERM, so that Kafka tools and actor
 processes can connect to it. It listens on loopback only. Topics are not
 created automatically: create them with --topic or with your own tools.
-Without --data-dir the broker keeps everything in memory.`,
-		`orderflow-audit broker --listen 127.0.0.1:9092 --topic orders`)
+Without --data-dir the broker keeps everything in memory. With --data-dir it
+persists its log there and keeps every record and committed offset however
+old (no retention), so that it serves a copy of a run's witness
+(evidence/u80/witness/kafka) to any Kafka client; kfake writes into the
+directory it serves, so give it a copy.`,
+		`orderflow-audit broker --listen 127.0.0.1:9092 --topic orders
+cp -r evidence/u80/witness/kafka /tmp/kafka && orderflow-audit broker --data-dir /tmp/kafka`)
 	listen := fs.String("listen", "127.0.0.1:9092", "`address` to listen on (127.0.0.1 or localhost; port 0 picks a free port)")
 	dataDir := fs.String("data-dir", "", "`directory` in which the broker persists its log (default: memory only)")
 	var topics stringList
