@@ -6,9 +6,10 @@ package checks
 func init() {
 	tokens := derivation{metrics: func(f facts) []metricValue {
 		orders, lines, idem := f.countOrders()
-		writes := orders + lines + idem + int64(len(f.m.rows))
-		for sku, seeded := range f.m.seedStock {
-			d := f.m.stock[sku] - seeded
+		writes := orders + lines + idem + f.m.Counts().Intents
+		for _, sku := range f.m.SeededSKUs() {
+			seeded, _ := f.m.SeedStock(sku)
+			d := f.m.StockOf(sku) - seeded
 			if d < 0 {
 				d = -d
 			}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/orderflow-audit/orderflow-audit/checks/model"
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 )
 
@@ -22,7 +23,7 @@ import (
 func replayBytes(ctx context.Context, data []byte) (*logRead, *Model, []batchProblem, error) {
 	lr := &logRead{ref: evidence.LogRef{Path: "fuzz.jsonl", Actor: "fuzz"}}
 	d := newFastDecoder()
-	m := NewModel([]string{"after-publish-before-mark"})
+	m := model.New(nil, []string{"after-publish-before-mark"})
 	var probs []batchProblem
 	lr.scan(ctx, bytes.NewReader(data), func(b *lineBatch) bool {
 		b.decode(d)
@@ -37,7 +38,7 @@ func replayBytes(ctx context.Context, data []byte) (*logRead, *Model, []batchPro
 		return lr, m, probs, err
 	}
 	m.Finish(lr.truncated > 0)
-	for _, s := range m.sources() {
+	for _, s := range sources(m) {
 		digestSource(s)
 	}
 	return lr, m, probs, nil

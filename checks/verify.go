@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/orderflow-audit/orderflow-audit/checks/model"
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/invariants"
 	"github.com/orderflow-audit/orderflow-audit/spec"
@@ -333,24 +334,24 @@ func (c *checker) scenario(ctx context.Context, sc *evidence.Scenario) error {
 			"(its logs, replay rules, invariants and table digests are still checked)", id)
 	}
 
-	m := NewModel(sc.FaultPoints)
+	m := model.New(spec.Layers, sc.FaultPoints) // every layer, until the evidence says which apply
 	run := &scenarioRun{c: c, id: id, counts: map[[2]string]int{}, overCap: map[[2]string]int{}}
 	truncated, err := c.replay(ctx, sc, m, run)
 	if err != nil {
 		return err
 	}
 	m.Finish(truncated)
-	m.release()
+	m.Release()
 	c.truncated = truncated
 	defer func() { c.truncated = false }()
 	c.v.Events += m.Events()
 	vs, more := m.Violations()
 	for _, x := range vs {
-		c.add(Reason{Rule: x.Rule, Status: x.Status, Scenario: id, Log: x.Source.Log, Seq: x.Source.Seq,
+		c.add(Reason{Rule: string(x.Rule), Status: violationStatus(x), Scenario: id, Log: x.Source.Log, Seq: x.Source.Seq,
 			Line: x.Source.Line, Message: x.Message})
 	}
 	for _, rule := range sortedKeys(more) {
-		c.fail(id, rule, "%d more %s violation(s), not listed", more[rule], rule)
+		c.fail(id, string(rule), "%d more %s violation(s), not listed", more[rule], rule)
 	}
 	run.flush()
 
@@ -372,8 +373,8 @@ func orDefault(s, d string) string {
 	return s
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
+func sortedKeys[K ~string, V any](m map[K]V) []K {
+	keys := make([]K, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
 	}
@@ -555,8 +556,7 @@ func (c *checker) liveInvariantEvents(sc *evidence.Scenario, m *Model, truncated
 		}
 		live[r.ID] = r.Rows
 	}
-	for _, id := range m.invOrder {
-		rows := m.invariants[id]
+	for id, rows := range m.Invariants() {
 		l, ok := live[id]
 		switch {
 		case !ok:
@@ -568,7 +568,7 @@ func (c *checker) liveInvariantEvents(sc *evidence.Scenario, m *Model, truncated
 		}
 	}
 	for _, r := range sc.Invariants {
-		if _, ok := m.invariants[r.ID]; !ok {
+		if _, ok := m.Invariant(r.ID); !ok {
 			if truncated {
 				c.inconclusive(sc.ID, "invariant-log-missing", "no invariant event for %s: a log was cut", r.ID)
 			} else {
@@ -586,7 +586,7 @@ func (c *checker) sqlChecks(ctx context.Context, sc *evidence.Scenario, m *Model
 	id := sc.ID
 	// The digests are computed from the replayed rows on another core
 	// while the SQL engine loads the tables the invariants read.
-	srcs := m.sources()
+	srcs := sources(m)
 	digests := make([]evidence.TableDigest, len(srcs))
 	var wg sync.WaitGroup
 	wg.Go(func() {
