@@ -48,4 +48,3 @@ func TestParseRejects(t *testing.T) {
 		})
 	}
 }
-
