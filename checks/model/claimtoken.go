@@ -23,10 +23,9 @@ func (m *Model) stepClaim(e *evidence.Event, src Source) {
 	}
 	in.touched = true
 	v := val(e.ClaimVersion)
-	switch {
-	case in.state == evidence.StateSent:
+	if in.state == evidence.StateSent {
 		m.violate(RuleClaimOnLiveLease, src, e.EventID, "claim v%d of %s, which is already SENT", v, e.EventID)
-	case in.state == evidence.StateClaimed && !in.leaseExpired && in.leaseUntil > e.Time.UnixNano():
+	} else if in.state == evidence.StateClaimed && !in.leaseExpired && in.leaseUntil > e.Time.UnixNano() {
 		m.violate(RuleClaimOnLiveLease, src, e.EventID,
 			"claim v%d of %s by %s at %s while v%d of %s holds a live lease until %s (not expired)",
 			v, e.EventID, e.Actor, e.Time.Format(time.RFC3339Nano), in.claimVersion, in.claimActor,

@@ -103,10 +103,7 @@ func (m *Model) stepMark(e *evidence.Event, src Source) {
 	in.touched = true
 	rows := val(e.Rows)
 	version := val(e.ClaimVersion)
-	ts := in.token(version, e.ClaimID)
-	if ts == nil {
-		ts = in.addToken(version, m.intern(e.ClaimID))
-	}
+	ts := in.addToken(version, m.intern(e.ClaimID))
 	ts.Marked, ts.MarkRows, ts.MarkAt = true, rows, m.events
 	m.oneRow(e, rows, src)
 	if rows < 1 {
@@ -176,10 +173,11 @@ func (m *Model) stepReceive(e *evidence.Event, src Source) {
 }
 
 // inboxRecord: an inbox decision names the record it was made for, which
-// its consumer must have received with that event id.
+// its consumer must have received with that event id. (rec is set by a
+// record's first receive: nil for a record never received or unknown.)
 func (m *Model) inboxRecord(e *evidence.Event, src Source) {
-	r, ok := m.records[recordKey{e.Topic, val(e.Partition), val(e.Offset)}]
-	if !ok || r.received == 0 || r.rec == nil || r.rec.id != e.EventID {
+	r := m.records[recordKey{e.Topic, val(e.Partition), val(e.Offset)}]
+	if r.rec == nil || r.rec.id != e.EventID {
 		m.violate(RuleInboxRecordMismatch, src, e.EventID,
 			"%s of %s names record %s/%d@%d, which was not received with that event id", e.Kind, e.EventID,
 			e.Topic, val(e.Partition), val(e.Offset))

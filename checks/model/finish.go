@@ -33,8 +33,12 @@ func (m *Model) checkObserved(truncated bool) {
 		}
 	}
 	for id, es := range m.byID {
-		if !es.hasRow && es.observed != nil && len(es.all) > 0 {
-			m.report(truncated, RuleObserveMismatch, es.all[0].src, id, "observed %s, a row that never existed", id)
+		if es.hasRow || es.observed == nil {
+			continue
+		}
+		for _, o := range es.all {
+			m.report(truncated, RuleObserveMismatch, o.src, id, "observed %s, a row that never existed", id)
+			break // one finding per event id
 		}
 	}
 }
@@ -90,11 +94,12 @@ func (m *Model) checkStock(truncated bool) {
 }
 
 // checkReceived (delivery): every record received was published
-// (receive-without-publish).
+// (receive-without-publish). A record is made by a publish or a receive,
+// so one that was not published was received.
 func (m *Model) checkReceived(truncated bool) {
 	for _, k := range m.recordOrder {
 		r := m.records[k]
-		if r.received > 0 && !r.publishd {
+		if !r.publishd {
 			m.report(truncated, RuleReceiveWithoutPublish, Source{Log: r.recvLog, Line: r.recvLine, Seq: r.recvSeq}, r.rec.id,
 				"record %s/%d@%d (%s) was received but no publish produced it", k.topic, k.partition, k.offset, r.rec.id)
 		}

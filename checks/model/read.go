@@ -32,14 +32,19 @@ func (in *intent) view() Intent {
 }
 
 func copyObs(o *Observation) *Observation {
-	if o == nil {
+	c := clonePtr(o)
+	if c != nil {
+		c.OrderID = clonePtr(o.OrderID)
+	}
+	return c
+}
+
+// clonePtr returns a pointer to a copy of *p (nil for nil).
+func clonePtr[T any](p *T) *T {
+	if p == nil {
 		return nil
 	}
-	c := *o
-	if o.OrderID != nil {
-		id := *o.OrderID
-		c.OrderID = &id
-	}
+	c := *p
 	return &c
 }
 
@@ -139,7 +144,13 @@ func (m *Model) StockOf(sku string) int64 { return m.stock[sku] }
 
 // Requests returns the first answers of the order service, in order (at
 // most 4; Counts has them all).
-func (m *Model) Requests() []Request { return slices.Clone(m.requests) }
+func (m *Model) Requests() []Request {
+	out := slices.Clone(m.requests)
+	for i := range out {
+		out[i].OrderID = clonePtr(out[i].OrderID)
+	}
+	return out
+}
 
 // AnsweredWith returns how many answers of the order service had status.
 func (m *Model) AnsweredWith(status int64) int64 { return m.statusCount[status] }
