@@ -52,7 +52,9 @@ func (m *Model) stepOrderCommitted(e *evidence.Event, src Source) {
 		// Concurrent orders may log in another order than they committed:
 		// the stock left is the lowest any of them reported.
 		left := val(e.Stock)
-		if cur, ok := m.stock[sku]; !ok || left < cur {
+		if cur, ok := m.stock[sku]; ok {
+			m.stock[sku] = min(cur, left)
+		} else {
 			m.stock[sku] = left
 		}
 		if _, seeded := m.seedStock[sku]; seeded && len(m.decrements[sku]) < maxDecrements {

@@ -273,3 +273,35 @@ func TestFaultTokenWithoutRow(t *testing.T) {
 		}
 	}
 }
+
+// TestOrdersAndStock pins what the order and stock metrics read.
+func TestOrdersAndStock(t *testing.T) {
+	m := replay(t, modeltest.Load(t, histories+"/ok-send-before-mark-crash"), nil)
+	want := Order{ID: 1, SKU: "SKU", Quantity: 1, Key: "k1", Status: 201, Row: true, Lines: true, Idem: true}
+	if o, ok := m.Order(1); !ok || o != want {
+		t.Errorf("Order(1) = %+v, %v; want %+v", o, ok, want)
+	}
+	if _, ok := m.Order(2); ok {
+		t.Error("Order(2) of an order never committed")
+	}
+	var orders []Order
+	for o := range m.Orders() {
+		orders = append(orders, o)
+	}
+	if !slices.Equal(orders, []Order{want}) {
+		t.Errorf("Orders() = %+v", orders)
+	}
+	if skus := m.SeededSKUs(); !slices.Equal(skus, []string{"SKU"}) {
+		t.Errorf("SeededSKUs() = %v", skus)
+	}
+	if n, ok := m.SeedStock("SKU"); !ok || n != 10 {
+		t.Errorf("SeedStock(SKU) = %d, %v; want 10", n, ok)
+	}
+	stock := map[string]int64{}
+	for sku, n := range m.Stock() {
+		stock[sku] = n
+	}
+	if len(stock) != 1 || stock["SKU"] != 9 || m.StockOf("SKU") != 9 {
+		t.Errorf("Stock() = %v, StockOf(SKU) = %d; want SKU: 9", stock, m.StockOf("SKU"))
+	}
+}
