@@ -3,6 +3,7 @@ module github.com/orderflow-audit/orderflow-audit
 go 1.26.0
 
 require (
+	github.com/go-json-experiment/json v1.27.2 // only checks/decodebench_test.go (build tag jsonbench): the decoder comparison
 	github.com/go-sql-driver/mysql v1.10.1
 	github.com/golang-jwt/jwt/v5 v5.3.1
 	github.com/olekukonko/tablewriter v1.1.5

@@ -39,39 +39,33 @@ func TestCompileRejectsUnknownKeywords(t *testing.T) {
 	}
 }
 
-// TestEventFieldNames keeps the fast decoder's field table in step with
-// evidence.Event.
-func TestEventFieldNames(t *testing.T) {
+// TestEventFields: the field table derived from evidence.Event finds
+// every field by its JSON name, at its own offset, and nothing else.
+func TestEventFields(t *testing.T) {
+	if eventFieldsErr != nil {
+		t.Fatal(eventFieldsErr)
+	}
 	typ := reflect.TypeFor[evidence.Event]()
-	if typ.NumField() != int(numEventFields) {
-		t.Fatalf("evidence.Event has %d fields; the fast decoder knows %d", typ.NumField(), numEventFields)
+	if len(eventFields) != typ.NumField() {
+		t.Fatalf("%d fields derived; evidence.Event has %d", len(eventFields), typ.NumField())
 	}
 	for i := range typ.NumField() {
 		sf := typ.Field(i)
 		name, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
 		f, ok := fieldByName(name)
-		if !ok {
-			t.Errorf("field %s (%q) unknown to the fast decoder", sf.Name, name)
-			continue
+		if !ok || int(f) != i || eventFields[f].off != sf.Offset {
+			t.Errorf("fieldByName(%q) = %d, %v; want field %d (%s) at offset %d", name, f, ok, i, sf.Name, sf.Offset)
 		}
-		if eventFieldNames[f] != name {
-			t.Errorf("eventFieldNames[%d] = %q; want %q", f, eventFieldNames[f], name)
+	}
+	for _, name := range []string{"", "Seq", "seq ", "kinds", "run-id", "x"} {
+		if f, ok := fieldByName(name); ok {
+			t.Errorf("fieldByName(%q) = %d; want not found", name, f)
 		}
-		ft := sf.Type
-		if ft.Kind() == reflect.Pointer {
-			ft = ft.Elem()
-		}
-		want := map[goKind]string{gkInt64: "int64", gkInt32: "int32", gkInt: "int", gkString: "string", gkTime: "Time", gkStrings: "[]string"}[eventFieldGo[f]]
-		got := ft.Name()
-		if ft.Kind() == reflect.Slice {
-			got = "[]" + ft.Elem().Name()
-		}
-		if ft.Kind() == reflect.String {
-			got = "string"
-		}
-		if got != want {
-			t.Errorf("field %s is %s; the fast decoder stores %s", sf.Name, got, want)
-		}
+	}
+	if _, err := deriveFields(reflect.TypeFor[struct {
+		A float64 `json:"a"`
+	}]()); err == nil {
+		t.Error("deriveFields accepted a float field")
 	}
 }
 
@@ -129,15 +123,15 @@ func TestFastDecode(t *testing.T) {
 	d := newFastDecoder()
 	for _, tc := range fastCases {
 		t.Run(tc.name, func(t *testing.T) {
-			var pe parsedEvent
-			fast := d.decode(tc.line, &pe)
+			var pe evidence.Decoded
+			fast := d.Fast(tc.line, &pe)
 			if fast != tc.fast {
 				t.Fatalf("fast path decided = %v; want %v", fast, tc.fast)
 			}
 			if fast {
-				assertSameAsSlow(t, tc.line, &pe.ev)
+				assertSameAsSlow(t, tc.line, &pe.Event)
 			}
-			var pe2 parsedEvent
+			var pe2 evidence.Decoded
 			prob := d.decodeLine(tc.line, &pe2)
 			if (prob == nil) != tc.ok {
 				t.Fatalf("decodeLine problem = %v; want valid=%v", prob, tc.ok)
@@ -172,9 +166,9 @@ func FuzzFastEvent(f *testing.F) {
 	}
 	d := newFastDecoder()
 	f.Fuzz(func(t *testing.T, line string) {
-		var pe parsedEvent
-		if d.decode(line, &pe) {
-			assertSameAsSlow(t, line, &pe.ev)
+		var pe evidence.Decoded
+		if d.Fast(line, &pe) {
+			assertSameAsSlow(t, line, &pe.Event)
 		}
 	})
 }
@@ -182,7 +176,7 @@ func FuzzFastEvent(f *testing.F) {
 func BenchmarkDecodeLine(b *testing.B) {
 	line := `{"seq":12345,"time":"2026-11-30T10:00:00.123456789Z","run_id":"20261130t100000_abcd","scenario":"normalChain","actor":"relay-a","kind":"claim","event_id":"e-1234","order_id":1234,"claim_version":1,"claim_id":"relay-a-20261130t100000_abcd","lease_until":"2026-11-30T10:00:30.123456Z","state_before":"PENDING"}`
 	d := newFastDecoder()
-	var pe parsedEvent
+	var pe evidence.Decoded
 	b.SetBytes(int64(len(line)))
 	for b.Loop() {
 		if p := d.decodeLine(line, &pe); p != nil {

@@ -20,28 +20,24 @@ import (
 // decoding and model, as one scenario with one log, on this goroutine:
 // coverage-guided fuzzing needs a deterministic target (with goroutines the
 // fuzzer sees "new" coverage on every run and spends its time minimizing).
-func replayBytes(ctx context.Context, data []byte) (*logRead, *Model, []batchProblem, error) {
-	lr := &logRead{ref: evidence.LogRef{Path: "fuzz.jsonl", Actor: "fuzz"}}
-	d := newFastDecoder()
+func replayBytes(ctx context.Context, data []byte) (evidence.LogStats, *Model, []evidence.LineError, error) {
 	m := model.New(nil, []string{"after-publish-before-mark"})
-	var probs []batchProblem
-	lr.scan(ctx, bytes.NewReader(data), func(b *lineBatch) bool {
-		b.decode(d)
-		probs = append(probs, b.probs...)
-		for i := range b.events {
-			pe := &b.events[i]
-			m.Step(&pe.ev, Source{Log: "fuzz.jsonl", Line: pe.line, Seq: pe.ev.Seq})
+	var probs []evidence.LineError
+	st := evidence.ReadLog(ctx, bytes.NewReader(data), newFastDecoder(), readOptions, func(d *evidence.Decoded, e *evidence.LineError) {
+		if e != nil {
+			probs = append(probs, *e)
+			return
 		}
-		return true
+		m.Step(&d.Event, Source{Log: "fuzz.jsonl", Line: d.Line, Seq: d.Event.Seq})
 	})
 	if err := ctx.Err(); err != nil {
-		return lr, m, probs, err
+		return st, m, probs, err
 	}
-	m.Finish(lr.truncated > 0)
+	m.Finish(st.Truncated > 0)
 	for _, s := range sources(m) {
 		digestSource(s)
 	}
-	return lr, m, probs, nil
+	return st, m, probs, nil
 }
 
 func logSeeds(t testing.TB) [][]byte {
@@ -74,22 +70,22 @@ func FuzzReadEvents(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if lr.err != nil {
-			t.Fatalf("read error on in-memory bytes: %v", lr.err)
+		if lr.ReadErr != nil || lr.OpenErr != nil {
+			t.Fatalf("read error on in-memory bytes: %v", lr.ReadErr)
 		}
 		sum := sha256.Sum256(data)
-		if lr.sum != hex.EncodeToString(sum[:]) || lr.lines != int64(bytes.Count(data, []byte{'\n'})) {
-			t.Fatalf("digest %s lines %d; want %x and %d", lr.sum, lr.lines, sum, bytes.Count(data, []byte{'\n'}))
+		if lr.SHA256 != hex.EncodeToString(sum[:]) || lr.Lines != int64(bytes.Count(data, []byte{'\n'})) {
+			t.Fatalf("digest %s lines %d; want %x and %d", lr.SHA256, lr.Lines, sum, bytes.Count(data, []byte{'\n'}))
 		}
 		accounted := m.Events() + int64(len(probs))
-		if lr.truncated > 0 {
+		if lr.Truncated > 0 {
 			accounted++
 		}
-		if lr.tooLong == 0 && lr.slow.Load() <= maxSlowLines && accounted != int64(bytes.Count(data, []byte{'\n'}))+boolInt(lr.truncated > 0) {
-			t.Fatalf("%d events + %d problems + cut=%d for %d lines", m.Events(), len(probs), lr.truncated, lr.lines)
+		if lr.TooLong == 0 && lr.Full <= maxSlowLines && accounted != int64(bytes.Count(data, []byte{'\n'}))+boolInt(lr.Truncated > 0) {
+			t.Fatalf("%d events + %d problems + cut=%d for %d lines", m.Events(), len(probs), lr.Truncated, lr.Lines)
 		}
 		for _, p := range probs {
-			if p.prob.String() == "" || p.line < 1 {
+			if p.Err.Error() == "" || p.Line < 1 {
 				t.Fatalf("problem without a message or line: %+v", p)
 			}
 		}

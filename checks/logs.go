@@ -1,38 +1,30 @@
 package checks
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
-	"unsafe"
+	"time"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 )
 
-// Reading the event logs of one scenario.
+// Replaying the event logs of one scenario, in named steps (replay):
 //
-// Each log is read once, streaming: one goroutine per log reads it through
-// sha256 and a newline counter (for the digest and line count the evidence
-// records) and cuts it into batches of lines; a pool of workers (one per
-// CPU) decodes the batches; the merger takes the decoded events of all the
-// scenario's logs in time order (ties: the order of the logs in the
-// evidence), keeping each log's own order, and folds them into the model.
-// Memory stays bounded by the batches in flight, whatever the log size.
-
-const (
-	batchLines = 1024
-	batchBytes = 256 << 10
-	batchQueue = 2 // batches a log may have decoded ahead of the merger
-)
+//  1. openLogs: resolve each log inside the evidence directory; a missing,
+//     refused, duplicated or shared log is a reason.
+//  2. foldEvents: merge the logs' decoded events in time order
+//     (evidence.Merge, decoding on the verifier's pool) and fold them into
+//     the model; a line that is not a valid event is a reason (lineReason),
+//     and so is every event that breaks its log's order or identity
+//     (checkEvent).
+//  3. logTails: what reading each log found once it is read whole: read
+//     errors, digest, line count, a line too long, a cut last line.
 
 // maxSlowLines bounds, per log, the lines that need the full JSON Schema
 // validator (~100-165 us each): a hostile log of a million schema-invalid
@@ -40,258 +32,203 @@ const (
 // decide are not checked and the log fails with log-too-broken.
 const maxSlowLines = 20000
 
-// lineBatch is a run of consecutive lines of one log.
-type lineBatch struct {
-	lr     *logRead
-	buf    []byte
-	ends   []int
-	first  int64 // line number of the first line
-	text   string
-	arr    *[batchLines]parsedEvent // pooled storage of events, if any
-	events []parsedEvent
-	probs  []batchProblem
-	done   chan struct{}
+// newDecoderPool starts the workers that decode event lines: the fast
+// path compiled from the event schema, else the full validator.
+func newDecoderPool(workers int) *evidence.Pool { return evidence.NewPool(workers, newLineDecoder) }
+
+// newLineDecoder makes the decoder of one worker; a variable so that a
+// benchmark can compare decoders end to end (decodebench_test.go).
+var newLineDecoder = func() evidence.Decoder { return newFastDecoder() }
+
+// readOptions are how the verifier reads a log: a cut last line is not an
+// event (logTails names it), and a log of lines that all need the full
+// validator is cut short.
+var readOptions = evidence.ReadOptions{MaxFullLines: maxSlowLines}
+
+// logState is what the replay remembers of one log between its events.
+type logState struct {
+	ref               evidence.LogRef
+	prevSeq, prevLine int64
+	lastTime          time.Time
 }
 
-type batchProblem struct {
-	line int64
-	prob *lineProblem
-}
-
-// eventArrays recycles the decoded events of batches the merger is done
-// with: the model copies or clones whatever it keeps of an event, so a
-// batch's events are dead once every one of them was folded.
-var eventArrays = sync.Pool{New: func() any { return new([batchLines]parsedEvent) }}
-
-func (b *lineBatch) decode(d *fastDecoder) {
-	// The buffer is never written again: the text can share it.
-	b.text = unsafe.String(unsafe.SliceData(b.buf), len(b.buf))
-	b.buf = nil
-	if len(b.ends) <= batchLines {
-		b.arr = eventArrays.Get().(*[batchLines]parsedEvent)
-		b.events = b.arr[:len(b.ends)]
-	} else {
-		b.events = make([]parsedEvent, len(b.ends))
+// replay reads the scenario's logs, checks their integrity and folds their
+// events, merged by time, into m. It reports whether a log was cut.
+func (c *checker) replay(ctx context.Context, sc *evidence.Scenario, m *Model, run *scenarioRun) (bool, error) {
+	logs, states := c.openLogs(sc, run)
+	merge := c.pool.Merge(ctx, logs, readOptions, func(i int, e evidence.LineError) {
+		run.logReason(lineReason(states[i].ref.Path, e))
+	})
+	err := c.foldEvents(ctx, sc, m, run, merge, states)
+	stats := merge.Close()
+	if err == nil {
+		err = ctx.Err()
 	}
-	k, start := 0, 0
-	for i, end := range b.ends {
-		line := b.text[start:end]
-		start = end
-		pe := &b.events[k]
-		if !d.decode(line, pe) {
-			if b.lr != nil && b.lr.slow.Add(1) > maxSlowLines {
-				continue // counted: the merger reports log-too-broken
-			}
-			if p := slowDecode([]byte(line), pe); p != nil {
-				b.probs = append(b.probs, batchProblem{line: b.first + int64(i), prob: p})
+	if err != nil {
+		return false, err
+	}
+	return c.logTails(run, states, stats), nil
+}
+
+// openLogs resolves the scenario's logs and returns those to read, with
+// a state for each.
+func (c *checker) openLogs(sc *evidence.Scenario, run *scenarioRun) ([]evidence.MergeLog, []logState) {
+	var (
+		logs   []evidence.MergeLog
+		states []logState
+	)
+	for _, ref := range sc.Logs {
+		abs, real, err := resolveLog(c.dir, c.realDir, ref.Path)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			run.logReason(Reason{Rule: "log-missing", Status: Fail, Log: ref.Path,
+				Message: fmt.Sprintf("the event log %s of %s does not exist next to the evidence file", ref.Path, ref.Actor)})
+			continue
+		case err != nil:
+			run.logReason(Reason{Rule: "log-path", Status: Fail, Log: ref.Path, Message: "rejected log path: " + err.Error()})
+			continue
+		}
+		if owner, dup := c.logOwners[real]; dup {
+			if owner == sc.ID {
+				run.logReason(Reason{Rule: "log-duplicate", Status: Fail, Log: ref.Path,
+					Message: "the same log is referenced twice by this scenario: its events would count twice"})
 				continue
 			}
+			run.logReason(Reason{Rule: "log-shared", Status: Fail, Log: ref.Path,
+				Message: "this log is also referenced by scenario " + owner})
 		}
-		pe.line = b.first + int64(i)
-		k++
+		c.logOwners[real] = sc.ID
+		logs = append(logs, evidence.MergeLog{Ref: ref, Open: func() (io.ReadCloser, error) { return os.Open(abs) }})
+		states = append(states, logState{ref: ref})
 	}
-	b.events = b.events[:k]
+	return logs, states
 }
 
-// decoderPool decodes batches on a fixed number of goroutines.
-type decoderPool struct {
-	jobs chan *lineBatch
-	wg   sync.WaitGroup
-}
-
-func newDecoderPool(workers int) *decoderPool {
-	p := &decoderPool{jobs: make(chan *lineBatch, workers*2)}
-	for range workers {
-		p.wg.Add(1)
-		go func() {
-			defer p.wg.Done()
-			d := newFastDecoder()
-			for b := range p.jobs {
-				b.decode(d)
-				close(b.done)
-			}
-		}()
+// lineReason is the reason for a line of the log at path that is not a
+// valid event.
+func lineReason(path string, e evidence.LineError) Reason {
+	rule, msg := "event-schema", "line is not a valid event: "+e.Err.Error()
+	var p *lineProblem
+	if errors.As(e.Err, &p) && p.decode != "" {
+		rule, msg = "event-decode", "line "+p.decode
 	}
-	return p
+	return Reason{Rule: rule, Status: Fail, Log: path, Line: e.Line, Message: msg}
 }
 
-func (p *decoderPool) close() {
-	close(p.jobs)
-	p.wg.Wait()
-}
-
-// logRead is one log being read, and what reading it found.
-type logRead struct {
-	idx  int
-	ref  evidence.LogRef
-	abs  string
-	out  chan *lineBatch
-	done chan struct{} // closed when the fields below are final
-
-	sum       string
-	lines     int64
-	slow      atomic.Int64 // lines that needed the full validator
-	truncated int64        // line number of a cut last line (0: none)
-	tooLong   int64        // line number of a line over evidence.MaxLineBytes (0: none)
-	err       error
-}
-
-// countingReader counts the newlines that pass through it.
-type countingReader struct {
-	r     io.Reader
-	lines int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.lines += int64(bytes.Count(p[:n], []byte{'\n'}))
-	return n, err
-}
-
-// read streams the log file into batches on lr.out and the pool.
-func (lr *logRead) read(ctx context.Context, pool *decoderPool) {
-	f, err := os.Open(lr.abs)
-	if err != nil {
-		lr.err = err
-		close(lr.out)
-		close(lr.done)
-		return
-	}
-	defer f.Close()
-	lr.readFrom(ctx, f, pool)
-}
-
-// readFrom streams r (the log's bytes) into batches on lr.out and the
-// pool; it closes lr.out and then lr.done.
-func (lr *logRead) readFrom(ctx context.Context, r io.Reader, pool *decoderPool) {
-	defer close(lr.done)
-	defer close(lr.out)
-	lr.scan(ctx, r, func(b *lineBatch) bool {
-		select {
-		case lr.out <- b:
-		case <-ctx.Done():
-			return false
+// foldEvents steps m through the merged events, checking each against its
+// log.
+func (c *checker) foldEvents(ctx context.Context, sc *evidence.Scenario, m *Model, run *scenarioRun, merge *evidence.Merge, states []logState) error {
+	w := eventWindow{runID: c.ev.Run.ID, scenario: sc.ID, run: c.ev.Run,
+		lo: c.ev.Run.Start.Add(-timeTolerance), hi: c.ev.Run.End.Add(timeTolerance),
+		// else evidenceLevel failed the run's own times
+		checkRunTimes: !c.ev.Run.End.Before(c.ev.Run.Start)}
+	for n := int64(1); ; n++ {
+		i, d, err := merge.Next(ctx)
+		if err != nil {
+			return err
 		}
-		select {
-		case pool.jobs <- b:
-		case <-ctx.Done():
-			return false
+		if d == nil {
+			return nil
 		}
-		return true
-	})
-}
-
-// scan reads r through sha256 and a newline counter, cuts it into batches
-// and hands each to emit (false: stop). It fills in the digest, the line
-// count and what went wrong.
-func (lr *logRead) scan(ctx context.Context, r io.Reader, emit func(*lineBatch) bool) {
-	h := sha256.New()
-	cr := &countingReader{r: io.TeeReader(r, h)}
-	var cur *lineBatch
-	send := func() bool {
-		if cur == nil || len(cur.ends) == 0 {
-			return true
-		}
-		b := cur
-		cur = nil
-		return emit(b)
-	}
-	var last int64
-	err := evidence.ScanLines(cr, func(l evidence.Line) error {
-		// Send a full batch before adding a line, never right after: the
-		// last line read stays in cur, so a cut last line can be removed.
-		if cur != nil && (len(cur.ends) >= batchLines || len(cur.buf) >= batchBytes) && !send() {
+		st := &states[i]
+		w.check(run, st, d)
+		st.prevSeq, st.prevLine, st.lastTime = max(st.prevSeq, d.Event.Seq), d.Line, d.Event.Time
+		m.Step(&d.Event, Source{Log: st.ref.Path, Line: d.Line, Seq: d.Event.Seq})
+		if n%4096 == 0 && ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if cur == nil {
-			cur = &lineBatch{lr: lr, first: l.No, done: make(chan struct{}), buf: make([]byte, 0, batchBytes+4096),
-				ends: make([]int, 0, batchLines)}
-		}
-		cur.buf = append(cur.buf, l.Raw...)
-		cur.ends = append(cur.ends, len(cur.buf))
-		last = l.No
-		return nil
-	})
+	}
+}
+
+// eventWindow is what every event of a scenario is held against.
+type eventWindow struct {
+	runID, scenario string
+	run             evidence.Run
+	lo, hi          time.Time
+	checkRunTimes   bool
+}
+
+// check holds one event against its log (seq order and gaps, time order)
+// and the run (run id, scenario, actor, the run's time window).
+func (w *eventWindow) check(run *scenarioRun, st *logState, d *evidence.Decoded) {
+	path, e, line := st.ref.Path, &d.Event, d.Line
 	switch {
-	case err == nil:
-	case errors.Is(err, evidence.ErrTruncated):
-		lr.truncated = last
-		if cur != nil && len(cur.ends) > 0 && cur.first+int64(len(cur.ends))-1 == last {
-			cur.ends = cur.ends[:len(cur.ends)-1]
-			if n := len(cur.ends); n > 0 {
-				cur.buf = cur.buf[:cur.ends[n-1]]
-			} else {
-				cur.buf = cur.buf[:0]
+	case e.Seq <= st.prevSeq:
+		run.logReason(Reason{Rule: "seq-order", Status: Fail, Log: path, Seq: e.Seq, Line: line,
+			Message: fmt.Sprintf("seq %d after seq %d: events reordered or duplicated", e.Seq, st.prevSeq)})
+	case e.Seq != st.prevSeq+1 && line == st.prevLine+1:
+		run.logReason(Reason{Rule: "seq-gap", Status: Fail, Log: path, Seq: e.Seq, Line: line,
+			Message: fmt.Sprintf("seq jumps from %d to %d: an event line is missing", st.prevSeq, e.Seq)})
+	}
+	if e.RunID != w.runID {
+		run.logReason(Reason{Rule: "run-id", Status: Fail, Log: path, Seq: e.Seq, Line: line, Field: "run_id",
+			Claimed: w.runID, Recomputed: e.RunID, Message: fmt.Sprintf("event of run %q in the evidence of run %q", e.RunID, w.runID)})
+	}
+	if e.Scenario != w.scenario {
+		run.logReason(Reason{Rule: "log-scenario", Status: Fail, Log: path, Seq: e.Seq, Line: line, Field: "scenario",
+			Claimed: w.scenario, Recomputed: e.Scenario,
+			Message: fmt.Sprintf("event of scenario %q in a log that scenario %q references", e.Scenario, w.scenario)})
+	}
+	if actor := st.ref.Actor; e.Actor != actor {
+		run.logReason(Reason{Rule: "log-actor", Status: Fail, Log: path, Seq: e.Seq, Line: line, Field: "actor",
+			Claimed: actor, Recomputed: e.Actor,
+			Message: fmt.Sprintf("event of actor %q in the log the evidence lists as %q's: logs swapped or relabelled", e.Actor, actor)})
+	}
+	if e.Time.Before(st.lastTime) {
+		run.logReason(Reason{Rule: "time-order", Status: Fail, Log: path, Seq: e.Seq, Line: line, Field: "time",
+			Claimed: e.Time.Format(time.RFC3339Nano), Recomputed: "not before " + st.lastTime.Format(time.RFC3339Nano),
+			Message: fmt.Sprintf("time goes back %s from the line before: an actor logs its events as they happen, "+
+				"so its log is in time order; this event was moved", st.lastTime.Sub(e.Time))})
+	}
+	if w.checkRunTimes && (e.Time.Before(w.lo) || e.Time.After(w.hi)) {
+		run.logReason(Reason{Rule: "time-outside-run", Status: Fail, Log: path, Seq: e.Seq, Line: line, Field: "time",
+			Claimed: e.Time.Format(time.RFC3339Nano), Recomputed: runWindow(w.run),
+			Message: fmt.Sprintf("the event's time is outside the run (run.start to run.end, give or take %s): "+
+				"it was moved, or it belongs to another run", timeTolerance)})
+	}
+}
+
+// logTails checks what reading each log found, and reports whether a log
+// was cut.
+func (c *checker) logTails(run *scenarioRun, states []logState, stats []evidence.LogStats) (truncated bool) {
+	for i, st := range stats {
+		ref := states[i].ref
+		path := ref.Path
+		if err := errors.Join(st.OpenErr, st.ReadErr); err != nil {
+			run.logReason(Reason{Rule: "log-unreadable", Status: Fail, Log: path, Message: "read: " + err.Error()})
+			continue
+		}
+		if st.Full > maxSlowLines {
+			run.logReason(Reason{Rule: "log-too-broken", Status: Fail, Log: path,
+				Message: fmt.Sprintf("%d lines needed the full schema validator; after %d of them the rest were not checked", st.Full, maxSlowLines)})
+		}
+		if st.TooLong > 0 {
+			run.logReason(Reason{Rule: "event-line-too-long", Status: Fail, Log: path, Line: st.TooLong,
+				Message: fmt.Sprintf("line %d is longer than %d bytes: it and the lines after it were not read "+
+					"(the digest and line count cover the whole file)", st.TooLong, evidence.MaxLineBytes)})
+		}
+		if st.SHA256 != ref.SHA256 {
+			run.logReason(Reason{Rule: "log-digest", Status: Fail, Log: path, Field: "sha256", Claimed: ref.SHA256, Recomputed: st.SHA256,
+				Message: "the log's sha256 differs from the one the evidence recorded: the log was changed after the run"})
+		}
+		if st.Lines != ref.Lines {
+			run.logReason(Reason{Rule: "log-lines", Status: Fail, Log: path, Field: "lines",
+				Claimed: strconv.FormatInt(ref.Lines, 10), Recomputed: strconv.FormatInt(st.Lines, 10),
+				Message: fmt.Sprintf("the log has %d lines; the evidence recorded %d", st.Lines, ref.Lines)})
+		}
+		if st.Truncated > 0 {
+			truncated = true
+			after := "its first event"
+			if !states[i].lastTime.IsZero() {
+				after = states[i].lastTime.Format(time.RFC3339Nano)
 			}
+			run.logReason(Reason{Rule: "log-truncated", Status: Inconclusive, Log: path, Line: st.Truncated,
+				Message: fmt.Sprintf("line %d is cut (no newline): %s was killed while writing it. That event and anything "+
+					"%s did after %s are unknown, so claims that depend on them cannot be concluded", st.Truncated,
+					ref.Actor, ref.Actor, after)})
 		}
-	case errors.Is(err, evidence.ErrLineTooLong):
-		lr.tooLong = last + 1
-		if _, cerr := io.Copy(io.Discard, cr); cerr != nil {
-			lr.err = cerr
-		}
-	case ctx.Err() != nil:
-		return
-	default:
-		lr.err = err
 	}
-	if !send() {
-		return
-	}
-	lr.sum = hex.EncodeToString(h.Sum(nil))
-	lr.lines = cr.lines
-}
-
-// logCursor walks the decoded events of one log in order.
-type logCursor struct {
-	lr    *logRead
-	batch *lineBatch
-	pos   int
-	eof   bool
-}
-
-// head returns the log's next event, waiting for its batch; nil at the end.
-// Line problems of each batch are handed to onProblem as the batch is
-// reached.
-func (c *logCursor) head(ctx context.Context, onProblem func(*logRead, batchProblem)) (*parsedEvent, error) {
-	for !c.eof {
-		if c.batch != nil && c.pos < len(c.batch.events) {
-			return &c.batch.events[c.pos], nil
-		}
-		var b *lineBatch
-		var ok bool
-		select {
-		case b, ok = <-c.lr.out:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-		if !ok {
-			c.eof = true
-			c.release()
-			c.batch = nil
-			break
-		}
-		select {
-		case <-b.done:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-		for _, p := range b.probs {
-			onProblem(c.lr, p)
-		}
-		c.release()
-		c.batch, c.pos = b, 0
-	}
-	return nil, nil
-}
-
-// release hands the events of the batch the cursor is done with back to
-// the pool.
-func (c *logCursor) release() {
-	if b := c.batch; b != nil && b.arr != nil {
-		clear(b.arr[:])
-		eventArrays.Put(b.arr)
-		b.arr, b.events = nil, nil
-	}
+	return truncated
 }
 
 // resolveLog checks that rel names a regular file inside dir (the evidence

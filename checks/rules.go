@@ -19,6 +19,7 @@ const (
 	RuleSummaryMismatch       Rule = "summary-mismatch"
 	RuleBoundaryMismatch      Rule = "boundary-mismatch"
 	RuleProofBoundaryMismatch Rule = "proof-boundary-mismatch"
+	RuleSUTMismatch           Rule = "sut-mismatch"
 
 	// A scenario against the spec.
 	RuleScenarioDuplicate Rule = "scenario-duplicate"
@@ -93,6 +94,7 @@ var Rules = []RuleInfo{
 	{RuleSummaryMismatch, "the summary's counts differ from the scenarios listed"},
 	{RuleBoundaryMismatch, "the boundary table differs from the one the scenarios give"},
 	{RuleProofBoundaryMismatch, "the proof-boundary matrix differs from the one this verifier derives from the evidence"},
+	{RuleSUTMismatch, "the system under test's layers do not follow from its features, or a scenario ran that needs a feature it does not claim"},
 
 	{RuleScenarioDuplicate, "a scenario is listed twice"},
 	{RuleScenarioMismatch, "a known scenario's suite, boundary or fault points differ from the spec"},

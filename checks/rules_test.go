@@ -85,13 +85,13 @@ func ruleUses(t *testing.T) map[string][]string {
 }
 
 // constName is the name of a rule's constant: RuleLogMissing for
-// log-missing (with the initialisms SQL and ID).
+// log-missing (with the initialisms SQL, ID and SUT).
 func constName(r Rule) string {
 	var b strings.Builder
 	b.WriteString("Rule")
 	for _, w := range strings.Split(string(r), "-") {
 		switch w {
-		case "sql", "id":
+		case "sql", "id", "sut":
 			b.WriteString(strings.ToUpper(w))
 		default:
 			b.WriteString(strings.ToUpper(w[:1]) + w[1:])

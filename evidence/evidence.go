@@ -74,6 +74,17 @@ type Environment struct {
 	// ActorProcesses is true when actors ran as separate OS processes in
 	// at least one scenario.
 	ActorProcesses bool `json:"actor_processes"`
+	// SUT is the system under test and what it claims. Absent in evidence
+	// written before the seam existed: the reference implementation.
+	SUT *SUTEnv `json:"system_under_test,omitempty"`
+}
+
+// SUTEnv names the system under test, the features it claims and the
+// layers of verifier rules that follow from them (spec.Features.Layers).
+type SUTEnv struct {
+	Name     string   `json:"name"`
+	Features []string `json:"features"`
+	Layers   []string `json:"layers"`
 }
 
 // DatabaseEnv is the database server. DSN is always redacted.

@@ -210,12 +210,25 @@ func proofReal(ev *Evidence, ran []Scenario) ProofRow {
 	} else {
 		row.Had = append(row.Had, "order service, relay and consumer as in-process actors of the same binary (no separate OS processes)")
 	}
+	if s := env.SUT; s != nil {
+		row.Had = append(row.Had, fmt.Sprintf("system under test: %s, claiming %s; the verifier checks the rule layers %s",
+			s.Name, orNone(strings.Join(s.Features, ", ")), strings.Join(s.Layers, ", ")))
+	}
 	goVersion := env.Go
 	if !strings.HasPrefix(goVersion, "go") {
 		goVersion = "Go " + goVersion
 	}
 	row.Had = append(row.Had, fmt.Sprintf("%s on %s/%s", goVersion, env.OS, env.Arch))
+	row.CannotInfer = realCannotInfer(env)
+	return row
+}
 
+// realCannotInfer is what the real components of env do not show: the
+// broker and database behaviour they are not, and the layers of rules the
+// system under test does not claim.
+func realCannotInfer(env Environment) []string {
+	db := env.Database
+	var row ProofRow
 	switch env.Kafka.Mode {
 	case KafkaEmbedded:
 		row.CannotInfer = append(row.CannotInfer,
@@ -256,7 +269,14 @@ func proofReal(ev *Evidence, ran []Scenario) ProofRow {
 	}
 	row.CannotInfer = append(row.CannotInfer,
 		"throughput, latency or behaviour under sustained load: each scenario places a handful of orders")
-	return row
+	if s := env.SUT; s != nil {
+		for _, l := range spec.Layers {
+			if !slices.Contains(s.Layers, string(l)) {
+				row.CannotInfer = append(row.CannotInfer, l.Unchecked())
+			}
+		}
+	}
+	return row.CannotInfer
 }
 
 func proofFaults(ev *Evidence, ran []Scenario) ProofRow {
@@ -359,6 +379,13 @@ func proofSynthetic(ran []Scenario) ProofRow {
 			"such an effect needs its own idempotency key downstream",
 	)
 	return row
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "no feature"
+	}
+	return s
 }
 
 // keys returns the keys of m, sorted.

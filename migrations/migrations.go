@@ -13,6 +13,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/orderflow-audit/orderflow-audit/migrations/sqlsplit"
 )
 
 //go:embed *.sql
@@ -76,31 +78,8 @@ func Parse(fsys fs.FS) ([]Migration, error) {
 }
 
 // SplitStatements drops "--" comment lines and splits on a ";" that ends a
-// line. The DDL files are ours, so this small grammar is enough and keeps
-// multiStatements off every connection.
-func SplitStatements(body string) []string {
-	var (
-		stmts []string
-		cur   strings.Builder
-	)
-	for _, line := range strings.Split(body, "\n") {
-		trimmed := strings.TrimSpace(line)
-		if trimmed == "" || strings.HasPrefix(trimmed, "--") {
-			continue
-		}
-		cur.WriteString(line)
-		cur.WriteByte('\n')
-		if strings.HasSuffix(trimmed, ";") {
-			s := strings.TrimSpace(cur.String())
-			stmts = append(stmts, strings.TrimSuffix(s, ";"))
-			cur.Reset()
-		}
-	}
-	if s := strings.TrimSpace(cur.String()); s != "" {
-		stmts = append(stmts, s)
-	}
-	return stmts
-}
+// line (see sqlsplit.Split, which the verifier shares).
+func SplitStatements(body string) []string { return sqlsplit.Split(body) }
 
 // Apply applies the embedded migrations to the database db is connected to.
 // See ApplyList.

@@ -26,9 +26,10 @@ import (
 )
 
 // LogSource opens the event logs referenced by the evidence. The report
-// reads each log as a stream of lines (evidence.ScanLines and
-// evidence.DecodeEvent) and keeps only what its timeline draws, so the
-// memory a report needs does not grow with its logs.
+// reads a scenario's logs through the verifier's merge (evidence.Merge,
+// each line decoded with evidence.DecodeEvent), as streams, and keeps only
+// what its timeline draws, so the memory a report needs does not grow with
+// its logs.
 type LogSource interface {
 	Open(ref evidence.LogRef) (io.ReadCloser, error)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/runner/fault"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra"
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/plant"
+	"github.com/orderflow-audit/orderflow-audit/runner/sut"
 )
 
 // ActorScenario is the actor name of the scenario driver itself: seeds,
@@ -30,12 +31,14 @@ type Env struct {
 	Scratch  *infra.Scratch
 	DB       *sql.DB
 	Kafka    *infra.Kafka
-	Plant    plant.Bug
-	Faults   *fault.Injector
-	Secret   []byte
-	Rand     *rand.Rand
-	Log      *slog.Logger
-	Result   Result
+	// SUT is the system under test the scenario drives.
+	SUT    sut.Implementation
+	Plant  plant.Bug
+	Faults *fault.Injector
+	Secret []byte
+	Rand   *rand.Rand
+	Log    *slog.Logger
+	Result Result
 
 	// exe is the path of this binary for actor processes ("" = in-process
 	// only).

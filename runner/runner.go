@@ -26,6 +26,8 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/runner/fault"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra"
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/plant"
+	"github.com/orderflow-audit/orderflow-audit/runner/sut"
+	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
 // Options configure Run. Zero values take the documented defaults.
@@ -45,6 +47,9 @@ type Options struct {
 	// Out is the evidence file (default evidence/u80.json); its logs go to
 	// the directory beside it named after it without ".json".
 	Out string
+	// SUT is the system under test (default: sut.Reference(), this
+	// project's order service, relay and consumer).
+	SUT *sut.Implementation
 	// Plant plants one bug into the system under test (negative control).
 	Plant plant.Bug
 	// Args are the command-line arguments recorded in the evidence.
@@ -74,6 +79,10 @@ func (o *Options) setDefaults() error {
 	}
 	if o.Seed == 0 {
 		o.Seed = 1
+	}
+	if o.SUT == nil {
+		ref := sut.Reference()
+		o.SUT = &ref
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = 60 * time.Second
@@ -166,6 +175,7 @@ func Run(ctx context.Context, opts Options) (*evidence.Evidence, error) {
 			},
 			Kafka: evidence.KafkaEnv{Mode: kafka.Mode, Implementation: kafka.Implementation, Brokers: kafka.Brokers},
 			Go:    runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH,
+			SUT: sutEnv(opts.SUT),
 		},
 	}
 	if len(ev.Run.Args) == 0 {
@@ -182,9 +192,15 @@ func Run(ctx context.Context, opts Options) (*evidence.Evidence, error) {
 			continue
 		}
 		t0 := opts.Now()
-		res, procs := runOne(ctx, scope, sc)
-		if procs {
-			ev.Environment.ActorProcesses = true
+		var res evidence.Scenario
+		if missing := opts.SUT.Features.Missing(sc.Needs); len(missing) > 0 {
+			res = notRun(sc, fmt.Sprintf("the system under test (%s) does not claim %s", opts.SUT.Name, featureList(missing)))
+		} else {
+			var procs bool
+			res, procs = runOne(ctx, scope, sc)
+			if procs {
+				ev.Environment.ActorProcesses = true
+			}
 		}
 		if ctx.Err() != nil {
 			ev.Run.Interrupted = true
@@ -218,6 +234,26 @@ func Run(ctx context.Context, opts Options) (*evidence.Evidence, error) {
 		return ev, ErrInterrupted
 	}
 	return ev, nil
+}
+
+// sutEnv is what the evidence records of the system under test.
+func sutEnv(impl *sut.Implementation) *evidence.SUTEnv {
+	env := &evidence.SUTEnv{Name: impl.Name, Features: []string{}, Layers: []string{}}
+	for _, f := range impl.Features {
+		env.Features = append(env.Features, string(f))
+	}
+	for _, l := range impl.Features.Layers() {
+		env.Layers = append(env.Layers, string(l))
+	}
+	return env
+}
+
+func featureList(fs []spec.Feature) string {
+	parts := make([]string, len(fs))
+	for i, f := range fs {
+		parts[i] = "the feature " + string(f)
+	}
+	return strings.Join(parts, ", ")
 }
 
 func reasonSuffix(s evidence.Scenario) string {
@@ -282,7 +318,7 @@ func runOne(parent context.Context, rs runScope, sc Scenario) (evidence.Scenario
 	cleanup := context.WithoutCancel(ctx)
 	env := &Env{
 		RunID: rs.runID, Scenario: sc, Server: rs.server, Scratch: scratch, DB: scratch.DB,
-		Kafka: rs.kafka, Plant: rs.opts.Plant, Faults: &fault.Injector{}, Secret: rs.secret,
+		Kafka: rs.kafka, SUT: *rs.opts.SUT, Plant: rs.opts.Plant, Faults: &fault.Injector{}, Secret: rs.secret,
 		Rand:   mrand.New(mrand.NewPCG(uint64(rs.opts.Seed), scenarioStream(sc.ID))),
 		Log:    rs.opts.Logger.With("scenario", sc.ID),
 		exe:    rs.opts.Executable,

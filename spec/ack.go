@@ -14,5 +14,6 @@ func init() {
 			Accepted:  "1 replay, inbox rejects it, 1 effect",
 		},
 		Metrics: []Metric{{"replay", "1"}, {"inboxRejected", "true"}, {"effects", "1"}},
+		Needs:   []Feature{FeatureFaultHooks},
 	})
 }

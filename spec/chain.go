@@ -9,6 +9,7 @@ func init() {
 			Description: "order -> claim -> publish -> mark -> consume, each outbox state observed by a query; a redelivery is blocked by the inbox key",
 			Metrics: []Metric{{"outboxTx", "PENDING→CLAIMED→SENT"}, {"deliveries", "1"}, {"effects", "1"},
 				{"duplicateBlocked", "unique"}},
+			Needs: []Feature{FeatureStepwiseRelay, FeatureClaimTokens},
 		},
 		Scenario{
 			ID: "businessInvariants", Suite: SuiteU80, Boundary: BoundaryNone,

@@ -14,12 +14,14 @@ func init() {
 				Accepted:  "stock, orders, idempotency, outbox all as before; decoy row untouched",
 			},
 			Metrics: []Metric{{"stock", "10"}, {"idemRows", "0"}, {"outboxRollback", "true"}, {"seedUntouched", "true"}},
+			Needs:   []Feature{FeatureOrderService},
 		},
 		Scenario{
 			ID: "orderCrashWindow", Suite: SuiteEXT, Boundary: BoundaryCommit,
 			Faults:      []FaultRef{{AfterOrderCommitBeforeOutbox, InjectHook}},
 			Description: "a crash armed between the order commit and the intent write; only an intent written outside the order transaction can fall into it",
 			Metrics:     []Metric{{"orders", "1"}, {"outbox", "1"}, {"ordersWithoutIntent", "0"}},
+			Needs:       []Feature{FeatureOrderService, FeatureFaultHooks},
 		},
 	)
 }

@@ -22,3 +22,18 @@ const (
 
 // Layers lists every layer in order.
 var Layers = []Layer{LayerDelivery, LayerClaimToken, LayerBusiness}
+
+// Unchecked says what is not proven when layer l does not apply.
+func (l Layer) Unchecked() string {
+	switch l {
+	case LayerDelivery:
+		return "delivery and effect rules: not checked"
+	case LayerClaimToken:
+		return "claim-token rules (claim versions, claim ids, leases, compare-and-set marks): not checked, " +
+			"the system under test does not claim a claim-token protocol"
+	case LayerBusiness:
+		return "business rules (orders, stock, idempotency records, bearer tokens): not checked, " +
+			"the system under test does not claim this project's order service"
+	}
+	return string(l) + " rules: not checked"
+}

@@ -3,7 +3,8 @@ package spec
 // Order placement (U79): the order transaction, idempotency keys and stock.
 func init() {
 	u79 := func(id, desc string, metrics ...Metric) Scenario {
-		return Scenario{ID: id, Suite: SuiteU79, Boundary: BoundaryNone, Description: desc, Metrics: metrics}
+		return Scenario{ID: id, Suite: SuiteU79, Boundary: BoundaryNone, Description: desc, Metrics: metrics,
+			Needs: []Feature{FeatureOrderService}}
 	}
 	register(
 		u79("placement", "one order of quantity 2: five writes in one transaction",

@@ -15,11 +15,13 @@ func init() {
 				Accepted:  "2 deliveries, 1 effect, state SENT",
 			},
 			Metrics: []Metric{{"deliveries", "2"}, {"businessEffects", "1"}, {"oldTokenCas", "0"}, {"state", "SENT"}},
+			Needs:   []Feature{FeatureStepwiseRelay, FeatureClaimTokens, FeatureFaultHooks},
 		},
 		Scenario{
 			ID: "concurrentRelays", Suite: SuiteEXT, Boundary: BoundarySend,
 			Description: "8 orders; two relays claim and publish at the same moment; no row may be held by both",
 			Metrics:     []Metric{{"claims", ""}, {"doubleClaims", "0"}, {"sent", "8"}, {"effects", "8"}},
+			Needs:       []Feature{FeatureStepwiseRelay, FeatureClaimTokens},
 		},
 		Scenario{
 			ID: "relayKill9", Suite: SuiteEXT, Boundary: BoundarySend,
@@ -27,6 +29,7 @@ func init() {
 			Description: "relay A runs as its own OS process and is killed by SIGKILL after publishing, before marking; its short lease runs out on the database clock; relay B takes over",
 			Metrics: []Metric{{"killed", "true"}, {"takeoverVersion", "2"}, {"deliveries", "2"}, {"businessEffects", "1"},
 				{"state", "SENT"}},
+			Needs: []Feature{FeatureProcesses, FeatureClaimTokens, FeatureFaultHooks},
 		},
 	)
 }

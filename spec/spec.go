@@ -71,6 +71,9 @@ type Scenario struct {
 	Design *Design
 	// Metrics are the observation line's metrics, in line order.
 	Metrics []Metric
+	// Needs are the features the system under test must claim for the
+	// scenario to run (it does not run otherwise).
+	Needs []Feature
 }
 
 // FaultPoints returns the points of the scenario's faults, in declaration

@@ -4,7 +4,7 @@ package spec
 func init() {
 	token := func(id, desc string) Scenario {
 		return Scenario{ID: id, Suite: SuiteU79, Boundary: BoundaryNone, Description: desc,
-			Metrics: []Metric{{"status", "401"}, {"writes", "0"}}}
+			Metrics: []Metric{{"status", "401"}, {"writes", "0"}}, Needs: []Feature{FeatureOrderService}}
 	}
 	register(
 		token("tokenMissing", "no Authorization header: 401, zero writes"),

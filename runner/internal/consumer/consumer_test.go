@@ -15,12 +15,10 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/evidence/evidencetest"
 	"github.com/orderflow-audit/orderflow-audit/runner/fault"
-	"github.com/orderflow-audit/orderflow-audit/runner/infra"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra/infratest"
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/consumer"
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/plant"
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/relay"
-	"github.com/orderflow-audit/orderflow-audit/schemas"
 )
 
 func TestParseIdentity(t *testing.T) {
@@ -70,46 +68,15 @@ func TestParseIdentity(t *testing.T) {
 	}
 }
 
-// bundle is one test's database, broker, topic, producer and event log.
+// bundle is one test's chain (infratest.Chain) and its consumer group.
 type bundle struct {
-	db       *sql.DB
-	k        *infra.Kafka
-	topic    string
-	group    string
-	producer *kgo.Client
-	log      *evidence.Log
-	buf      *bytes.Buffer
+	*infratest.Chain
+	group string
 }
 
-// setup builds a bundle and, at cleanup, checks that every event line the
-// test emitted validates against the event schema.
 func setup(t *testing.T) *bundle {
 	t.Helper()
-	sc := infratest.Scratch(t)
-	k := infratest.Kafka(t)
-	topic := infratest.Topic(t, k)
-	cl, err := kgo.NewClient(k.ClientOpts()...)
-	if err != nil {
-		t.Fatalf("producer: %v", err)
-	}
-	t.Cleanup(cl.Close)
-	b := &bundle{db: sc.DB, k: k, topic: topic, group: "g-" + infratest.RandomID(), producer: cl, buf: &bytes.Buffer{}}
-	b.log = evidence.NewLog(b.buf, "test-run", "consumer-test", nil)
-	t.Cleanup(func() {
-		n := 0
-		err := evidence.ScanLines(bytes.NewReader(b.buf.Bytes()), func(l evidence.Line) error {
-			n++
-			if err := schemas.ValidateEventJSON(l.Raw); err != nil {
-				t.Errorf("event line %d does not validate: %v\n%s", l.No, err, l.Raw)
-			}
-			return nil
-		})
-		if err != nil {
-			t.Errorf("scan event log: %v", err)
-		}
-		t.Logf("%d event lines validated", n)
-	})
-	return b
+	return &bundle{Chain: infratest.NewChain(t, "consumer-test"), group: "g-" + infratest.RandomID()}
 }
 
 // produce publishes one record per order as the relay does: key = order
@@ -118,12 +85,12 @@ func (b *bundle) produce(t *testing.T, orderIDs ...int64) {
 	t.Helper()
 	for _, id := range orderIDs {
 		rec := &kgo.Record{
-			Topic:   b.topic,
+			Topic:   b.Topic,
 			Key:     []byte(strconv.FormatInt(id, 10)),
 			Value:   fmt.Appendf(nil, `{"orderId":%d,"sku":"sku-1","quantity":1,"amountCents":100}`, id),
 			Headers: []kgo.RecordHeader{{Key: consumer.HeaderEventID, Value: []byte(evidence.EventIDFor(id))}},
 		}
-		if err := b.producer.ProduceSync(t.Context(), rec).FirstErr(); err != nil {
+		if err := b.Producer.ProduceSync(t.Context(), rec).FirstErr(); err != nil {
 			t.Fatalf("produce order %d: %v", id, err)
 		}
 	}
@@ -131,7 +98,7 @@ func (b *bundle) produce(t *testing.T, orderIDs ...int64) {
 
 func (b *bundle) consumer(t *testing.T, member string, mod func(*consumer.Config)) *consumer.Consumer {
 	t.Helper()
-	cfg := consumer.Config{DB: b.db, ClientOpts: b.k.ClientOpts(), Topic: b.topic, Group: b.group, Member: member, Log: b.log}
+	cfg := consumer.Config{DB: b.DB, ClientOpts: b.Kafka.ClientOpts(), Topic: b.Topic, Group: b.group, Member: member, Log: b.Log}
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -145,7 +112,7 @@ func (b *bundle) consumer(t *testing.T, member string, mod func(*consumer.Config
 
 func (b *bundle) events(t *testing.T) []evidence.Event {
 	t.Helper()
-	es, truncated := evidencetest.Read(t, bytes.NewReader(b.buf.Bytes()))
+	es, truncated := evidencetest.Read(t, bytes.NewReader(b.Buf.Bytes()))
 	if truncated {
 		t.Fatal("event log ends in a truncated line")
 	}
@@ -204,10 +171,10 @@ func TestDuplicateDelivery(t *testing.T) {
 			if out.Rejected != tt.wantSecondRep || out.EventID != "e-7" || out.OrderID != 7 || !out.OffsetCommitted {
 				t.Fatalf("second Handle = %+v; want replay=%v for e-7", out, tt.wantSecondRep)
 			}
-			if n := count(t, b.db, `SELECT COUNT(*) FROM inbox WHERE event_id = 'e-7'`); n != tt.wantInbox {
+			if n := count(t, b.DB, `SELECT COUNT(*) FROM inbox WHERE event_id = 'e-7'`); n != tt.wantInbox {
 				t.Errorf("inbox rows = %d; want %d", n, tt.wantInbox)
 			}
-			if n := count(t, b.db, `SELECT COUNT(*) FROM notification WHERE event_id = 'e-7' AND order_id = 7`); n != tt.wantNotif {
+			if n := count(t, b.DB, `SELECT COUNT(*) FROM notification WHERE event_id = 'e-7' AND order_id = 7`); n != tt.wantNotif {
 				t.Errorf("notifications = %d; want %d", n, tt.wantNotif)
 			}
 			es := b.events(t)
@@ -223,7 +190,7 @@ func TestDuplicateDelivery(t *testing.T) {
 			}
 			// The effect event names the notification row it committed.
 			for _, e := range evidencetest.Of(es, evidence.KindEffect) {
-				if n := count(t, b.db, `SELECT COUNT(*) FROM notification WHERE id = ? AND event_id = ?`, *e.NotificationID, e.EventID); n != 1 {
+				if n := count(t, b.DB, `SELECT COUNT(*) FROM notification WHERE id = ? AND event_id = ?`, *e.NotificationID, e.EventID); n != 1 {
 					t.Errorf("effect event %+v names no notification row", e)
 				}
 			}
@@ -269,10 +236,10 @@ func TestRestartWithoutOffsetCommit(t *testing.T) {
 			}
 			t.Logf("second member caught up after %v", time.Since(start))
 
-			if n := count(t, b.db, `SELECT COUNT(*) FROM notification WHERE event_id = 'e-1'`); n != tt.wantNotifE1 {
+			if n := count(t, b.DB, `SELECT COUNT(*) FROM notification WHERE event_id = 'e-1'`); n != tt.wantNotifE1 {
 				t.Errorf("notifications for e-1 = %d; want %d", n, tt.wantNotifE1)
 			}
-			if n := count(t, b.db, `SELECT COUNT(*) FROM notification WHERE event_id = 'e-2'`); n != 1 {
+			if n := count(t, b.DB, `SELECT COUNT(*) FROM notification WHERE event_id = 'e-2'`); n != 1 {
 				t.Errorf("notifications for e-2 = %d; want 1", n)
 			}
 			es := b.events(t)
@@ -311,7 +278,7 @@ func TestPayloadIdentity(t *testing.T) {
 	if s, err := c.PollUntil(deadline(t, 15*time.Second), func(s consumer.Stats) bool { return s.Effects >= 2 }); err != nil {
 		t.Fatalf("PollUntil: %v (stats %+v)", err, s)
 	}
-	rows, err := b.db.QueryContext(t.Context(), `SELECT event_id, order_id FROM notification ORDER BY id`)
+	rows, err := b.DB.QueryContext(t.Context(), `SELECT event_id, order_id FROM notification ORDER BY id`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,7 +305,7 @@ func TestPayloadIdentity(t *testing.T) {
 // A record without identity is refused loudly: no effect, no offset commit.
 func TestBadRecordStops(t *testing.T) {
 	b := setup(t)
-	if err := b.producer.ProduceSync(t.Context(), &kgo.Record{Topic: b.topic, Value: []byte(`{"orderId":1}`)}).FirstErr(); err != nil {
+	if err := b.Producer.ProduceSync(t.Context(), &kgo.Record{Topic: b.Topic, Value: []byte(`{"orderId":1}`)}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
 	c := b.consumer(t, "consumer-1", nil)
@@ -349,7 +316,7 @@ func TestBadRecordStops(t *testing.T) {
 	if s := c.Stats(); s != (consumer.Stats{}) {
 		t.Errorf("stats = %+v; want nothing done", s)
 	}
-	if n := count(t, b.db, `SELECT COUNT(*) FROM notification`); n != 0 {
+	if n := count(t, b.DB, `SELECT COUNT(*) FROM notification`); n != 0 {
 		t.Errorf("notifications = %d; want 0", n)
 	}
 	if es := b.events(t); len(es) != 0 {
@@ -389,13 +356,13 @@ func TestRunChainEndToEnd(t *testing.T) {
 	const n = 5
 	for id := int64(1); id <= n; id++ {
 		payload := fmt.Sprintf(`{"orderId":%d,"sku":"sku-1","quantity":1,"amountCents":100}`, id)
-		if _, err := b.db.ExecContext(t.Context(),
+		if _, err := b.DB.ExecContext(t.Context(),
 			`INSERT INTO outbox (event_id, aggregate_id, aggregate_version, payload) VALUES (?, ?, 1, ?)`,
 			evidence.EventIDFor(id), id, payload); err != nil {
 			t.Fatal(err)
 		}
 	}
-	r, err := relay.New(relay.Config{DB: b.db, Client: b.producer, Topic: b.topic, Log: b.log, Actor: "relay-a", Batch: 2})
+	r, err := relay.New(relay.Config{DB: b.DB, Client: b.Producer, Topic: b.Topic, Log: b.Log, Actor: "relay-a", Batch: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -408,8 +375,8 @@ func TestRunChainEndToEnd(t *testing.T) {
 
 	end := time.Now().Add(15 * time.Second)
 	for {
-		sent := count(t, b.db, `SELECT COUNT(*) FROM outbox WHERE state = 'SENT'`)
-		notes := count(t, b.db, `SELECT COUNT(*) FROM notification`)
+		sent := count(t, b.DB, `SELECT COUNT(*) FROM outbox WHERE state = 'SENT'`)
+		notes := count(t, b.DB, `SELECT COUNT(*) FROM notification`)
 		if sent == n && notes == n {
 			break
 		}
@@ -425,7 +392,7 @@ func TestRunChainEndToEnd(t *testing.T) {
 			t.Errorf("Run returned %v; want nil after cancel", err)
 		}
 	}
-	if d := count(t, b.db, `SELECT COUNT(*) FROM (SELECT event_id FROM notification GROUP BY event_id HAVING COUNT(*) > 1) d`); d != 0 {
+	if d := count(t, b.DB, `SELECT COUNT(*) FROM (SELECT event_id FROM notification GROUP BY event_id HAVING COUNT(*) > 1) d`); d != 0 {
 		t.Errorf("%d events with more than one notification", d)
 	}
 	es := b.events(t)

@@ -16,57 +16,22 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/evidence/evidencetest"
 	"github.com/orderflow-audit/orderflow-audit/runner/fault"
-	"github.com/orderflow-audit/orderflow-audit/runner/infra"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra/infratest"
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/plant"
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/relay"
-	"github.com/orderflow-audit/orderflow-audit/schemas"
 )
 
-// bundle is one test's database, broker, topic, producer and event log.
-type bundle struct {
-	db       *sql.DB
-	k        *infra.Kafka
-	topic    string
-	producer *kgo.Client
-	log      *evidence.Log
-	buf      *bytes.Buffer
-}
+// bundle is one test's chain (infratest.Chain).
+type bundle struct{ *infratest.Chain }
 
-// setup builds a bundle and, at cleanup, checks that every event line the
-// test emitted validates against the event schema.
 func setup(t *testing.T) *bundle {
 	t.Helper()
-	sc := infratest.Scratch(t)
-	k := infratest.Kafka(t)
-	topic := infratest.Topic(t, k)
-	cl, err := kgo.NewClient(k.ClientOpts()...)
-	if err != nil {
-		t.Fatalf("producer: %v", err)
-	}
-	t.Cleanup(cl.Close)
-	b := &bundle{db: sc.DB, k: k, topic: topic, producer: cl, buf: &bytes.Buffer{}}
-	b.log = evidence.NewLog(b.buf, "test-run", "relay-test", nil)
-	t.Cleanup(func() {
-		n := 0
-		err := evidence.ScanLines(bytes.NewReader(b.buf.Bytes()), func(l evidence.Line) error {
-			n++
-			if err := schemas.ValidateEventJSON(l.Raw); err != nil {
-				t.Errorf("event line %d does not validate: %v\n%s", l.No, err, l.Raw)
-			}
-			return nil
-		})
-		if err != nil {
-			t.Errorf("scan event log: %v", err)
-		}
-		t.Logf("%d event lines validated", n)
-	})
-	return b
+	return &bundle{infratest.NewChain(t, "relay-test")}
 }
 
 func (b *bundle) relay(t *testing.T, actor string, mod func(*relay.Config)) *relay.Relay {
 	t.Helper()
-	cfg := relay.Config{DB: b.db, Client: b.producer, Topic: b.topic, Log: b.log, Actor: actor, ClaimID: "claim-" + actor}
+	cfg := relay.Config{DB: b.DB, Client: b.Producer, Topic: b.Topic, Log: b.Log, Actor: actor, ClaimID: "claim-" + actor}
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -79,7 +44,7 @@ func (b *bundle) relay(t *testing.T, actor string, mod func(*relay.Config)) *rel
 
 func (b *bundle) events(t *testing.T) []evidence.Event {
 	t.Helper()
-	es, truncated := evidencetest.Read(t, bytes.NewReader(b.buf.Bytes()))
+	es, truncated := evidencetest.Read(t, bytes.NewReader(b.Buf.Bytes()))
 	if truncated {
 		t.Fatal("event log ends in a truncated line")
 	}
@@ -123,13 +88,13 @@ func readRow(t *testing.T, db *sql.DB, eventID string) row {
 // endOffset returns the number of records in partition 0 of the topic.
 func (b *bundle) endOffset(t *testing.T) int64 {
 	t.Helper()
-	offs, err := kadm.NewClient(b.producer).ListEndOffsets(t.Context(), b.topic)
+	offs, err := kadm.NewClient(b.Producer).ListEndOffsets(t.Context(), b.Topic)
 	if err != nil {
 		t.Fatalf("list end offsets: %v", err)
 	}
-	o, ok := offs.Lookup(b.topic, 0)
+	o, ok := offs.Lookup(b.Topic, 0)
 	if !ok || o.Err != nil {
-		t.Fatalf("end offset of %s/0: %v %v", b.topic, ok, o.Err)
+		t.Fatalf("end offset of %s/0: %v %v", b.Topic, ok, o.Err)
 	}
 	return o.Offset
 }
@@ -187,7 +152,7 @@ func TestConcurrentClaimsNeverOverlap(t *testing.T) {
 	for i := range ids {
 		ids[i] = int64(i + 1)
 	}
-	insertIntents(t, b.db, ids...)
+	insertIntents(t, b.DB, ids...)
 	relays := []*relay.Relay{
 		b.relay(t, "relay-a", func(c *relay.Config) { c.Batch = 3 }),
 		b.relay(t, "relay-b", func(c *relay.Config) { c.Batch = 3 }),
@@ -211,7 +176,7 @@ func TestConcurrentClaimsNeverOverlap(t *testing.T) {
 				// SKIP LOCKED may return nothing while the other relay
 				// holds the remaining rows: stop only when none is due.
 				var pending int
-				if err := b.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM outbox WHERE state = 'PENDING'`).Scan(&pending); err != nil {
+				if err := b.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM outbox WHERE state = 'PENDING'`).Scan(&pending); err != nil {
 					errs <- err
 					return
 				}
@@ -247,7 +212,7 @@ func TestConcurrentClaimsNeverOverlap(t *testing.T) {
 	t.Logf("claims per relay: %v", perRelay)
 	for _, id := range ids {
 		e := evidence.EventIDFor(id)
-		r := readRow(t, b.db, e)
+		r := readRow(t, b.DB, e)
 		if r.State != evidence.StateClaimed || r.ClaimVersion != 1 || r.ClaimID.String != owner[e] {
 			t.Errorf("row %s = %+v; want CLAIMED v1 by %s", e, r, owner[e])
 		}
@@ -271,7 +236,7 @@ func TestStaleMarkAfterTakeover(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			b := setup(t)
 			ctx := t.Context()
-			insertIntents(t, b.db, 7)
+			insertIntents(t, b.DB, 7)
 			a := b.relay(t, "relay-a", func(c *relay.Config) { c.Plant = tt.bug })
 			rb := b.relay(t, "relay-b", func(c *relay.Config) { c.Plant = tt.bug })
 
@@ -289,7 +254,7 @@ func TestStaleMarkAfterTakeover(t *testing.T) {
 				t.Fatalf("relay B claimed %d rows under A's live lease (err %v); want 0", len(cb), err)
 			}
 
-			if n, err := relay.ExpireLease(ctx, b.db, "e-7"); err != nil || n != 1 {
+			if n, err := relay.ExpireLease(ctx, b.DB, "e-7"); err != nil || n != 1 {
 				t.Fatalf("ExpireLease = %d, %v; want 1", n, err)
 			}
 			cb, err := rb.Claim(ctx, 0)
@@ -307,7 +272,7 @@ func TestStaleMarkAfterTakeover(t *testing.T) {
 			if stale != tt.wantStaleRows {
 				t.Fatalf("stale mark rows = %d; want %d", stale, tt.wantStaleRows)
 			}
-			r := readRow(t, b.db, "e-7")
+			r := readRow(t, b.DB, "e-7")
 			if tt.bug == plant.None {
 				if r.State != evidence.StateClaimed || r.ClaimVersion != 2 || r.ClaimID.String != rb.ClaimID() || r.Sent {
 					t.Fatalf("after stale mark row = %+v; want CLAIMED v2 by %s, not sent", r, rb.ClaimID())
@@ -316,7 +281,7 @@ func TestStaleMarkAfterTakeover(t *testing.T) {
 				if err != nil || fresh != 1 {
 					t.Fatalf("fresh mark = %d, %v; want 1", fresh, err)
 				}
-				if r := readRow(t, b.db, "e-7"); r.State != evidence.StateSent || !r.Sent || r.ClaimVersion != 2 {
+				if r := readRow(t, b.DB, "e-7"); r.State != evidence.StateSent || !r.Sent || r.ClaimVersion != 2 {
 					t.Fatalf("after fresh mark row = %+v; want SENT v2", r)
 				}
 				// A mark of an already SENT row with the right token also
@@ -341,7 +306,7 @@ func TestStaleMarkAfterTakeover(t *testing.T) {
 func TestRunOnceNormalChain(t *testing.T) {
 	b := setup(t)
 	ctx := t.Context()
-	insertIntents(t, b.db, 42)
+	insertIntents(t, b.DB, 42)
 	r := b.relay(t, "relay-a", nil)
 	res, err := r.RunOnce(ctx)
 	if err != nil {
@@ -350,12 +315,12 @@ func TestRunOnceNormalChain(t *testing.T) {
 	if len(res.Claimed) != 1 || res.Published != 1 || res.Marked != 1 || res.LeaseLost != 0 || res.Crashed != nil {
 		t.Fatalf("RunOnce = %+v; want 1 claimed, published, marked", res)
 	}
-	if row := readRow(t, b.db, "e-42"); row.State != evidence.StateSent || row.ClaimVersion != 1 || !row.Sent {
+	if row := readRow(t, b.DB, "e-42"); row.State != evidence.StateSent || row.ClaimVersion != 1 || !row.Sent {
 		t.Fatalf("row = %+v; want SENT v1", row)
 	}
 
-	cons, err := kgo.NewClient(b.k.ClientOpts(
-		kgo.ConsumeTopics(b.topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+	cons, err := kgo.NewClient(b.Kafka.ClientOpts(
+		kgo.ConsumeTopics(b.Topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxWait(100*time.Millisecond))...)
 	if err != nil {
 		t.Fatal(err)
@@ -395,7 +360,7 @@ func TestRunOnceNormalChain(t *testing.T) {
 	if fmt.Sprint(kinds) != fmt.Sprint(want) {
 		t.Fatalf("event kinds = %v; want %v", kinds, want)
 	}
-	if p := es[1]; *p.Offset != rec.Offset || *p.Partition != rec.Partition || p.Topic != b.topic {
+	if p := es[1]; *p.Offset != rec.Offset || *p.Partition != rec.Partition || p.Topic != b.Topic {
 		t.Errorf("publish event = %+v; record at %d/%d", p, rec.Partition, rec.Offset)
 	}
 	if *es[2].Rows != 1 {
@@ -423,7 +388,7 @@ func TestRunOnceCrash(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			b := setup(t)
 			ctx := t.Context()
-			insertIntents(t, b.db, 1, 2)
+			insertIntents(t, b.DB, 1, 2)
 			inj := &fault.Injector{}
 			inj.Arm(tt.point, fault.Crash, 1)
 			r := b.relay(t, "relay-a", func(c *relay.Config) { c.Faults = inj; c.Plant = tt.bug })
@@ -434,11 +399,11 @@ func TestRunOnceCrash(t *testing.T) {
 			if res.Crashed == nil || res.Crashed.EventID != "e-1" || len(res.Claimed) != 2 {
 				t.Fatalf("RunOnce = %+v; want a crash on e-1 with 2 claimed", res)
 			}
-			if got := readRow(t, b.db, "e-1").State; got != tt.wantState {
+			if got := readRow(t, b.DB, "e-1").State; got != tt.wantState {
 				t.Errorf("e-1 state = %s; want %s", got, tt.wantState)
 			}
 			// The crash stopped the round: e-2 was claimed, never published.
-			if got := readRow(t, b.db, "e-2").State; got != evidence.StateClaimed {
+			if got := readRow(t, b.DB, "e-2").State; got != evidence.StateClaimed {
 				t.Errorf("e-2 state = %s; want CLAIMED (untouched after the crash)", got)
 			}
 			if got := b.endOffset(t); got != tt.wantRecords {
@@ -470,7 +435,7 @@ func TestClaimWithoutLock(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			b := setup(t)
 			ctx := t.Context()
-			insertIntents(t, b.db, 1, 2, 3)
+			insertIntents(t, b.DB, 1, 2, 3)
 			a := b.relay(t, "relay-a", nil)
 			if cs, err := a.Claim(ctx, 0); err != nil || len(cs) != 3 {
 				t.Fatalf("relay A claim = %d, %v; want 3", len(cs), err)
@@ -498,9 +463,9 @@ func TestClaimWithoutLock(t *testing.T) {
 func TestClaimWithoutLockRacesPastALock(t *testing.T) {
 	b := setup(t)
 	ctx := t.Context()
-	insertIntents(t, b.db, 1)
+	insertIntents(t, b.DB, 1)
 	// Hold the row locked as a claiming relay would, mid-transaction.
-	tx, err := b.db.BeginTx(ctx, nil)
+	tx, err := b.DB.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -540,7 +505,7 @@ func TestClaimWithoutLockRacesPastALock(t *testing.T) {
 func TestPublishFailureLeavesClaim(t *testing.T) {
 	b := setup(t)
 	ctx := t.Context()
-	insertIntents(t, b.db, 5)
+	insertIntents(t, b.DB, 5)
 	r := b.relay(t, "relay-a", func(c *relay.Config) {
 		c.Topic = "ofa-missing-" + infratest.RandomID()
 		c.PublishTimeout = 500 * time.Millisecond
@@ -552,7 +517,7 @@ func TestPublishFailureLeavesClaim(t *testing.T) {
 	if res.PublishFailed != 1 || res.Published != 0 || res.Marked != 0 {
 		t.Fatalf("RunOnce = %+v; want 1 failed publish", res)
 	}
-	if got := readRow(t, b.db, "e-5").State; got != evidence.StateClaimed {
+	if got := readRow(t, b.DB, "e-5").State; got != evidence.StateClaimed {
 		t.Fatalf("state = %s; want CLAIMED", got)
 	}
 	ps := evidencetest.Of(b.events(t), evidence.KindPublish)

@@ -17,9 +17,9 @@ import (
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/runner/fault"
-	"github.com/orderflow-audit/orderflow-audit/runner/internal/consumer"
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/orders"
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/relay"
+	"github.com/orderflow-audit/orderflow-audit/runner/sut"
 )
 
 // Fixed test data: one SKU per scenario database, priced in cents.
@@ -36,8 +36,8 @@ func (e *Env) Orders() (*orders.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	svc, err := orders.New(orders.Config{
-		DB: e.DB, Secret: e.Secret, Log: log, Actor: "orders", Plant: e.Plant, Faults: e.Faults,
+	svc, err := e.SUT.NewOrders(sut.OrdersConfig{
+		Actor: sut.Actor{DB: e.DB, Log: log, Name: "orders", Plant: e.Plant, Faults: e.Faults}, Secret: e.Secret,
 	})
 	if err != nil {
 		return nil, err
@@ -52,9 +52,9 @@ func (e *Env) Token() (string, error) {
 	return orders.SignToken(e.Secret, principal, time.Now().Add(5*time.Minute))
 }
 
-// Relay returns a relay named actor (its claim id is derived from it) with
-// its own fault injector, publishing to topic.
-func (e *Env) Relay(actor, topic string, faults *fault.Injector) (*relay.Relay, error) {
+// Relay returns a relay of the system under test named actor (its claim id
+// is derived from it) with its own fault injector, publishing to topic.
+func (e *Env) Relay(actor, topic string, faults *fault.Injector) (sut.Relay, error) {
 	log, err := e.ActorLog(actor)
 	if err != nil {
 		return nil, err
@@ -64,22 +64,22 @@ func (e *Env) Relay(actor, topic string, faults *fault.Injector) (*relay.Relay, 
 		return nil, fmt.Errorf("producer for %s: %w", actor, err)
 	}
 	e.Defer(cl.Close)
-	return relay.New(relay.Config{
-		DB: e.DB, Client: cl, Topic: topic, ClaimID: actor + "-" + e.RunID, Log: log, Actor: actor,
-		Faults: faults, Plant: e.Plant,
+	return e.SUT.NewRelay(sut.RelayConfig{
+		Actor:  sut.Actor{DB: e.DB, Log: log, Name: actor, Faults: faults, Plant: e.Plant},
+		Client: cl, Topic: topic, ClaimID: actor + "-" + e.RunID,
 	})
 }
 
-// Consumer joins group on topic as member, writing to the inbox as
-// "notifier".
-func (e *Env) Consumer(ctx context.Context, member, topic, group string, faults *fault.Injector) (*consumer.Consumer, error) {
+// Consumer joins group on topic as member of the system under test,
+// writing to the inbox as "notifier".
+func (e *Env) Consumer(ctx context.Context, member, topic, group string, faults *fault.Injector) (sut.Consumer, error) {
 	log, err := e.ActorLog(member)
 	if err != nil {
 		return nil, err
 	}
-	c, err := consumer.New(ctx, consumer.Config{
-		DB: e.DB, ClientOpts: e.Kafka.ClientOpts(), Topic: topic, Group: group, Name: "notifier",
-		Member: member, Log: log, Faults: faults, Plant: e.Plant,
+	c, err := e.SUT.NewConsumer(ctx, sut.ConsumerConfig{
+		Actor:      sut.Actor{DB: e.DB, Log: log, Name: member, Faults: faults, Plant: e.Plant},
+		ClientOpts: e.Kafka.ClientOpts(), Topic: topic, Group: group, Inbox: "notifier",
 	})
 	if err != nil {
 		return nil, err
@@ -146,7 +146,7 @@ func (e *Env) Observe(ctx context.Context, eventID string) (string, error) {
 }
 
 // ExpireLease ages the lease of c by SQL and records it.
-func (e *Env) ExpireLease(ctx context.Context, c relay.Claimed) (int64, error) {
+func (e *Env) ExpireLease(ctx context.Context, c sut.Claimed) (int64, error) {
 	n, err := relay.ExpireLease(ctx, e.DB, c.EventID)
 	if err != nil {
 		return 0, err
@@ -199,7 +199,7 @@ const pollWait = 5 * time.Second
 
 // poll polls c until cond holds or pollWait passes. Running out of time is
 // not an error: the caller computes its figures from what did happen.
-func (e *Env) poll(ctx context.Context, c *consumer.Consumer, cond func(consumer.Stats) bool) (consumer.Stats, error) {
+func (e *Env) poll(ctx context.Context, c sut.Consumer, cond func(sut.ConsumerStats) bool) (sut.ConsumerStats, error) {
 	pctx, cancel := context.WithTimeout(ctx, pollWait)
 	defer cancel()
 	st, err := c.PollUntil(pctx, cond)
@@ -264,12 +264,12 @@ func (e *Env) measureTakeover(ctx context.Context, topic, eventID string) (after
 // (its end offsets), so that counts taken afterwards cannot miss a record
 // that was published but not yet delivered, such as an extra publish. c must
 // read the topic from its start (a new group).
-func (e *Env) drain(ctx context.Context, c *consumer.Consumer, topic string) (consumer.Stats, error) {
+func (e *Env) drain(ctx context.Context, c sut.Consumer, topic string) (sut.ConsumerStats, error) {
 	end, err := e.Kafka.EndOffset(ctx, topic)
 	if err != nil {
-		return consumer.Stats{}, err
+		return sut.ConsumerStats{}, err
 	}
-	return e.poll(ctx, c, func(s consumer.Stats) bool { return int64(s.Received) >= end })
+	return e.poll(ctx, c, func(s sut.ConsumerStats) bool { return int64(s.Received) >= end })
 }
 
 // rolledBackOn tells whether the order service logged a rollback of the

@@ -5,13 +5,12 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
-	"time"
-
-	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/orders"
 )
 
+// Order placement (spec/placement.go): the order transaction, idempotency
+// keys and stock, driven over HTTP as a client would.
 func init() {
 	bind("placement", placement)
 	bind("idempotentReplay", idempotentReplay)
@@ -19,9 +18,6 @@ func init() {
 	bind("concurrentDuplicates", concurrentDuplicates)
 	bind("insufficientStock", insufficientStock)
 	bind("noOversell", noOversell)
-	for _, tc := range tokenCases {
-		bind(tc.id, tokenScenario(tc.token))
-	}
 }
 
 // counts are the rows the order transaction writes.
@@ -255,62 +251,4 @@ func noOversell(ctx context.Context, e *Env) error {
 	e.Result.Metric("rejected", rejected)
 	e.Result.Metric("stock", left)
 	return nil
-}
-
-// tokenCases are the four ways a bearer token must be refused.
-var tokenCases = []struct {
-	id    string
-	token func(secret []byte) (string, error)
-}{
-	{"tokenMissing",
-		func([]byte) (string, error) { return "", nil }},
-	{"tokenBadSignature",
-		func([]byte) (string, error) {
-			return orders.SignToken([]byte("another-key-of-32-bytes-length!!"), principal, time.Now().Add(time.Minute))
-		}},
-	{"tokenExpired",
-		func(secret []byte) (string, error) {
-			return orders.SignToken(secret, principal, time.Now().Add(-time.Minute))
-		}},
-	{"tokenWrongAlg",
-		func(secret []byte) (string, error) {
-			return orders.SignTokenWith(jwt.SigningMethodHS512, secret, principal, time.Now().Add(time.Minute))
-		}},
-}
-
-func tokenScenario(token func([]byte) (string, error)) func(context.Context, *Env) error {
-	return func(ctx context.Context, e *Env) error {
-		cl, err := e.setupOrders(ctx, 10)
-		if err != nil {
-			return err
-		}
-		before, err := e.counts(ctx)
-		if err != nil {
-			return err
-		}
-		tok, err := token(e.Secret)
-		if err != nil {
-			return err
-		}
-		res, err := cl.Place(ctx, tok, "token-1", orders.PlaceRequest{SKU: defaultSKU, Quantity: 1})
-		if err != nil {
-			return err
-		}
-		after, err := e.counts(ctx)
-		if err != nil {
-			return err
-		}
-		writes := (after.orders - before.orders) + (after.lines - before.lines) + (after.idem - before.idem) +
-			(after.outbox - before.outbox) + abs(after.stock-before.stock)
-		e.Result.Metric("status", res.Status)
-		e.Result.Metric("writes", writes)
-		return nil
-	}
-}
-
-func abs(n int64) int64 {
-	if n < 0 {
-		return -n
-	}
-	return n
 }

@@ -3,18 +3,84 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 
-	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/runner/fault"
-	"github.com/orderflow-audit/orderflow-audit/runner/internal/relay"
+	"github.com/orderflow-audit/orderflow-audit/runner/sut"
 )
 
-// The EXT scenarios expose bugs that the U80 five cannot: a race between
-// relays, and a crash between an order and an intent written apart from it.
+// The send boundary (spec/send.go); relayKill9 is in kill.go.
 func init() {
+	bind("sendBeforeMarkCrash", sendBeforeMarkCrash)
 	bind("concurrentRelays", concurrentRelays)
-	bind("orderCrashWindow", orderCrashWindow)
+}
+
+func sendBeforeMarkCrash(ctx context.Context, e *Env) error {
+	topic, placed, err := e.startChain(ctx, "crash", 1)
+	if err != nil {
+		return err
+	}
+	order := placed[0]
+
+	// Relay A claims v1, publishes, and dies before its mark.
+	faultsA := &fault.Injector{}
+	faultsA.Arm(fault.AfterPublishBeforeMark, fault.Crash, 1)
+	a, err := e.Relay("relay-a", topic, faultsA)
+	if err != nil {
+		return err
+	}
+	resA, err := a.RunOnce(ctx)
+	if !errors.Is(err, fault.ErrCrash) || resA.Crashed == nil {
+		return fmt.Errorf("relay A did not crash after publishing: %v", err)
+	}
+	claimA := *resA.Crashed
+
+	// The lease runs out (aged by SQL, as the clock would after A died).
+	if _, err := e.ExpireLease(ctx, claimA); err != nil {
+		return err
+	}
+
+	// Relay B takes over with v2 and publishes the same event id again.
+	b, err := e.Relay("relay-b", topic, nil)
+	if err != nil {
+		return err
+	}
+	claimsB, err := b.Claim(ctx, 1)
+	if err != nil {
+		return err
+	}
+	if len(claimsB) != 1 || claimsB[0].EventID != order.EventID {
+		return fmt.Errorf("relay B claimed %d intents, want the expired %s", len(claimsB), order.EventID)
+	}
+	if claimsB[0].ClaimVersion != claimA.ClaimVersion+1 {
+		e.Result.Failf("takeover claim_version %d, want %d", claimsB[0].ClaimVersion, claimA.ClaimVersion+1)
+	}
+	if _, _, err := b.Publish(ctx, claimsB[0]); err != nil {
+		return err
+	}
+	// A comes back and tries its stale mark; then B marks.
+	oldRows, err := a.Mark(ctx, claimA)
+	if err != nil {
+		return err
+	}
+	newRows, err := b.Mark(ctx, claimsB[0])
+	if err != nil {
+		return err
+	}
+	if newRows != 1 {
+		e.Result.Failf("relay B's mark hit %d rows, want 1", newRows)
+	}
+
+	m, err := e.measureTakeover(ctx, topic, order.EventID)
+	if err != nil {
+		return err
+	}
+	e.Result.Metric("deliveries", m.deliveries)
+	e.Result.Metric("businessEffects", m.effects)
+	e.Result.Metric("oldTokenCas", oldRows)
+	e.Result.Metric("state", m.state)
+	return nil
 }
 
 func concurrentRelays(ctx context.Context, e *Env) error {
@@ -23,7 +89,7 @@ func concurrentRelays(ctx context.Context, e *Env) error {
 	if err != nil {
 		return err
 	}
-	relays := make([]*relay.Relay, 2)
+	relays := make([]sut.Relay, 2)
 	for i, name := range []string{"relay-a", "relay-b"} {
 		if relays[i], err = e.Relay(name, topic, nil); err != nil {
 			return err
@@ -34,7 +100,7 @@ func concurrentRelays(ctx context.Context, e *Env) error {
 	// gives each relay its own four rows (SKIP LOCKED skips the rows the
 	// other is locking; a committed claim holds a live lease), a claim
 	// without the lock or the lease check hands the same rows out twice.
-	held := make([][]relay.Claimed, len(relays))
+	held := make([][]sut.Claimed, len(relays))
 	errs := make([]error, len(relays))
 	var wg sync.WaitGroup
 	start := make(chan struct{})
@@ -103,45 +169,5 @@ func concurrentRelays(ctx context.Context, e *Env) error {
 	e.Result.Metric("doubleClaims", double)
 	e.Result.Metric("sent", sent)
 	e.Result.Metric("effects", effects)
-	return nil
-}
-
-func orderCrashWindow(ctx context.Context, e *Env) error {
-	if err := e.SeedStock(ctx, defaultSKU, 10); err != nil {
-		return err
-	}
-	e.Faults.Arm(fault.AfterOrderCommitBeforeOutbox, fault.Crash, 1)
-	cl, err := e.Orders()
-	if err != nil {
-		return err
-	}
-	if _, err := e.placeOne(ctx, cl, "window-1", 1); err != nil {
-		return err
-	}
-	// The order service does not record its own simulated death; the
-	// scenario, which armed the point, records that it fired.
-	if e.Faults.Hits(fault.AfterOrderCommitBeforeOutbox) > 0 {
-		if err := e.Emit(evidence.Event{
-			Kind: evidence.KindFault, Point: string(fault.AfterOrderCommitBeforeOutbox),
-			Detail: "order service crashed after its order committed, before the intent was written",
-		}); err != nil {
-			return err
-		}
-	}
-	ords, err := e.Count(ctx, "orders", "")
-	if err != nil {
-		return err
-	}
-	intents, err := e.Count(ctx, "outbox", "")
-	if err != nil {
-		return err
-	}
-	missing, err := e.InvariantRows(ctx, "order-without-intent")
-	if err != nil {
-		return err
-	}
-	e.Result.Metric("orders", ords)
-	e.Result.Metric("outbox", intents)
-	e.Result.Metric("ordersWithoutIntent", missing)
 	return nil
 }
