@@ -4,7 +4,6 @@ import (
 	"slices"
 
 	"github.com/orderflow-audit/orderflow-audit/checks/model"
-
 	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
