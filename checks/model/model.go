@@ -116,7 +116,8 @@ func New(layers []spec.Layer, faultPoints []string) *Model {
 // handler folds one event of its kind into the state.
 type handler func(m *Model, e *evidence.Event, src Source)
 
-// handlers has one handler per event kind, in the file of its layer.
+// handlers has one handler per event kind, in the file of the layer whose
+// events they are (the scenario driver's in harness.go).
 var handlers = map[evidence.Kind]handler{
 	evidence.KindSeedStock:  (*Model).stepSeedStock,  // harness.go
 	evidence.KindSeedOutbox: (*Model).stepSeedOutbox, // harness.go
