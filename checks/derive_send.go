@@ -1,6 +1,7 @@
 package checks
 
 import (
+	"cmp"
 	"slices"
 
 	"github.com/orderflow-audit/orderflow-audit/checks/model"
@@ -13,13 +14,14 @@ func init() {
 		metrics: func(f facts) []metricValue {
 			return []metricValue{f.deliveries("deliveries"), f.effects("businessEffects"),
 				f.perIntent("oldTokenCas", func(e string) metricValue {
-					var last *model.Token
+					var marked []model.Token // of claim_version 1
 					for _, t := range f.m.Tokens(e) {
-						if t.Version == 1 && t.Marked && (last == nil || t.MarkAt > last.MarkAt) {
-							last = &t
+						if t.Version == 1 && t.Marked {
+							marked = append(marked, t)
 						}
 					}
-					if last != nil {
+					if len(marked) > 0 { // the rows of the last mark
+						last := slices.MaxFunc(marked, func(a, b model.Token) int { return cmp.Compare(a.MarkAt, b.MarkAt) })
 						return num("oldTokenCas", last.MarkRows)
 					}
 					return unknown("oldTokenCas", "no mark of "+e+" with claim_version 1")
