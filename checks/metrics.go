@@ -189,11 +189,12 @@ func accepted(s spec.Scenario, ms []metricValue) (pass, ok bool) {
 	undecided := false
 	for _, m := range ms {
 		want := s.Accept(m.name)
-		switch {
-		case want == "":
-		case !m.ok:
+		if want == "" {
+			continue // unconstrained
+		}
+		if !m.ok {
 			undecided = true
-		case m.value != want:
+		} else if m.value != want {
 			return false, true
 		}
 	}
