@@ -60,12 +60,12 @@ func TestParseRunArgs(t *testing.T) {
 	}
 }
 
-// copyCommitted copies the committed reference evidence (evidence/u80.json
-// and its logs, a real default run of every scenario) into a temporary
-// directory and returns the copied evidence path.
+// copyCommitted copies the committed reference evidence
+// (evidence/example/u80.json and its logs, a real run of every scenario)
+// into a temporary directory and returns the copied evidence path.
 func copyCommitted(t testing.TB) string {
 	t.Helper()
-	src := filepath.Join("..", "evidence")
+	src := filepath.Join("..", "evidence", "example")
 	dst := t.TempDir()
 	if err := os.CopyFS(filepath.Join(dst, "u80"), os.DirFS(filepath.Join(src, "u80"))); err != nil {
 		t.Fatal(err)

@@ -126,44 +126,23 @@ func openMySQL(ctx context.Context, dsn, runID string) (*engine, error) {
 	var rnd [6]byte
 	_, _ = rand.Read(rnd[:])
 	name := "ofa_verify_" + hex.EncodeToString(rnd[:])
+	live, err := holdLock(ctx, server, name)
+	if err != nil {
+		server.Close()
+		return nil, fail("lock "+name, err)
+	}
 	if _, err := server.ExecContext(ctx, "CREATE DATABASE "+name+" CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"); err != nil {
+		live.Close()
 		server.Close()
 		return nil, fail("create database "+name, err)
 	}
-	drop := func(ctx context.Context) error {
-		var tool string
-		err := server.QueryRowContext(ctx, "SELECT tool FROM "+name+".ofa_marker WHERE id = 1").Scan(&tool)
-		if err != nil || tool != "orderflow-audit" {
-			server.Close()
-			return fmt.Errorf("drop %s: the orderflow-audit marker is missing, not dropping it", name)
-		}
-		_, err = server.ExecContext(ctx, "DROP DATABASE "+name)
-		server.Close()
-		if err != nil {
-			return fmt.Errorf("drop database %s: %w", name, err)
-		}
-		return nil
-	}
-	dcfg := cfg.Clone()
-	dcfg.DBName = name
-	db, err := sql.Open("mysql", dcfg.FormatDSN())
-	if err == nil {
-		db.SetMaxOpenConns(1)
-		for _, stmt := range ddl("marker.sql") {
-			if _, err = db.ExecContext(ctx, stmt); err != nil {
-				break
-			}
-		}
-	}
-	if err == nil {
-		_, err = db.ExecContext(ctx, `INSERT INTO ofa_marker (id, tool, run_id) VALUES (1, 'orderflow-audit', ?)`, clip(runID, 64))
-	}
+	db, err := markScratch(ctx, cfg, name, runID)
 	if err != nil {
-		if db != nil {
-			db.Close()
-		}
 		// Created a moment ago by us: drop it without the marker check.
-		_, _ = server.ExecContext(context.WithoutCancel(ctx), "DROP DATABASE IF EXISTS "+name)
+		dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		_, _ = server.ExecContext(dctx, "DROP DATABASE IF EXISTS "+name)
+		dcancel()
+		live.Close()
 		server.Close()
 		return nil, fail("prepare scratch database "+name, err)
 	}
@@ -172,9 +151,75 @@ func openMySQL(ctx context.Context, dsn, runID string) (*engine, error) {
 		db:   db,
 		close: func(ctx context.Context) error {
 			db.Close()
-			return drop(ctx)
+			ctx, cancel := context.WithTimeout(ctx, cleanupTimeout)
+			defer cancel()
+			return dropScratch(ctx, server, live, name)
 		},
 	}, nil
+}
+
+// dropScratch drops the scratch database name if it carries our marker,
+// then releases its lock and closes the server pool.
+func dropScratch(ctx context.Context, server *sql.DB, live *sql.Conn, name string) error {
+	defer server.Close()
+	defer live.Close() // after the drop: the lock says the database is in use
+	var tool string
+	err := server.QueryRowContext(ctx, "SELECT tool FROM "+name+".ofa_marker WHERE id = 1").Scan(&tool)
+	if err != nil || tool != "orderflow-audit" {
+		return fmt.Errorf("drop %s: the orderflow-audit marker is missing, not dropping it", name)
+	}
+	if _, err := server.ExecContext(ctx, "DROP DATABASE "+name); err != nil {
+		return fmt.Errorf("drop database %s: %w", name, err)
+	}
+	return nil
+}
+
+// markScratch opens the new scratch database name and marks it as ours.
+func markScratch(ctx context.Context, cfg *mysql.Config, name, runID string) (*sql.DB, error) {
+	dcfg := cfg.Clone()
+	dcfg.DBName = name
+	db, err := sql.Open("mysql", dcfg.FormatDSN())
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(1)
+	for _, stmt := range ddl("marker.sql") {
+		if _, err = db.ExecContext(ctx, stmt); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		_, err = db.ExecContext(ctx, `INSERT INTO ofa_marker (id, tool, run_id) VALUES (1, 'orderflow-audit', ?)`, clip(runID, 64))
+	}
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// cleanupTimeout bounds dropping the scratch database: a server that
+// stopped answering must not hold the verifier.
+const cleanupTimeout = 5 * time.Second
+
+// holdLock takes the server lock named after the scratch database on a
+// connection of its own, until that connection is closed: while it is
+// held, `orderflow-audit clean` knows the database is in use (it checks
+// IS_USED_LOCK of the database's name) and leaves it alone.
+func holdLock(ctx context.Context, server *sql.DB, name string) (*sql.Conn, error) {
+	conn, err := server.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var got sql.NullInt64
+	if err := conn.QueryRowContext(ctx, `SELECT GET_LOCK(?, 0)`, name).Scan(&got); err != nil || got.Int64 != 1 {
+		conn.Close()
+		if err == nil {
+			err = fmt.Errorf("lock %s is held by another session", name)
+		}
+		return nil, err
+	}
+	return conn, nil
 }
 
 func flavourOf(version string) string {

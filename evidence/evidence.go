@@ -40,6 +40,8 @@ type Evidence struct {
 	Boundaries    []Boundary  `json:"boundaries"`
 	ProofBoundary []ProofRow  `json:"proof_boundary"`
 	Summary       Summary     `json:"summary"`
+	// Witness is what the database and the broker recorded themselves.
+	Witness *Witness `json:"witness,omitempty"`
 }
 
 // Tool identifies the binary that produced the evidence.

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 
 	"github.com/orderflow-audit/orderflow-audit/schemas"
 )
@@ -48,12 +50,12 @@ func WriteFile(path string, ev *Evidence) error {
 }
 
 // WriteAtomic writes data to path through a synced temporary file and a
-// rename.
+// rename. A failure wraps ErrBadOutput.
 func WriteAtomic(path string, data []byte) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+		return BadOutputf("write %s: %w", path, err)
 	}
 	tmp := f.Name()
 	_, err = f.Write(data)
@@ -71,7 +73,7 @@ func WriteAtomic(path string, data []byte) error {
 	}
 	if err != nil {
 		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
+		return BadOutputf("write %s: %w", path, err)
 	}
 	if d, err := os.Open(dir); err == nil {
 		d.Sync()
@@ -158,4 +160,93 @@ func jsonKind(first byte) string {
 	default:
 		return "a number"
 	}
+}
+
+// ErrBadOutput marks an output path that must not or cannot be written: a
+// file that is not ours to replace, a directory that cannot be written. The
+// CLI maps it to exit code 2.
+var ErrBadOutput = errors.New("bad output path")
+
+// BadOutputf returns an error that wraps ErrBadOutput and whose message is
+// the formatted text alone.
+func BadOutputf(format string, args ...any) error {
+	return &markedError{err: fmt.Errorf(format, args...), mark: ErrBadOutput}
+}
+
+// markedError carries a sentinel for errors.Is without repeating its text.
+type markedError struct {
+	err  error
+	mark error
+}
+
+func (e *markedError) Error() string   { return e.err.Error() }
+func (e *markedError) Unwrap() []error { return []error{e.err, e.mark} }
+
+// evidenceHead is how every evidence file this code writes begins (Marshal
+// puts schema_version first). Only such a file is replaced by a new one.
+var evidenceHead = regexp.MustCompile(`^\{\s*"schema_version"\s*:\s*"orderflow-audit/evidence/`)
+
+// IsEvidenceFile tells whether path is a regular file (not a symlink)
+// that begins like an evidence file of this tool. It reads 4 KiB at most.
+func IsEvidenceFile(path string) (bool, error) {
+	st, err := os.Lstat(path)
+	if err != nil {
+		return false, err
+	}
+	if !st.Mode().IsRegular() {
+		return false, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	head := make([]byte, 4096)
+	n, err := io.ReadFull(f, head)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return false, err
+	}
+	return evidenceHead.Match(head[:n]), nil
+}
+
+// CheckWritableDir checks, without leaving anything behind, that files can
+// be created in dir: in dir itself when it exists, else in its nearest
+// existing ancestor (where the missing directories would be created). It
+// tries for real (creates and removes a temporary directory), so that
+// read-only file systems, permissions, ACLs and root are all accounted
+// for. A failure wraps ErrBadOutput and names the directory.
+func CheckWritableDir(dir string) error {
+	if dir == "" {
+		dir = "."
+	}
+	probe := dir
+	for {
+		st, err := os.Stat(probe)
+		if err == nil {
+			if !st.IsDir() {
+				return BadOutputf("%s is not a directory", probe)
+			}
+			break
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return BadOutputf("%v", err)
+		}
+		parent := filepath.Dir(probe)
+		if parent == probe {
+			return BadOutputf("%v", err)
+		}
+		probe = parent
+	}
+	tmp, err := os.MkdirTemp(probe, ".ofa-write-probe-")
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the probe's own name says nothing to the user
+		}
+		if probe != dir {
+			return BadOutputf("cannot create %s: %v", dir, err)
+		}
+		return BadOutputf("cannot write in %s: %v", dir, err)
+	}
+	return os.Remove(tmp)
 }

@@ -3,7 +3,9 @@ package runner
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"math/rand/v2"
 	"os"
@@ -147,6 +149,14 @@ func (e *Env) closeLogs() ([]evidence.LogRef, error) {
 		}
 		abs := filepath.Join(e.logDir, actor+".jsonl")
 		sum, lines, err := evidence.FileDigest(abs)
+		if e.logs[actor] == nil && errors.Is(err, fs.ErrNotExist) {
+			// A child process that died before creating its log: there
+			// is nothing to reference, and that is said.
+			if firstErr == nil {
+				firstErr = fmt.Errorf("actor %s left no event log (its process ended before creating it)", actor)
+			}
+			continue
+		}
 		if err != nil {
 			if firstErr == nil {
 				firstErr = err

@@ -11,11 +11,20 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/runner/fault"
 )
 
-func init() { bind("relayKill9", relayKill9) }
+func init() {
+	bind("relayKill9", relayKill9)
+	// An actor process to start, a lease to run out on the database
+	// clock, a takeover: below this it cannot pass.
+	minTimeouts["relayKill9"] = killMinTimeout
+}
 
 // killLease is relay A's lease: short, so that it runs out by itself on the
 // database clock instead of being aged by SQL.
 const killLease = 400 * time.Millisecond
+
+// killMinTimeout is relayKill9's shortest timeout: its lease plus the start
+// of a process and a takeover, with room for a loaded machine.
+const killMinTimeout = 3 * time.Second
 
 func relayKill9(ctx context.Context, e *Env) error {
 	if e.exe == "" {
@@ -43,16 +52,9 @@ func relayKill9(ctx context.Context, e *Env) error {
 	if err != nil {
 		return err
 	}
-	killed := exit.Killed()
-	if killed {
-		if err := e.Emit(evidence.Event{
-			Kind: evidence.KindFault, Point: string(fault.AfterPublishBeforeMark), EventID: order.EventID,
-			Detail: fmt.Sprintf("relay-a process (pid %d) ended by SIGKILL", proc.Pid()),
-		}); err != nil {
-			return err
-		}
-	} else {
-		e.Result.Failf("relay-a process was not killed: %s", exit)
+	killed, aClaimed, err := e.recordKill(proc.Pid(), exit, logPath, order.EventID)
+	if err != nil {
+		return err
 	}
 
 	// Wait for the lease to run out on the database clock.
@@ -76,9 +78,11 @@ func relayKill9(ctx context.Context, e *Env) error {
 	if err != nil {
 		return err
 	}
+	// A takeover is B's claim of an intent that A had claimed (as the
+	// verifier defines it: the first claim by another claim id).
 	var takeover int64
 	for _, c := range resB.Claimed {
-		if c.EventID == order.EventID {
+		if c.EventID == order.EventID && aClaimed {
 			takeover = c.ClaimVersion
 		}
 	}
@@ -92,4 +96,78 @@ func relayKill9(ctx context.Context, e *Env) error {
 	e.Result.Metric("businessEffects", m.effects)
 	e.Result.Metric("state", m.state)
 	return nil
+}
+
+// recordKill records how relay A's process ended, where it had got to by
+// its own log. Only a SIGKILL after its publish of eventID and before its
+// mark is the injected fault (at after-publish-before-mark); a SIGKILL at
+// any other step came from outside the scenario and is recorded as a kill
+// (FaultSIGKILL) at the step the log shows, and fails the scenario.
+func (e *Env) recordKill(pid int, exit actor.Exit, logPath, eventID string) (atPoint, claimed bool, err error) {
+	st, claim := reachedStep(logPath, eventID)
+	if !exit.Killed() {
+		e.Result.Failf("relay-a process was not killed: %s", exit)
+		return false, claim != nil, nil
+	}
+	if st == stepPublished {
+		return true, true, e.Emit(evidence.Event{
+			Kind: evidence.KindFault, Point: string(fault.AfterPublishBeforeMark), EventID: eventID,
+			Detail: fmt.Sprintf("relay-a process (pid %d) ended by SIGKILL", pid),
+		})
+	}
+	// Not the armed point: a kill from outside, recorded where it hit
+	// (a point the scenario does not declare, which the verifier names).
+	ev := evidence.Event{
+		Kind:  evidence.KindFault,
+		Point: st.point,
+		Detail: fmt.Sprintf("relay-a process (pid %d) ended by SIGKILL from outside the scenario %s; the armed point %s was not reached",
+			pid, st.text, fault.AfterPublishBeforeMark),
+	}
+	if claim != nil {
+		ev.EventID, ev.ClaimVersion, ev.ClaimID = eventID, claim.ClaimVersion, claim.ClaimID
+	}
+	e.Result.Failf("relay-a was killed by SIGKILL %s, not at %s (killed from outside)", st.text, fault.AfterPublishBeforeMark)
+	return false, claim != nil, e.Emit(ev)
+}
+
+// step is how far relay A got with the intent: the point its log shows it
+// at, and the same in words.
+type step struct{ point, text string }
+
+// Steps of relay A's round, as its log shows them.
+var (
+	stepNone      = step{"before-claim", "before claiming"}
+	stepClaimed   = step{string(fault.AfterClaimBeforePublish), "after claiming, before publishing"}
+	stepPublished = step{string(fault.AfterPublishBeforeMark), "after publishing, before marking"}
+	// A failed publish is followed by no mark: the relay leaves the claim.
+	stepPublishFailed = step{"after-failed-publish", "after a failed publish"}
+	stepMarked        = step{"after-mark", "after marking"}
+)
+
+// reachedStep reads relay A's log (a killed process may have cut its last
+// line: the events before it count) and says how far it got with eventID:
+// the step after its last claim, publish or mark of it (a planted relay
+// may mark before it publishes), with its claim when it made one.
+func reachedStep(logPath, eventID string) (step, *evidence.Event) {
+	events, _ := evidence.ReadEvents(logPath)
+	step := stepNone
+	var claim *evidence.Event
+	for i, ev := range events {
+		if ev.EventID != eventID {
+			continue
+		}
+		switch ev.Kind {
+		case evidence.KindClaim:
+			step, claim = stepClaimed, &events[i]
+		case evidence.KindPublish:
+			if ev.Err == "" {
+				step = stepPublished
+			} else {
+				step = stepPublishFailed
+			}
+		case evidence.KindMark:
+			step = stepMarked
+		}
+	}
+	return step, claim
 }

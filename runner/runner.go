@@ -12,7 +12,6 @@ import (
 	"hash/fnv"
 	"io"
 	"log/slog"
-	mrand "math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -23,7 +22,6 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
-	"github.com/orderflow-audit/orderflow-audit/runner/fault"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra"
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/plant"
 	"github.com/orderflow-audit/orderflow-audit/runner/sut"
@@ -114,6 +112,16 @@ func (o *Options) setDefaults() error {
 // context was cancelled before every scenario finished.
 var ErrInterrupted = errors.New("run interrupted")
 
+// ErrBadOptions marks options that Run refuses before it connects to
+// anything (a --timeout below what the selection needs).
+var ErrBadOptions = errors.New("bad run options")
+
+// marked wraps err and a sentinel without repeating the sentinel's text.
+type marked struct{ err, mark error }
+
+func (e *marked) Error() string   { return e.err.Error() }
+func (e *marked) Unwrap() []error { return []error{e.err, e.mark} }
+
 // NewRunID returns a run id: UTC time plus 4 random hex characters, safe in
 // database and topic names.
 func NewRunID(now time.Time) string {
@@ -122,45 +130,134 @@ func NewRunID(now time.Time) string {
 	return now.UTC().Format("20060102t150405") + "_" + hex.EncodeToString(b[:])
 }
 
-// Run runs the selected scenarios and writes the evidence file with its
-// logs. It returns an error wrapping infra.ErrUnavailable (and writes
-// nothing) when the database or broker is unreachable; ErrInterrupted (after
-// writing a non-passing evidence file) when ctx ends early; otherwise the
-// evidence, whose scenarios may have failed.
-func Run(ctx context.Context, opts Options) (*evidence.Evidence, error) {
+// Check validates opts (after defaults) without touching anything: the
+// selection, the timeout against what the selection needs (MinTimeout),
+// and the output path (CheckOut). The CLI calls it before Run so that a
+// bad option is refused before anything runs; Run calls it again.
+func Check(opts Options) error {
 	if err := opts.setDefaults(); err != nil {
-		return nil, err
+		return err
 	}
 	selected, err := Select(opts.Scenarios)
 	if err != nil {
+		return &marked{err, ErrBadOptions}
+	}
+	if min, id := MinTimeout(selected); opts.Timeout < min {
+		return &marked{fmt.Errorf("--timeout %v is below what the selected scenarios need: at least %v (%s)", opts.Timeout, min, id), ErrBadOptions}
+	}
+	return CheckOut(opts.Out)
+}
+
+// Run runs the selected scenarios and writes the evidence file with its
+// logs. Before anything runs it refuses bad options (ErrBadOptions, or
+// evidence.ErrBadOutput for the output path). It returns an error wrapping
+// infra.ErrUnavailable (and writes nothing) when the database or broker is
+// unreachable; one wrapping ErrInfraLost and infra.ErrUnavailable when one
+// of them was lost mid-run (the scenarios it cut short are NOT_RUN; an
+// existing evidence file is kept); ErrInterrupted (after writing a
+// non-passing evidence file) when ctx ends early; otherwise the evidence,
+// whose scenarios may have failed.
+func Run(ctx context.Context, opts Options) (*evidence.Evidence, error) {
+	if err := Check(opts); err != nil {
 		return nil, err
 	}
+	_ = opts.setDefaults()
+	selected, _ := Select(opts.Scenarios)
 	start := opts.Now()
 	runID := NewRunID(start)
 
+	rs, err := openScope(ctx, &opts, runID)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.close()
+
+	ev := newEvidence(&opts, rs, runID, start)
+	runCtx, cancelRun := context.WithCancelCause(ctx)
+	defer cancelRun(nil)
+	rs.watch = startWatchdog(runCtx, rs.server, rs.kafka, cancelRun)
+	for i, sc := range selected {
+		if what, detail := rs.stopped(runCtx); what != "" {
+			ev.Run.Interrupted = true
+			ev.Scenarios = append(ev.Scenarios, notRun(sc, notRunReason(what, "before it started", detail, "")))
+			continue
+		}
+		t0 := opts.Now()
+		var res evidence.Scenario
+		if missing := opts.SUT.Features.Missing(sc.Needs); len(missing) > 0 {
+			res = notRun(sc, fmt.Sprintf("the system under test (%s) does not claim %s", opts.SUT.Name, featureList(missing)))
+		} else {
+			var procs bool
+			res, procs = runOne(runCtx, rs, sc)
+			if procs {
+				ev.Environment.ActorProcesses = true
+			}
+		}
+		if res.Status == evidence.StatusNotRun && rs.stoppedNow(runCtx) {
+			ev.Run.Interrupted = true
+		}
+		ev.Scenarios = append(ev.Scenarios, res)
+		fmt.Fprintf(opts.Progress, "[%2d/%d] %-22s %-7s %6.2fs%s\n", i+1, len(selected), sc.ID, res.Status,
+			opts.Now().Sub(t0).Seconds(), progressReason(res.Reason))
+		if opts.OnScenario != nil {
+			opts.OnScenario(res)
+		}
+	}
+	rs.watch.Stop()
+	ev.Run.End = opts.Now().UTC()
+	ev.Summary = evidence.Summarize(ev.Scenarios)
+	ev.Boundaries = evidence.ComputeBoundaries(ev.Scenarios)
+	ev.ProofBoundary = evidence.ComputeProofBoundary(ev)
+	return ev, rs.finish(runCtx, ev)
+}
+
+// openScope connects to the database and the broker, announces the run as
+// alive (infra.LockName) and creates the staging directory of its logs.
+// Leftover scratch databases of dead runs are mentioned on Progress.
+func openScope(ctx context.Context, opts *Options, runID string) (*runScope, error) {
 	server, err := infra.Connect(ctx, opts.MySQL)
 	if err != nil {
 		return nil, err
 	}
-	defer server.Close()
-	kafka, err := infra.StartKafka(ctx, infra.KafkaConfig{Brokers: opts.Brokers})
-	if err != nil {
+	rs := &runScope{opts: opts, runID: runID, server: server, secret: make([]byte, 32), base: filepath.Base(LogDir(opts.Out))}
+	_, _ = rand.Read(rs.secret)
+	if rs.live, err = server.HoldLock(ctx, infra.LockName(runID)); err != nil {
+		rs.close()
 		return nil, err
 	}
-	defer kafka.Close()
-
-	outDir := filepath.Dir(opts.Out)
-	base := strings.TrimSuffix(filepath.Base(opts.Out), filepath.Ext(opts.Out))
-	if err := os.MkdirAll(outDir, 0o755); err != nil {
-		return nil, fmt.Errorf("create %s: %w", outDir, err)
+	if rs.kafka, err = infra.StartKafka(ctx, infra.KafkaConfig{Brokers: opts.Brokers}); err != nil {
+		rs.close()
+		return nil, err
 	}
-	removeStaleStages(outDir, base, opts.Now(), opts.Logger)
-	stage, err := os.MkdirTemp(outDir, "."+base+"-"+runID+"-")
-	if err != nil {
-		return nil, fmt.Errorf("create staging directory: %w", err)
+	if rs.stage, err = makeStage(opts.Out, runID, opts.Now(), opts.Logger); err != nil {
+		rs.close()
+		return nil, err
 	}
-	defer os.RemoveAll(stage) // a no-op once promoted
+	mentionLeftovers(ctx, server, opts.Progress)
+	return rs, nil
+}
 
+// mentionLeftovers says how many scratch databases of runs that are no
+// longer alive are on the server, and how to remove them. It gives up
+// quietly after infra.ProbeTimeout.
+func mentionLeftovers(ctx context.Context, server *infra.Server, w io.Writer) {
+	lctx, cancel := context.WithTimeout(ctx, infra.ProbeTimeout)
+	defer cancel()
+	ls, err := server.Leftovers(lctx)
+	if dead := infra.Dead(ls); err == nil && len(dead) > 0 {
+		names := make([]string, 0, 3)
+		for _, l := range dead[:min(3, len(dead))] {
+			names = append(names, l.Name)
+		}
+		if len(dead) > 3 {
+			names = append(names, "...")
+		}
+		fmt.Fprintf(w, "note: %d scratch database(s) of earlier runs that are no longer running are on the server (%s); "+
+			"'orderflow-audit clean' drops them\n", len(dead), strings.Join(names, ", "))
+	}
+}
+
+func newEvidence(opts *Options, rs *runScope, runID string, start time.Time) *evidence.Evidence {
 	ev := &evidence.Evidence{
 		SchemaVersion: evidence.SchemaVersion,
 		Tool:          evidence.Tool{Name: "orderflow-audit", Version: opts.Version, Revision: opts.Revision},
@@ -170,70 +267,18 @@ func Run(ctx context.Context, opts Options) (*evidence.Evidence, error) {
 		},
 		Environment: evidence.Environment{
 			Database: evidence.DatabaseEnv{
-				Flavour: server.Info.Flavour, Version: server.Info.Version,
-				Isolation: server.Info.Isolation, DSN: server.Redacted(),
+				Flavour: rs.server.Info.Flavour, Version: rs.server.Info.Version,
+				Isolation: rs.server.Info.Isolation, DSN: rs.server.Redacted(),
 			},
-			Kafka: evidence.KafkaEnv{Mode: kafka.Mode, Implementation: kafka.Implementation, Brokers: kafka.Brokers},
+			Kafka: evidence.KafkaEnv{Mode: rs.kafka.Mode, Implementation: rs.kafka.Implementation, Brokers: rs.kafka.Brokers},
 			Go:    runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH,
 			SUT: sutEnv(opts.SUT),
 		},
 	}
 	if len(ev.Run.Args) == 0 {
-		ev.Run.Args = impliedArgs(&opts)
+		ev.Run.Args = impliedArgs(opts)
 	}
-
-	scope := runScope{opts: &opts, runID: runID, server: server, kafka: kafka, secret: make([]byte, 32), stage: stage, base: base}
-	_, _ = rand.Read(scope.secret)
-	for i, sc := range selected {
-		if ctx.Err() != nil {
-			ev.Run.Interrupted = true
-			res := notRun(sc, "run interrupted before this scenario started")
-			ev.Scenarios = append(ev.Scenarios, res)
-			continue
-		}
-		t0 := opts.Now()
-		var res evidence.Scenario
-		if missing := opts.SUT.Features.Missing(sc.Needs); len(missing) > 0 {
-			res = notRun(sc, fmt.Sprintf("the system under test (%s) does not claim %s", opts.SUT.Name, featureList(missing)))
-		} else {
-			var procs bool
-			res, procs = runOne(ctx, scope, sc)
-			if procs {
-				ev.Environment.ActorProcesses = true
-			}
-		}
-		if ctx.Err() != nil {
-			ev.Run.Interrupted = true
-		}
-		ev.Scenarios = append(ev.Scenarios, res)
-		fmt.Fprintf(opts.Progress, "[%2d/%d] %-22s %-4s %6.2fs%s\n", i+1, len(selected), sc.ID, res.Status,
-			opts.Now().Sub(t0).Seconds(), reasonSuffix(res))
-		if opts.OnScenario != nil {
-			opts.OnScenario(res)
-		}
-	}
-
-	ev.Run.End = opts.Now().UTC()
-	ev.Summary = evidence.Summarize(ev.Scenarios)
-	ev.Boundaries = evidence.ComputeBoundaries(ev.Scenarios)
-	ev.ProofBoundary = evidence.ComputeProofBoundary(ev)
-
-	// Validate first, so that a failure leaves the previous evidence and
-	// its logs as they were; then swap the logs in and write the file.
-	data, err := evidence.Marshal(ev)
-	if err != nil {
-		return ev, err
-	}
-	if err := promoteLogs(stage, filepath.Join(outDir, base)); err != nil {
-		return ev, err
-	}
-	if err := evidence.WriteAtomic(opts.Out, data); err != nil {
-		return ev, err
-	}
-	if ev.Run.Interrupted {
-		return ev, ErrInterrupted
-	}
-	return ev, nil
+	return ev
 }
 
 // sutEnv is what the evidence records of the system under test.
@@ -256,11 +301,65 @@ func featureList(fs []spec.Feature) string {
 	return strings.Join(parts, ", ")
 }
 
-func reasonSuffix(s evidence.Scenario) string {
-	if s.Reason == "" {
+// finish writes the evidence and its logs, and returns the run's error.
+// A run that lost its infrastructure keeps an existing evidence file (and
+// its logs): it proves nothing about the system, and the earlier file may.
+// Everything else is validated first, so that a failure to write leaves the
+// previous evidence and its logs as they were.
+func (rs *runScope) finish(runCtx context.Context, ev *evidence.Evidence) error {
+	out := rs.opts.Out
+	lost := rs.watch.Lost()
+	var runErr error
+	switch {
+	case lost != nil:
+		if _, err := os.Lstat(out); err == nil {
+			return &marked{fmt.Errorf("%w; the scenarios it cut short are NOT_RUN; %s from an earlier run is kept "+
+				"(this run's partial evidence is not written)", lost, out), lost}
+		}
+		runErr = &marked{fmt.Errorf("%w; the scenarios it cut short are NOT_RUN; evidence written to %s", lost, out), lost}
+	case ev.Run.Interrupted:
+		runErr = &marked{fmt.Errorf("%s; %s records what ran (not a passing run)", interruption(runCtx), out), ErrInterrupted}
+	}
+	data, err := evidence.Marshal(ev)
+	if err != nil {
+		return err
+	}
+	if err := CheckOut(out); err != nil { // it may have changed while the run ran
+		return err
+	}
+	if err := promoteLogs(rs.stage, LogDir(out)); err != nil {
+		return err
+	}
+	if err := evidence.WriteAtomic(out, data); err != nil {
+		return err
+	}
+	return runErr
+}
+
+// progressReason is a scenario's reason on its progress line: one line,
+// at most progressReasonMax characters (the evidence has all of it).
+func progressReason(reason string) string {
+	if reason == "" {
 		return ""
 	}
-	return "  " + s.Reason
+	r := oneLine(reason)
+	if len(r) > progressReasonMax {
+		r = r[:progressReasonMax] + "... (the evidence has the whole reason)"
+	}
+	return "  " + r
+}
+
+const progressReasonMax = 200
+
+// oneLine joins the lines of a multi-line message (errors.Join) with "; ".
+func oneLine(s string) string {
+	var parts []string
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			parts = append(parts, l)
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 func notRun(sc Scenario, reason string) evidence.Scenario {
@@ -285,151 +384,72 @@ type runScope struct {
 	runID  string
 	server *infra.Server
 	kafka  *infra.Kafka
+	live   *infra.Liveness
+	watch  *watchdog
 	secret []byte
 	stage  string
 	base   string
 }
 
-// runOne runs one scenario in a fresh scratch database and returns its
-// record, and whether it ran actors as OS processes.
-func runOne(parent context.Context, rs runScope, sc Scenario) (evidence.Scenario, bool) {
-	rec := scenarioRecord(sc)
-	t0 := rs.opts.Now()
-	ctx, cancel := context.WithTimeout(parent, rs.opts.Timeout)
-	defer cancel()
-
-	fail := func(reason string) (evidence.Scenario, bool) {
-		rec.Status = evidence.StatusFail
-		rec.Reason = reason
-		rec.Line = evidence.FormatLine(sc.Suite, sc.ID, rec.Status, rec.Metrics)
-		rec.ElapsedMS = rs.opts.Now().Sub(t0).Milliseconds()
-		return rec, false
+// close releases what openScope took: the staging directory (a no-op once
+// promoted), the broker, the liveness lock and the server pool.
+func (rs *runScope) close() {
+	if rs.stage != "" {
+		os.RemoveAll(rs.stage)
 	}
-
-	name := infra.ScratchName(rs.runID, sc.ID)
-	scratch, err := rs.server.CreateScratch(ctx, name, rs.runID)
-	if err != nil {
-		if parent.Err() != nil {
-			return fail("interrupted before the scenario started: " + parent.Err().Error())
-		}
-		return fail("could not create scratch database: " + err.Error())
+	if rs.kafka != nil {
+		rs.kafka.Close()
 	}
-	rec.Database = name
-	cleanup := context.WithoutCancel(ctx)
-	env := &Env{
-		RunID: rs.runID, Scenario: sc, Server: rs.server, Scratch: scratch, DB: scratch.DB,
-		Kafka: rs.kafka, SUT: *rs.opts.SUT, Plant: rs.opts.Plant, Faults: &fault.Injector{}, Secret: rs.secret,
-		Rand:   mrand.New(mrand.NewPCG(uint64(rs.opts.Seed), scenarioStream(sc.ID))),
-		Log:    rs.opts.Logger.With("scenario", sc.ID),
-		exe:    rs.opts.Executable,
-		logDir: filepath.Join(rs.stage, sc.ID),
-		logRel: rs.base + "/" + sc.ID,
-		logs:   map[string]*evidence.Log{},
-	}
-
-	runErr := safeRun(ctx, env, sc)
-	env.close()
-
-	// The end state is recorded whatever happened, so that the verifier
-	// can compare it with the replay.
-	endErr := env.recordEndState(cleanup, &rec)
-	refs, logErr := env.closeLogs()
-	rec.Logs = refs
-	rec.Topics = append([]string{}, env.topics...)
-	rec.Metrics = env.Result.Metrics
-	if rec.Metrics == nil {
-		rec.Metrics = []evidence.Metric{}
-	}
-
-	if rs.opts.Keep {
-		rec.Kept = true
-		fmt.Fprintf(rs.opts.Progress, "kept database %s for scenario %s\n", name, sc.ID)
-		scratch.DB.Close()
+	if rs.watch != nil && rs.watch.Lost() != nil && rs.watch.Lost().database {
+		rs.live.Close() // the server is gone, and the lock with the connection
 	} else {
-		if err := scratch.Drop(cleanup); err != nil {
-			rs.opts.Logger.Warn("drop scratch database", "database", name, "err", err)
-		}
-		for _, t := range env.topics {
-			if err := rs.kafka.DeleteTopic(cleanup, t); err != nil {
-				rs.opts.Logger.Warn("delete topic", "topic", t, "err", err)
-			}
-		}
+		rs.live.Release()
 	}
-
-	var reasons []string
-	switch {
-	case parent.Err() != nil:
-		reasons = append(reasons, "interrupted: "+parent.Err().Error())
-	case runErr != nil:
-		reasons = append(reasons, "could not run: "+runErr.Error())
-	}
-	if endErr != nil {
-		reasons = append(reasons, "end state: "+endErr.Error())
-	}
-	if logErr != nil {
-		reasons = append(reasons, "event log: "+logErr.Error())
-	}
-	env.Result.judge(sc.Scenario, runErr == nil && parent.Err() == nil)
-	if !env.Result.Passed() {
-		reasons = append(reasons, env.Result.Reason())
-	}
-	rec.ElapsedMS = rs.opts.Now().Sub(t0).Milliseconds()
-	if len(reasons) > 0 {
-		rec.Status = evidence.StatusFail
-		rec.Reason = strings.Join(reasons, "; ")
-	} else {
-		rec.Status = evidence.StatusPass
-	}
-	rec.Line = evidence.FormatLine(sc.Suite, sc.ID, rec.Status, rec.Metrics)
-	return rec, env.processes
+	rs.server.Close()
 }
 
-// safeRun turns a panic in a scenario into an error, so that one broken
-// scenario cannot take the run (and its cleanup) down.
-func safeRun(ctx context.Context, env *Env, sc Scenario) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("scenario panicked: %v", r)
-		}
-	}()
-	return sc.Run(ctx, env)
+// stopped says why the run must not go on (what is "" while it may):
+// interrupted (ctx cancelled by the caller: Ctrl-C, SIGTERM, a closed
+// stdout) or the infrastructure lost (detail says how).
+func (rs *runScope) stopped(runCtx context.Context) (what, detail string) {
+	if l := rs.watch.Lost(); l != nil {
+		return "infrastructure lost", l.Error()
+	}
+	if runCtx.Err() != nil {
+		return interruption(runCtx), ""
+	}
+	return "", ""
 }
 
-// promoteLogs replaces dst (the logs of an earlier run) with stage. dst is
-// removed only when it holds nothing but directories and .jsonl files.
-func promoteLogs(stage, dst string) error {
-	if _, err := os.Stat(dst); err == nil {
-		if err := onlyLogs(dst); err != nil {
-			return fmt.Errorf("refusing to replace %s: %w", dst, err)
-		}
-		old := dst + ".old-" + filepath.Base(stage)
-		if err := os.Rename(dst, old); err != nil {
-			return fmt.Errorf("replace logs %s: %w", dst, err)
-		}
-		if err := os.Rename(stage, dst); err != nil {
-			if rerr := os.Rename(old, dst); rerr != nil {
-				return fmt.Errorf("move logs to %s: %w (and restoring the previous logs from %s failed: %v)", dst, err, old, rerr)
-			}
-			return fmt.Errorf("move logs to %s: %w", dst, err)
-		}
-		return os.RemoveAll(old)
+// notRunReason is the reason of a scenario that did not run to its end:
+// "not run: <what> <when>[: <detail>][ (<note>)]".
+func notRunReason(what, when, detail, note string) string {
+	r := "not run: " + what + " " + when
+	if detail != "" {
+		r += ": " + detail
 	}
-	if err := os.Rename(stage, dst); err != nil {
-		return fmt.Errorf("move logs to %s: %w", dst, err)
+	if note != "" {
+		r += " (" + note + ")"
 	}
-	return nil
+	return r
 }
 
-func onlyLogs(dir string) error {
-	return filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() || strings.HasSuffix(p, ".jsonl") {
-			return nil
-		}
-		return fmt.Errorf("%s is not an event log", p)
-	})
+// stoppedNow tells whether the run has been stopped (interrupted or its
+// infrastructure lost): a NOT_RUN scenario then makes the run interrupted,
+// unlike one the system under test cannot run.
+func (rs *runScope) stoppedNow(runCtx context.Context) bool {
+	what, _ := rs.stopped(runCtx)
+	return what != ""
+}
+
+// interruption says what interrupted the run: the cause the caller gave
+// when it cancelled ctx ("interrupted by SIGINT"), else "interrupted".
+func interruption(ctx context.Context) string {
+	msg := context.Cause(ctx).Error()
+	if strings.HasPrefix(msg, "interrupted") {
+		return msg
+	}
+	return "interrupted (" + msg + ")"
 }
 
 // scenarioStream derives a scenario's random stream from its id, so that a
@@ -458,24 +478,4 @@ func impliedArgs(o *Options) []string {
 		args = append(args, "--keep")
 	}
 	return append(args, "--out", o.Out)
-}
-
-// staleStage is how old a staging directory must be before a later run
-// removes it: only a run killed outright (SIGKILL) leaves one behind.
-const staleStage = time.Hour
-
-// removeStaleStages removes the staging directories (.<base>-<run>-*) that
-// runs killed outright left in outDir, when they are older than staleStage
-// and hold nothing but event logs.
-func removeStaleStages(outDir, base string, now time.Time, log *slog.Logger) {
-	matches, _ := filepath.Glob(filepath.Join(outDir, "."+base+"-*"))
-	for _, m := range matches {
-		st, err := os.Stat(m)
-		if err != nil || !st.IsDir() || now.Sub(st.ModTime()) < staleStage || onlyLogs(m) != nil {
-			continue
-		}
-		if err := os.RemoveAll(m); err != nil {
-			log.Warn("remove stale staging directory", "dir", m, "err", err)
-		}
-	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/orderflow-audit/orderflow-audit/checks"
 	"github.com/orderflow-audit/orderflow-audit/evidence"
+	"github.com/orderflow-audit/orderflow-audit/runner"
 	"github.com/orderflow-audit/orderflow-audit/runner/actor"
 	"github.com/orderflow-audit/orderflow-audit/runner/fault"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra"
@@ -39,6 +40,13 @@ const progName = "orderflow-audit"
 //
 //	go build -ldflags "-X main.version=1.2.3" ./cmd/orderflow-audit
 var version = "0.1.0-dev"
+
+// revision and revisionModified stand in for the VCS stamp when the build
+// has none: go build does not stamp a git worktree (whose .git is a file),
+// so scripts/regen-evidence.sh passes them:
+//
+//	go build -ldflags "-X main.revision=$(git rev-parse HEAD)" ./cmd/orderflow-audit
+var revision, revisionModified string
 
 // Sentinel errors that commands wrap to choose an exit code; see exitCodeFor.
 var (
@@ -72,9 +80,9 @@ func (e *codedError) Error() string   { return e.err.Error() }
 func (e *codedError) Unwrap() []error { return []error{e.err, e.is} }
 
 // exitCodeFor maps an error to the exit code of the table above: nil is 0,
-// an unreachable database or broker (infra.ErrUnavailable) is 3, bad input
-// is 2, an inconclusive verification is 4, a simulated crash (actors only)
-// is 5, anything else is 1.
+// an unreachable (or lost) database or broker (infra.ErrUnavailable) is 3,
+// bad input, options or outputs are 2, an inconclusive verification is 4,
+// a simulated crash (actors only) is 5, anything else is 1.
 func exitCodeFor(err error) int {
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
@@ -83,7 +91,8 @@ func exitCodeFor(err error) int {
 		return exitUnavailable
 	case errors.Is(err, errUsage), errors.Is(err, actor.ErrUsage),
 		errors.Is(err, infra.ErrBadName), errors.Is(err, infra.ErrNotOurs),
-		errors.Is(err, evidence.ErrBadInput):
+		errors.Is(err, evidence.ErrBadInput), errors.Is(err, evidence.ErrBadOutput),
+		errors.Is(err, runner.ErrBadOptions):
 		return exitUsage
 	case errors.Is(err, errInconclusive):
 		return exitInconclusive
@@ -153,6 +162,7 @@ func commands() []command {
 		{name: "verify", summary: "re-check an evidence file independently of the runner", run: cmdVerify},
 		{name: "report", summary: "render an evidence file as Markdown", run: cmdReport},
 		{name: "scenarios", summary: "list the scenarios, their boundaries and what they accept", run: cmdScenarios},
+		{name: "clean", summary: "drop the scratch databases that runs no longer alive left on the server", run: cmdClean},
 		{name: "broker", summary: "run the embedded Kafka-protocol broker (kfake) standalone", run: cmdBroker},
 		{name: "version", summary: "print the version and VCS revision", run: cmdVersion},
 		{name: "help", summary: "show help for a command", run: cmdHelp},
@@ -217,7 +227,8 @@ Examples:
   %[1]s report evidence/u80.json   # Markdown report
 
 Exit codes: 0 ok, 1 a scenario or check failed, 2 usage error or bad input,
-3 database or broker unavailable, 4 verification inconclusive.
+3 database or broker unavailable (also lost mid-run), 4 inconclusive (not
+everything ran or can be decided); 130/143 a second Ctrl-C/SIGTERM.
 
 Environment: %[2]s (default %[3]s),
 %[4]s (default: an embedded broker).
@@ -269,26 +280,34 @@ func (f *flagSet) printUsage(w io.Writer) {
 	}
 }
 
-// printFlags lists the flags GNU-style ("--name value"); both "-name" and
-// "--name" are accepted by the flag package.
+// printFlags lists the flags GNU-style ("--name value", "-o value" for a
+// one-letter name); both "-name" and "--name" are accepted by the flag
+// package. Defaults are quoted only when they are strings.
 func (f *flagSet) printFlags(w io.Writer) {
 	f.VisitAll(func(fl *flag.Flag) {
 		name, usage := flag.UnquoteUsage(fl)
 		line := "  --" + fl.Name
+		if len(fl.Name) == 1 {
+			line = "  -" + fl.Name
+		}
 		if name != "" {
 			line += " " + name
 		}
 		fmt.Fprintf(w, "%s\n    \t%s", line, strings.ReplaceAll(usage, "\n", "\n    \t"))
 		if fl.DefValue != "" && fl.DefValue != "false" && fl.DefValue != "0" && fl.DefValue != "0s" && fl.DefValue != "[]" {
-			fmt.Fprintf(w, " (default %q)", fl.DefValue)
+			if fmt.Sprintf("%T", fl.Value) == "*flag.stringValue" {
+				fmt.Fprintf(w, " (default %q)", fl.DefValue)
+			} else {
+				fmt.Fprintf(w, " (default %s)", fl.DefValue)
+			}
 		}
 		fmt.Fprintln(w)
 	})
 }
 
 // parse parses args. On -h/--help it prints the usage to stdout and returns
-// (exitOK, false); on a bad flag it prints the problem and the usage to
-// stderr and returns (exitUsage, false). ok means: go on.
+// (exitOK, false); on a bad flag it prints the problem and where the usage
+// is to stderr and returns (exitUsage, false). ok means: go on.
 func (f *flagSet) parse(args []string, stdout, stderr io.Writer) (code int, ok bool) {
 	f.pos = nil
 	for {
@@ -298,8 +317,7 @@ func (f *flagSet) parse(args []string, stdout, stderr io.Writer) (code int, ok b
 			return exitOK, false
 		}
 		if err != nil {
-			fmt.Fprintf(stderr, "%s: %v\n\n", f.Name(), err)
-			f.printUsage(stderr)
+			fmt.Fprintf(stderr, "%s: %v\nRun '%s -h' for usage.\n", f.Name(), err, f.Name())
 			return exitUsage, false
 		}
 		rest := f.FlagSet.Args()
@@ -353,6 +371,9 @@ func buildInfo() toolInfo {
 		Revision:  "unknown",
 		GoVersion: runtime.Version(),
 		Platform:  runtime.GOOS + "/" + runtime.GOARCH,
+	}
+	if revision != "" {
+		ti.Revision, ti.Modified = revision, revisionModified == "true"
 	}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, s := range bi.Settings {

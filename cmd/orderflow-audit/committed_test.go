@@ -8,14 +8,14 @@ import (
 	"testing"
 
 	"github.com/orderflow-audit/orderflow-audit/checks"
-	"github.com/orderflow-audit/orderflow-audit/evidence"
 )
 
 // The committed reference example: a real run's evidence with its logs and
 // the report rendered from it. scripts/regen-evidence.sh regenerates all
-// three.
+// three. It lives in evidence/example/, apart from the default output of
+// `run` (evidence/u80.json, git-ignored), so a user's run never replaces it.
 var (
-	committedEvidence = filepath.Join("..", "..", "evidence", "u80.json")
+	committedEvidence = filepath.Join("..", "..", "evidence", "example", "u80.json")
 	committedReport   = filepath.Join("..", "..", "reports", "u80.md")
 )
 
@@ -44,22 +44,26 @@ func TestCommittedReportUpToDate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if bytes.Equal(got, want) {
-		return
+	if !bytes.Equal(got, want) {
+		t.Fatalf("%s is out of date: run scripts/regen-evidence.sh (or orderflow-audit report %s -o %s)",
+			committedReport, committedEvidence, committedReport)
 	}
-	// `orderflow-audit run` writes evidence/u80.json by default, so a
-	// newcomer's first run replaces the committed example. That is not a
-	// stale report; outside CI it is reported and skipped. In CI (a clean
-	// clone) the two always come from the same run.
-	ev, _, err := evidence.ReadFile(committedEvidence)
+}
+
+// TestDefaultOutputIgnored: the default output of `run` is git-ignored
+// and is not the committed example, so that the quick start leaves
+// `git status` clean.
+func TestDefaultOutputIgnored(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", ".gitignore"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	title := "report: run " + strings.ReplaceAll(ev.Run.ID, "_", `\_`)
-	if !bytes.Contains(want, []byte(title)) && os.Getenv("CI") == "" {
-		t.Skipf("%s holds run %s, not the run of %s: a local run replaced the committed example "+
-			"(git checkout evidence restores it)", committedEvidence, ev.Run.ID, committedReport)
+	for _, want := range []string{"/evidence/u80.json", "/evidence/u80/", "/evidence/.u80-*/"} {
+		if !strings.Contains(string(b), want+"\n") {
+			t.Errorf(".gitignore lacks %s", want)
+		}
 	}
-	t.Fatalf("%s is out of date: run scripts/regen-evidence.sh (or orderflow-audit report %s -o %s)",
-		committedReport, committedEvidence, committedReport)
+	if filepath.Clean(committedEvidence) == filepath.Join("..", "..", "evidence", "u80.json") {
+		t.Errorf("the committed example is the default output of run")
+	}
 }

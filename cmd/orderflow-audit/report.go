@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 
 	"github.com/orderflow-audit/orderflow-audit/checks"
 	"github.com/orderflow-audit/orderflow-audit/evidence"
@@ -24,7 +26,9 @@ verification is never shown as passing.
 
 The report is written even when the verdict is not PASS; the exit code
 follows the verdict: 0 PASS, 1 FAIL, 4 INCONCLUSIVE. Bad input (missing file,
-not JSON, fails the schema) exits 2 without writing anything.`,
+not JSON, fails the schema) exits 2 without writing anything; so does an -o
+that is the evidence file itself, any other evidence file, or a place that
+cannot be written.`,
 		`orderflow-audit report evidence/u80.json
 orderflow-audit report -o reports/u80.md evidence/u80.json`)
 	var out string
@@ -38,6 +42,11 @@ orderflow-audit report -o reports/u80.md evidence/u80.json`)
 		return fail(stderr, "report", usageErrorf("want exactly one evidence file, got %d arguments", fs.NArg()))
 	}
 	path := fs.Arg(0)
+	if out != "" {
+		if err := checkReportOut(out, path); err != nil {
+			return fail(stderr, "report", err)
+		}
+	}
 
 	md, v, err := renderReport(ctx, path, *dsn)
 	if err != nil {
@@ -70,4 +79,32 @@ func renderReport(ctx context.Context, path, mysqlDSN string) ([]byte, *checks.V
 		return nil, v, fmt.Errorf("render report of %s: %w", path, err)
 	}
 	return md, v, nil
+}
+
+// checkReportOut refuses, before anything is verified, a report path that
+// would overwrite the input or any other evidence file, or that cannot be
+// written. Errors map to exit 2.
+func checkReportOut(out, input string) error {
+	if st, err := os.Stat(out); err == nil {
+		if in, ierr := os.Stat(input); ierr == nil && os.SameFile(st, in) {
+			return evidence.BadOutputf("-o %s is the evidence file being reported on: refusing to overwrite its own input", out)
+		}
+		if st.IsDir() {
+			return evidence.BadOutputf("-o %s is a directory", out)
+		}
+		if ours, _ := evidence.IsEvidenceFile(out); ours {
+			return evidence.BadOutputf("-o %s is an evidence file: refusing to overwrite it with a report", out)
+		}
+	}
+	if a, b := filepath.Clean(out), filepath.Clean(input); a == b {
+		return evidence.BadOutputf("-o %s is the evidence file being reported on: refusing to overwrite its own input", out)
+	}
+	dir := filepath.Dir(out)
+	if _, err := os.Stat(dir); err != nil { // the report goes into an existing directory
+		return evidence.BadOutputf("-o %s: %v", out, err)
+	}
+	if err := evidence.CheckWritableDir(dir); err != nil {
+		return evidence.BadOutputf("-o %s: %v", out, err)
+	}
+	return nil
 }

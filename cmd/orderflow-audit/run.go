@@ -2,99 +2,221 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/runner"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra"
+	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
-func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("run", "run [flags]",
-		`Runs the scenarios against a real MySQL-family server and a Kafka-protocol
+const runAbout = `Runs the scenarios against a real MySQL-family server and a Kafka-protocol
 broker (embedded kfake unless --kafka-brokers is given), each scenario in its
 own scratch database ofa_<run>_<scenario> and its own topic. Prints one
 observation line per scenario on stdout and progress on stderr, and writes the
 evidence file with its event logs beside it (evidence/u80.json and
-evidence/u80/<scenario>/<actor>.jsonl by default).`,
+evidence/u80/<scenario>/<actor>.jsonl by default).
+
+--out must end in .json. It replaces an existing file only if that is an
+evidence file of this tool, and the log directory beside it only if it holds
+nothing but our event logs; anything else is refused (exit 2) before the run
+starts. A database or broker lost mid-run makes the scenarios it cut short
+NOT_RUN and exits 3, keeping an existing evidence file. Ctrl-C (or SIGTERM,
+or a closed stdout) stops the run after cleaning up, each step bounded by a
+few seconds, and writes evidence marked interrupted; a second Ctrl-C exits at
+once.`
+
+// runFlags are the flags of run, parsed and checked.
+type runFlags struct {
+	ids               []string
+	seed              int64
+	timeout           time.Duration
+	keep, asJSON      bool
+	brokers, dsn, out string
+	plant             string
+}
+
+func runFlagSet(rf *runFlags) *flagSet {
+	fs := newFlagSet("run", "run [flags]", runAbout,
 		`orderflow-audit run
 orderflow-audit run --scenarios normalChain,offsetReplay --keep
 orderflow-audit run --kafka-brokers 127.0.0.1:9092 --out /tmp/e/u80.json`)
-	var (
-		scenarios = fs.String("scenarios", "", "comma-separated scenario ids (default: all; see 'orderflow-audit scenarios')")
-		seed      = fs.Int64("seed", 1, "seed for the scenarios' random choices")
-		timeout   = fs.Duration("timeout", 60*time.Second, "time limit of each scenario")
-		keep      = fs.Bool("keep", false, "keep the scratch databases and topics for inspection (topics outlive the run only\non an external broker, e.g. one started with 'orderflow-audit broker')")
-		brokers   = fs.String("kafka-brokers", "", "external Kafka brokers host:port,... (env "+infra.EnvKafkaBrokers+"; default: embedded kfake)")
-		dsn       = fs.String("mysql-dsn", "", "MySQL/MariaDB DSN (env "+infra.EnvMySQLDSN+"; default "+infra.DefaultMySQLDSN+")")
-		out       = fs.String("out", "evidence/u80.json", "evidence file to write; logs go to the directory beside it named after it")
-		asJSON    = fs.Bool("json", false, "print a machine-readable summary instead of the observation lines")
-		plantBug  = fs.String("plant", "", "plant one bug into the system under test (negative control; the evidence says so)")
-	)
-	if code, ok := fs.parse(args, stdout, stderr); !ok {
-		return code
+	var bugs []string
+	for _, p := range spec.Plants {
+		bugs = append(bugs, p.Bug)
 	}
+	fs.Func("scenarios", "comma-separated scenario `ids` (default: all; see 'orderflow-audit scenarios')", func(v string) error {
+		ids, err := splitList(v)
+		rf.ids = ids
+		return err
+	})
+	fs.Int64Var(&rf.seed, "seed", 1, "seed for the scenarios' random choices (not 0)")
+	fs.DurationVar(&rf.timeout, "timeout", 60*time.Second, "time limit of each scenario (at least what the selection needs: 1s, 3s with relayKill9)")
+	fs.BoolVar(&rf.keep, "keep", false, "keep the scratch databases and topics for inspection (topics outlive the run only\non an external broker, e.g. one started with 'orderflow-audit broker')")
+	fs.StringVar(&rf.brokers, "kafka-brokers", "", "external Kafka brokers `host:port,...` (env "+infra.EnvKafkaBrokers+"; default: embedded kfake)")
+	fs.StringVar(&rf.dsn, "mysql-dsn", "", "MySQL/MariaDB `DSN` (env "+infra.EnvMySQLDSN+"; default "+infra.DefaultMySQLDSN+")")
+	fs.StringVar(&rf.out, "out", "evidence/u80.json", "evidence `file` to write (.json); logs go to the directory beside it named after it")
+	fs.BoolVar(&rf.asJSON, "json", false, "print a machine-readable summary (one JSON object, also on errors) instead of the observation lines")
+	fs.StringVar(&rf.plant, "plant", "", "plant one `bug` into the system under test (negative control; the evidence says so):\n"+strings.Join(bugs, ", "))
+	return fs
+}
+
+// splitList splits a comma-separated flag value; an empty value or item is
+// an error.
+func splitList(v string) ([]string, error) {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			return nil, fmt.Errorf("empty item in %q", v)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// check validates what the flag package cannot, and resolves the options
+// (flags, then environment, then defaults) without touching the network.
+func (rf *runFlags) check(fs *flagSet, args []string) (runner.Options, error) {
+	var opts runner.Options
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if fs.NArg() > 0 {
-		return fail(stderr, "run", usageErrorf("unexpected argument %q", fs.Arg(0)))
+		return opts, usageErrorf("unexpected argument %q", fs.Arg(0))
 	}
-	var ids []string
-	for _, id := range strings.Split(*scenarios, ",") {
-		if id = strings.TrimSpace(id); id != "" {
-			ids = append(ids, id)
+	if set["seed"] && rf.seed == 0 {
+		return opts, usageErrorf("--seed 0: seeds start at 1 (0 stands for the default seed, 1, in the library)")
+	}
+	brokers := rf.brokers
+	if !set["kafka-brokers"] {
+		brokers = os.Getenv(infra.EnvKafkaBrokers)
+	}
+	if set["kafka-brokers"] || brokers != "" {
+		if _, err := splitList(brokers); err != nil {
+			return opts, usageErrorf("--kafka-brokers (or %s): %v; leave it unset for the embedded broker", infra.EnvKafkaBrokers, err)
 		}
 	}
-	if _, err := runner.Select(ids); err != nil {
-		return fail(stderr, "run", usageErrorf("%v", err))
-	}
-	bug, err := runner.ParsePlant(*plantBug)
+	bug, err := runner.ParsePlant(rf.plant)
 	if err != nil {
-		return fail(stderr, "run", usageErrorf("%v", err))
+		return opts, usageErrorf("%v", err)
 	}
-	if *timeout <= 0 {
-		return fail(stderr, "run", usageErrorf("--timeout must be positive"))
+	if rf.timeout <= 0 {
+		return opts, usageErrorf("--timeout must be positive")
 	}
-	cfg, err := infra.ResolveDSN(*dsn)
+	cfg, err := infra.ResolveDSN(rf.dsn)
 	if err != nil {
-		return fail(stderr, "run", usageErrorf("%v", err))
+		return opts, usageErrorf("%v", err)
 	}
-
 	ti := buildInfo()
 	if ti.Modified {
 		ti.Revision += " (modified)"
 	}
-	opts := runner.Options{
-		MySQL: cfg, Brokers: infra.ResolveBrokers(*brokers), Scenarios: ids, Seed: *seed,
-		Timeout: *timeout, Keep: *keep, Out: *out, Plant: bug, Args: redactArgs(args),
-		Version: ti.Version, Revision: ti.Revision, Progress: stderr,
+	opts = runner.Options{
+		MySQL: cfg, Brokers: infra.ResolveBrokers(brokers), Scenarios: rf.ids, Seed: rf.seed,
+		Timeout: rf.timeout, Keep: rf.keep, Out: rf.out, Plant: bug, Args: redactArgs(args),
+		Version: ti.Version, Revision: ti.Revision,
 	}
-	if !*asJSON {
+	if err := runner.Check(opts); err != nil {
+		return opts, err // bad options or output: exit 2
+	}
+	return opts, nil
+}
+
+func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var rf runFlags
+	fs := runFlagSet(&rf)
+	if code, ok := fs.parse(args, stdout, stderr); !ok {
+		return code
+	}
+	opts, err := rf.check(fs, args)
+	if err != nil {
+		return runFailed(stdout, stderr, rf.asJSON, nil, err, rf.dsn)
+	}
+	// A closed stdout or stderr stops the run like Ctrl-C.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stderr = &syncWriter{w: &pipeGuard{w: stderr, name: "stderr", cancel: cancel}}
+	stdout = &pipeGuard{w: stdout, name: "stdout", cancel: cancel}
+	opts.Progress = stderr
+	if !rf.asJSON {
 		opts.OnScenario = func(s evidence.Scenario) { fmt.Fprintln(stdout, s.Line) }
 	}
-	if bug != "" {
-		fmt.Fprintf(stderr, "NEGATIVE CONTROL: planted bug %q; this run is expected to fail\n", bug)
+	if opts.Plant != "" {
+		fmt.Fprintf(stderr, "NEGATIVE CONTROL: planted bug %q; this run is expected to fail\n", opts.Plant)
 	}
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-ctx.Done():
+			fmt.Fprintf(stderr, "%s run: %v: stopping after the cleanup (Ctrl-C again exits at once)\n", progName, context.Cause(ctx))
+		case <-done:
+		}
+	}()
+
 	ev, err := runner.Run(ctx, opts)
-	if ev != nil && *asJSON {
-		printRunJSON(stdout, ev, *out)
+	if err != nil {
+		return runFailed(stdout, stderr, rf.asJSON, ev, err, rf.dsn)
 	}
-	switch {
-	case errors.Is(err, runner.ErrInterrupted):
-		fmt.Fprintf(stderr, "orderflow-audit run: interrupted; %s records what ran (not a passing run)\n", *out)
-		return exitFail
-	case err != nil:
-		return fail(stderr, "run", err)
+	if rf.asJSON {
+		printRunJSON(stdout, runStatus(ev, nil), ev, opts.Out, nil)
 	}
 	fmt.Fprintf(stderr, "%d passed, %d failed, %d not run; evidence written to %s\n",
-		ev.Summary.Passed, ev.Summary.Failed, ev.Summary.NotRun, *out)
+		ev.Summary.Passed, ev.Summary.Failed, ev.Summary.NotRun, opts.Out)
 	if ev.Summary.Failed > 0 {
 		return exitFail
 	}
 	return exitOK
+}
+
+// runFailed reports a run that did not end normally and returns its exit
+// code: interrupted (4, or 1 when a scenario that ran failed), the
+// infrastructure unavailable or lost (3), bad options (2). With --json the
+// summary object (or, without evidence, the status and error) goes to
+// stdout as well.
+func runFailed(stdout, stderr io.Writer, asJSON bool, ev *evidence.Evidence, err error, dsn string) int {
+	if asJSON {
+		printRunJSON(stdout, runStatus(ev, err), ev, "", err)
+	}
+	switch {
+	case errors.Is(err, runner.ErrInterrupted):
+		fmt.Fprintf(stderr, "%s run: %s\n", progName, err)
+		if ev != nil && ev.Summary.Failed > 0 {
+			return exitFail
+		}
+		return exitInconclusive
+	case errors.Is(err, runner.ErrInfraLost) && ev != nil:
+		code := fail(stderr, "run", err, dsn)
+		fmt.Fprintf(stderr, "%d passed, %d failed, %d not run\n", ev.Summary.Passed, ev.Summary.Failed, ev.Summary.NotRun)
+		return code
+	}
+	return fail(stderr, "run", err, dsn)
+}
+
+// runStatus is the status word of run --json.
+func runStatus(ev *evidence.Evidence, err error) string {
+	switch {
+	case errors.Is(err, runner.ErrInfraLost):
+		return "INFRASTRUCTURE_LOST"
+	case errors.Is(err, runner.ErrInterrupted):
+		return "INTERRUPTED"
+	case err != nil:
+		switch exitCodeFor(err) {
+		case exitUsage:
+			return "BAD_INPUT"
+		case exitUnavailable:
+			return "UNAVAILABLE"
+		}
+		return "ERROR"
+	case ev.Summary.Failed > 0:
+		return "FAIL"
+	}
+	return "PASS"
 }
 
 // redactArgs records the arguments with any DSN password redacted.
@@ -112,7 +234,9 @@ func redactArgs(args []string) []string {
 	return out
 }
 
-func printRunJSON(w io.Writer, ev *evidence.Evidence, path string) {
+// printRunJSON prints run --json's one object: the status, the error if
+// any (redacted), and the summary of the evidence when there is one.
+func printRunJSON(w io.Writer, status string, ev *evidence.Evidence, path string, err error) {
 	type scenario struct {
 		ID     string `json:"id"`
 		Suite  string `json:"suite"`
@@ -121,17 +245,22 @@ func printRunJSON(w io.Writer, ev *evidence.Evidence, path string) {
 		Reason string `json:"reason,omitempty"`
 	}
 	out := struct {
-		RunID       string           `json:"run_id"`
-		Evidence    string           `json:"evidence"`
-		Interrupted bool             `json:"interrupted"`
-		Summary     evidence.Summary `json:"summary"`
-		Scenarios   []scenario       `json:"scenarios"`
-	}{RunID: ev.Run.ID, Evidence: path, Interrupted: ev.Run.Interrupted, Summary: ev.Summary}
-	for _, s := range ev.Scenarios {
-		out.Scenarios = append(out.Scenarios, scenario{s.ID, s.Suite, s.Status, s.Line, s.Reason})
+		Status      string            `json:"status"`
+		Error       string            `json:"error,omitempty"`
+		RunID       string            `json:"run_id,omitempty"`
+		Evidence    string            `json:"evidence,omitempty"`
+		Interrupted bool              `json:"interrupted"`
+		Summary     *evidence.Summary `json:"summary,omitempty"`
+		Scenarios   []scenario        `json:"scenarios"`
+	}{Status: status, Evidence: path, Scenarios: []scenario{}}
+	if err != nil {
+		out.Error = redactSecrets(err.Error())
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(out)
+	if ev != nil {
+		out.RunID, out.Interrupted, out.Summary = ev.Run.ID, ev.Run.Interrupted, &ev.Summary
+		for _, s := range ev.Scenarios {
+			out.Scenarios = append(out.Scenarios, scenario{s.ID, s.Suite, s.Status, s.Line, s.Reason})
+		}
+	}
+	_ = writeJSON(w, out)
 }

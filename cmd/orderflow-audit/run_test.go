@@ -122,8 +122,10 @@ func TestRedactArgs(t *testing.T) {
 }
 
 // TestRunSIGINT interrupts a real run process after its first observation
-// line: it must exit non-zero, drop its scratch databases and leave an
-// evidence file that says interrupted (never a passing one).
+// line: it must exit 4 (not everything ran; nothing failed), drop its
+// scratch databases and leave an evidence file that says interrupted
+// (never a passing one), whose scenarios that did not finish are NOT_RUN,
+// never FAIL, so that verify says INCONCLUSIVE (exit 4).
 func TestRunSIGINT(t *testing.T) {
 	srv := infratest.Server(t)
 	out := filepath.Join(t.TempDir(), "u80.json")
@@ -148,8 +150,8 @@ func TestRunSIGINT(t *testing.T) {
 	go io.Copy(io.Discard, stdout)
 	err = cmd.Wait()
 	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.ExitCode() != exitFail {
-		t.Fatalf("after SIGINT: %v, want exit %d; first line %q; stderr:\n%s", err, exitFail, line, stderr.String())
+	if !errors.As(err, &exit) || exit.ExitCode() != exitInconclusive {
+		t.Fatalf("after SIGINT: %v, want exit %d; first line %q; stderr:\n%s", err, exitInconclusive, line, stderr.String())
 	}
 	if !strings.Contains(stderr.String(), "interrupted") {
 		t.Errorf("stderr does not say interrupted:\n%s", stderr.String())
@@ -158,8 +160,11 @@ func TestRunSIGINT(t *testing.T) {
 	if err != nil {
 		t.Fatalf("evidence of the interrupted run: %v", err)
 	}
-	if !ev.Run.Interrupted || ev.Summary.Passed == ev.Summary.Total {
-		t.Errorf("evidence run %+v summary %+v: want interrupted and not all passed", ev.Run, ev.Summary)
+	if !ev.Run.Interrupted || ev.Summary.Passed == ev.Summary.Total || ev.Summary.Failed != 0 {
+		t.Errorf("evidence run %+v summary %+v: want interrupted, not all passed, none failed", ev.Run, ev.Summary)
+	}
+	if code, out, _ := runCLI(t, "verify", out); code != exitInconclusive {
+		t.Errorf("verify of the interrupted run: exit %d; want %d (INCONCLUSIVE)\n%s", code, exitInconclusive, out)
 	}
 	var left int
 	if err := srv.DB().QueryRow(`SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME LIKE ?`,

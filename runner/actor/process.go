@@ -53,13 +53,15 @@ const StartTimeout = 15 * time.Second
 
 // Start runs exe (this binary) with s.Args() and the parent's environment
 // plus env (see Env). When ctx ends the child gets SIGTERM, then SIGKILL
-// after 5 s. For the orders role Start waits for the listening line and
+// after 5 s; when this process dies, the child gets SIGKILL at once (on
+// Linux). For the orders role Start waits for the listening line and
 // sets URL; a child that exits first is an error carrying its stderr.
 func Start(ctx context.Context, exe string, s Spec, env []string) (*Process, error) {
 	cmd := exec.CommandContext(ctx, exe, s.Args()...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 5 * time.Second
+	dieWithParent(cmd)
 	p := &Process{Spec: s, cmd: cmd, copied: make(chan struct{})}
 	cmd.Stderr = &p.stderr
 	out, err := cmd.StdoutPipe()

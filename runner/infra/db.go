@@ -25,6 +25,26 @@ const (
 	DefaultMySQLDSN = "root@tcp(127.0.0.1:3306)/"
 )
 
+// Bounds of the calls that must end even when a server stopped answering.
+const (
+	// ConnectTimeout bounds the first login (ping) when the DSN sets no
+	// timeout of its own; a DSN's timeout=... bounds it instead.
+	ConnectTimeout = 5 * time.Second
+	// CleanupTimeout bounds each cleanup step (dropping a scratch
+	// database, deleting a topic) once the work it cleans up after ended,
+	// whatever ended it (Ctrl-C included).
+	CleanupTimeout = 5 * time.Second
+	// ProbeTimeout bounds one liveness probe of the server or the broker.
+	ProbeTimeout = 2 * time.Second
+)
+
+// CleanupContext returns a context for cleanup after ctx ended or was
+// cancelled: not cancelled with ctx (so that Ctrl-C still cleans up) but
+// bounded by CleanupTimeout (so that a hung server cannot hang the cleanup).
+func CleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
+}
+
 // Sentinel errors. ErrUnavailable wraps every failure to reach the server or
 // the broker, so that the CLI can map it to exit code 3.
 var (
@@ -114,7 +134,15 @@ func Connect(ctx context.Context, cfg *mysql.Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: open %s: %v", ErrUnavailable, Redact(cfg), err)
 	}
-	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	// The driver's timeout=... bounds only the TCP dial; a server that
+	// accepts the connection and never answers (stopped) would hold the
+	// handshake. The login as a whole gets the DSN's timeout when it has
+	// one, else ConnectTimeout.
+	bound := ConnectTimeout
+	if cfg.Timeout > 0 {
+		bound = cfg.Timeout
+	}
+	pctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
 	if err := db.PingContext(pctx); err != nil {
 		db.Close()
@@ -126,7 +154,7 @@ func Connect(ctx context.Context, cfg *mysql.Config) (*Server, error) {
 		return nil, fmt.Errorf("%w: MySQL/MariaDB at %s is unreachable: %v; %s",
 			ErrUnavailable, Redact(cfg), redactErr(err, cfg), StartHint)
 	}
-	info, err := serverInfo(ctx, db)
+	info, err := serverInfo(pctx, db)
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("%w: %s: %v", ErrUnavailable, Redact(cfg), err)
@@ -178,6 +206,32 @@ func (s *Server) Redacted() string { return Redact(s.user) }
 // Close closes the server-level pool.
 func (s *Server) Close() error { return s.db.Close() }
 
+// Probe tells whether the server still answers: a ping bounded by
+// ProbeTimeout (the DSN's readTimeout, if shorter, applies too). A failure
+// wraps ErrUnavailable and names the server, password redacted.
+func (s *Server) Probe(ctx context.Context) error {
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ProbeTimeout)
+	defer cancel()
+	if err := s.db.PingContext(pctx); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return unavailablef("MySQL/MariaDB at %s stopped answering (no reply within %v)", s.Redacted(), ProbeTimeout)
+		}
+		return unavailablef("MySQL/MariaDB at %s is unreachable: %v", s.Redacted(), redactErr(err, s.user))
+	}
+	return nil
+}
+
+// unavailablef returns an error wrapping ErrUnavailable whose message is
+// the formatted text alone.
+func unavailablef(format string, args ...any) error {
+	return &unavailable{fmt.Errorf(format, args...)}
+}
+
+type unavailable struct{ err error }
+
+func (e *unavailable) Error() string   { return e.err.Error() }
+func (e *unavailable) Unwrap() []error { return []error{e.err, ErrUnavailable} }
+
 // DSNFor returns a DSN for database name on this server, for a child actor
 // process. It carries the password: never print it, print Redact instead.
 func (s *Server) DSNFor(name string) string {
@@ -226,7 +280,15 @@ func ScratchName(parts ...string) string {
 }
 
 // CreateScratch creates database name, marks it as ours and applies the
-// migrations. A failure after CREATE DATABASE drops it again.
+// migrations. A failure after CREATE DATABASE drops it again, unless ctx
+// was cancelled (the caller gave up on the server: the error then says
+// that the database may be left, and where).
+//
+// CREATE DATABASE is not cancellable on the server: a statement cut off by
+// ctx may still complete there. A caller that wants Ctrl-C to let a
+// creation finish passes a ctx that Ctrl-C does not cancel (the runner
+// does: creating and migrating take milliseconds). A stopped server must
+// not hold the creation: CREATE DATABASE is bounded by CleanupTimeout.
 func (s *Server) CreateScratch(ctx context.Context, name, runID string) (*Scratch, error) {
 	if !scratchRE.MatchString(name) || len(name) > 64 {
 		return nil, fmt.Errorf("create %q: %w", name, ErrBadName)
@@ -234,32 +296,68 @@ func (s *Server) CreateScratch(ctx context.Context, name, runID string) (*Scratc
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("create database %s: %w", name, err)
 	}
-	// CREATE DATABASE is not cancellable: a statement cut off by ctx may
-	// still complete on the server, leaving a database nobody drops. It is
-	// quick, so it runs to its end (bounded) whatever ctx does; a cancelled
-	// ctx then fails the migrations below, which drop it again.
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	cctx, cancel := context.WithTimeout(ctx, CleanupTimeout)
 	defer cancel()
 	if _, err := s.db.ExecContext(cctx, "CREATE DATABASE `"+name+"` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"); err != nil {
-		return nil, fmt.Errorf("create database %s: %w", name, err)
+		var me *mysql.MySQLError
+		if errors.As(err, &me) && me.Number == 1007 { // it exists, and is not ours
+			return nil, fmt.Errorf("create database %s: %w", name, err)
+		}
+		// Cut off: it may exist now, without the marker. The name holds
+		// our run id, so nobody else made it.
+		return nil, fmt.Errorf("create database %s: %w", name, s.dropHalfMade(ctx, name, err))
 	}
 	db, err := sql.Open("mysql", s.ConfigFor(name).FormatDSN())
 	if err == nil {
-		_, err = migrations.Apply(ctx, db)
-	}
-	if err == nil {
-		_, err = db.ExecContext(ctx,
-			`INSERT INTO ofa_marker (id, tool, run_id) VALUES (1, 'orderflow-audit', ?)`, runID)
+		err = migrate(ctx, db, runID)
 	}
 	if err != nil {
 		if db != nil {
 			db.Close()
 		}
-		// We just created it; drop without the marker check.
-		_, _ = s.db.ExecContext(context.WithoutCancel(ctx), "DROP DATABASE IF EXISTS `"+name+"`")
-		return nil, fmt.Errorf("prepare scratch database %s: %w", name, err)
+		return nil, fmt.Errorf("prepare scratch database %s: %w", name, s.dropHalfMade(ctx, name, err))
 	}
 	return &Scratch{Name: name, DB: db, server: s}, nil
+}
+
+// migrate applies the migrations to a new scratch database, marking it as
+// ours first: the marker's migration, its row, then the rest. A run killed
+// while migrating then leaves a database that Leftovers finds.
+func migrate(ctx context.Context, db *sql.DB, runID string) error {
+	ms, err := migrations.All()
+	if err != nil {
+		return err
+	}
+	if len(ms) == 0 || ms[0].Name != "marker" {
+		return errors.New("migrations: the first one must create ofa_marker")
+	}
+	if _, err := migrations.ApplyList(ctx, db, ms[:1]); err != nil {
+		return err
+	}
+	if _, err := db.ExecContext(ctx,
+		`INSERT INTO ofa_marker (id, tool, run_id) VALUES (1, 'orderflow-audit', ?)`, runID); err != nil {
+		return fmt.Errorf("mark database: %w", err)
+	}
+	_, err = migrations.ApplyList(ctx, db, ms)
+	return err
+}
+
+// dropHalfMade drops database name, which CreateScratch may have created
+// before err, without the marker check (it may not have one yet), bounded
+// by CleanupTimeout; it returns err, saying so when the database may be
+// left behind. When ctx was cancelled (the caller gave up on the server)
+// or the server did not answer within CleanupTimeout while ctx was still
+// running, it does not wait on the server again.
+func (s *Server) dropHalfMade(ctx context.Context, name string, err error) error {
+	if errors.Is(ctx.Err(), context.Canceled) || (ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded)) {
+		return fmt.Errorf("%w (%s may be left on the server without our marker: drop it by hand if so)", err, name)
+	}
+	dctx, cancel := CleanupContext(ctx)
+	defer cancel()
+	if _, derr := s.db.ExecContext(dctx, "DROP DATABASE IF EXISTS `"+name+"`"); derr != nil {
+		return fmt.Errorf("%w (and dropping %s again failed, so it may be left on the server without our marker: %v)", err, name, derr)
+	}
+	return err
 }
 
 // Drop closes the pool and drops the database, but only if it carries our

@@ -127,6 +127,9 @@ func (k *Kafka) ClientOpts(extra ...kgo.Opt) []kgo.Opt {
 	return append(opts, extra...)
 }
 
+// pingTimeout bounds Ping (a caller's shorter deadline bounds it too).
+const pingTimeout = 5 * time.Second
+
 // Ping asks the cluster for its metadata within a bounded time.
 func (k *Kafka) Ping(ctx context.Context) error {
 	cl, err := kgo.NewClient(k.ClientOpts()...)
@@ -134,10 +137,13 @@ func (k *Kafka) Ping(ctx context.Context) error {
 		return fmt.Errorf("%w: Kafka client for %s: %v", ErrUnavailable, strings.Join(k.Brokers, ","), err)
 	}
 	defer cl.Close()
-	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
 	if err := cl.Ping(pctx); err != nil {
-		return fmt.Errorf("%w: Kafka at %s is unreachable: %v", ErrUnavailable, strings.Join(k.Brokers, ","), err)
+		if errors.Is(err, context.DeadlineExceeded) {
+			return unavailablef("Kafka at %s stopped answering (no reply in time)", strings.Join(k.Brokers, ","))
+		}
+		return unavailablef("Kafka at %s is unreachable: %v", strings.Join(k.Brokers, ","), err)
 	}
 	return nil
 }

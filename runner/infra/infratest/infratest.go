@@ -20,6 +20,10 @@ var (
 	serverOnce sync.Once
 	server     *infra.Server
 	serverErr  error
+	// runID is this test process's run id in the marker of its scratch
+	// databases; the process holds its lock (infra.LockName) so that
+	// `orderflow-audit clean` leaves them alone while it lives.
+	runID = "test_" + RandomID()
 )
 
 // Server returns a connection to the test server (ORDERFLOW_MYSQL_DSN or the
@@ -38,6 +42,10 @@ func Server(t testing.TB) *infra.Server {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		server, serverErr = infra.Connect(ctx, cfg)
+		if serverErr == nil {
+			// Held until the process ends.
+			_, serverErr = server.HoldLock(ctx, infra.LockName(runID))
+		}
 	})
 	if serverErr != nil {
 		if os.Getenv("CI") != "" {
@@ -54,7 +62,7 @@ func Scratch(t testing.TB) *infra.Scratch {
 	t.Helper()
 	s := Server(t)
 	name := infra.ScratchName("t", RandomID(), testName(t))
-	sc, err := s.CreateScratch(context.Background(), name, "test")
+	sc, err := s.CreateScratch(context.Background(), name, runID)
 	if err != nil {
 		t.Fatalf("create scratch database: %v", err)
 	}

@@ -440,9 +440,19 @@ func (c *Consumer) Run(ctx context.Context) error {
 	}
 }
 
-// Close leaves the group and closes the client. Uncommitted offsets stay
-// uncommitted (autocommit is off), as after a crash: the next member
-// replays from the last committed offset.
+// LeaveTimeout bounds how long Close waits for the broker to confirm that
+// the member left its group: kgo's own Close waits for that with retries
+// (about 30 s against a broker that stopped answering).
+const LeaveTimeout = 2 * time.Second
+
+// Close leaves the group (waiting at most LeaveTimeout) and closes the
+// client. Uncommitted offsets stay uncommitted (autocommit is off), as
+// after a crash: the next member replays from the last committed offset.
 func (c *Consumer) Close() {
-	c.closeOnce.Do(c.cl.Close)
+	c.closeOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), LeaveTimeout)
+		defer cancel()
+		_ = c.cl.LeaveGroupContext(ctx) // a broker that is gone: the group times the member out
+		c.cl.Close()
+	})
 }

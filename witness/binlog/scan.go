@@ -1,0 +1,336 @@
+package binlog
+
+import (
+	"encoding/binary"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/replication"
+)
+
+// MariaDB GTID event flags this reader refuses: XA transactions are logged
+// as two groups (prepare, then commit) that it does not model.
+const (
+	flPreparedXA  = 64
+	flCompletedXA = 128
+)
+
+// callbackError carries the caller's own error through the scanner
+// unchanged, so that Scan can return it without a FileError around it.
+type callbackError struct{ err error }
+
+func (e *callbackError) Error() string { return e.err.Error() }
+
+// scanner folds events into transactions and keeps the continuity state
+// across files: the last sequence number of every GTID domain.
+type scanner struct {
+	fn func(Transaction) error
+	p  *replication.BinlogParser
+
+	// per file
+	info   FileInfo
+	inUse  bool
+	closed string
+
+	// across files
+	domains   map[uint32]uint64
+	haveState bool
+
+	// per transaction
+	tx       *Transaction
+	annotate string
+	tables   map[*replication.TableMapEvent]*table
+}
+
+func newScanner(fn func(Transaction) error) *scanner {
+	p := replication.NewBinlogParser()
+	p.SetFlavor(mysql.MariaDBFlavor)
+	p.SetVerifyChecksum(true)
+	p.SetParseTime(true)
+	p.SetUseDecimal(true)
+	p.SetTimestampStringLocation(time.UTC)
+	return &scanner{fn: fn, p: p, domains: map[uint32]uint64{}, tables: map[*replication.TableMapEvent]*table{}}
+}
+
+func (s *scanner) startFile(name string, size int64) {
+	s.p.Reset()
+	s.info = FileInfo{Name: name, Size: size}
+	s.inUse, s.closed = false, ""
+}
+
+func (s *scanner) endFile() error {
+	if s.tx != nil {
+		return fmt.Errorf("%w: transaction %s begun at %d never committed", ErrTruncated, s.tx.GTID, s.tx.Pos)
+	}
+	if s.info.Events == 0 {
+		return fmt.Errorf("%w: no events", ErrTruncated)
+	}
+	if s.closed == "" {
+		if s.inUse {
+			return fmt.Errorf("%w: the server still marked it in use", ErrUnclosed)
+		}
+		return ErrUnclosed
+	}
+	s.info.Closed = s.closed
+	return nil
+}
+
+// event decodes one framed event and folds it into the current
+// transaction. It is one switch over the event types MariaDB writes, kept
+// together so that every type the reader accepts is visible in one place.
+func (s *scanner) event(raw []byte, off int64) error {
+	if replication.EventType(raw[4]) == replication.FORMAT_DESCRIPTION_EVENT {
+		// The server checksums this event with the in-use flag clear, so
+		// that it can clear the flag in place when it closes the file.
+		flags := binary.LittleEndian.Uint16(raw[17:19])
+		s.inUse = flags&replication.LOG_EVENT_BINLOG_IN_USE_F != 0
+		binary.LittleEndian.PutUint16(raw[17:19], flags&^replication.LOG_EVENT_BINLOG_IN_USE_F)
+	}
+	ev, err := s.p.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	h := ev.Header
+	end := uint32(off) + h.EventSize
+	if s.closed != "" {
+		return fmt.Errorf("%w: %s after the file's closing %s event", ErrCorrupt, h.EventType, s.closed)
+	}
+	if h.LogPos != end {
+		return fmt.Errorf("%w: %s ends at %d by its header, at %d in the file", ErrCorrupt, h.EventType, h.LogPos, end)
+	}
+	s.info.Events++
+	if s.info.Events == 1 && h.EventType != replication.FORMAT_DESCRIPTION_EVENT {
+		return fmt.Errorf("%w: first event is %s, not a format description", ErrNotBinlog, h.EventType)
+	}
+	switch e := ev.Event.(type) {
+	case *replication.FormatDescriptionEvent:
+		if s.info.Events != 1 {
+			return fmt.Errorf("%w: second format description event", ErrCorrupt)
+		}
+		s.info.ServerVersion = e.ServerVersion
+	case *replication.MariadbGTIDListEvent:
+		return s.gtidList(e.GTIDs)
+	case *replication.MariadbBinlogCheckPointEvent:
+	case *replication.MariadbGTIDEvent:
+		return s.begin(e, h, off)
+	case *replication.QueryEvent:
+		return s.query(e, end)
+	case *replication.MariadbAnnotateRowsEvent:
+		s.annotate = string(e.Query)
+	case *replication.TableMapEvent:
+		if s.tx == nil {
+			return fmt.Errorf("%w: table map outside a transaction", ErrCorrupt)
+		}
+		if len(e.ColumnName) == 0 {
+			return fmt.Errorf("%w: table %s.%s", ErrNoColumnNames, e.Schema, e.Table)
+		}
+	case *replication.RowsEvent:
+		if h.EventType == replication.PARTIAL_UPDATE_ROWS_EVENT {
+			return fmt.Errorf("%w: partial JSON update rows event", ErrUnsupported)
+		}
+		return s.rows(e)
+	case *replication.XIDEvent:
+		return s.commit(end, e.XID, false)
+	case *replication.RotateEvent:
+		if s.tx != nil {
+			return fmt.Errorf("%w: rotate inside transaction %s", ErrCorrupt, s.tx.GTID)
+		}
+		s.closed, s.info.Next = "rotate", string(e.NextLogName)
+	case *replication.IntVarEvent:
+		// statement-based context for the query that follows; nothing to keep
+	default:
+		switch {
+		case h.EventType == replication.STOP_EVENT:
+			if s.tx != nil {
+				return fmt.Errorf("%w: stop inside transaction %s", ErrCorrupt, s.tx.GTID)
+			}
+			s.closed = "stop"
+		case h.EventType == replication.MARIADB_START_ENCRYPTION_EVENT:
+			return fmt.Errorf("%w: encrypted binlog (encrypt_binlog=ON)", ErrUnsupported)
+		case h.EventType == replication.RAND_EVENT || h.EventType == replication.USER_VAR_EVENT:
+			// statement-based context, as IntVar
+		case h.Flags&replication.LOG_EVENT_IGNORABLE_F != 0:
+		default:
+			return fmt.Errorf("%w: event type %s (%d)", ErrUnsupported, h.EventType, byte(h.EventType))
+		}
+	}
+	return nil
+}
+
+// gtidList checks the binlog state written at a file's start against where
+// the previous file ended; the first file's list sets the state.
+func (s *scanner) gtidList(list []mysql.MariadbGTID) error {
+	state := map[uint32]uint64{}
+	s.info.GTIDList = make([]GTID, 0, len(list))
+	for _, g := range list {
+		s.info.GTIDList = append(s.info.GTIDList, GTID{Domain: g.DomainID, Server: g.ServerID, Seq: g.SequenceNumber})
+		state[g.DomainID] = max(state[g.DomainID], g.SequenceNumber)
+	}
+	if s.tx != nil {
+		return fmt.Errorf("%w: gtid list inside transaction %s", ErrCorrupt, s.tx.GTID)
+	}
+	if !s.haveState {
+		s.domains, s.haveState = state, true
+		return nil
+	}
+	if !maps.Equal(state, s.domains) {
+		return fmt.Errorf("%w: file starts after %s, previous file ended after %s",
+			ErrNotContiguous, formatState(state), formatState(s.domains))
+	}
+	return nil
+}
+
+func formatState(m map[uint32]uint64) string {
+	if len(m) == 0 {
+		return "nothing"
+	}
+	out := ""
+	for _, d := range slices.Sorted(maps.Keys(m)) {
+		if out != "" {
+			out += ","
+		}
+		out += fmt.Sprintf("%d-*-%d", d, m[d])
+	}
+	return out
+}
+
+func (s *scanner) begin(e *replication.MariadbGTIDEvent, h *replication.EventHeader, off int64) error {
+	g := GTID{Domain: e.GTID.DomainID, Server: h.ServerID, Seq: e.GTID.SequenceNumber}
+	if s.tx != nil {
+		return fmt.Errorf("%w: transaction %s begun at %d not committed before %s",
+			ErrTruncated, s.tx.GTID, s.tx.Pos, g)
+	}
+	if e.Flags&(flPreparedXA|flCompletedXA) != 0 {
+		return fmt.Errorf("%w: XA transaction %s", ErrUnsupported, g)
+	}
+	last, seen := s.domains[g.Domain]
+	switch {
+	case seen && g.Seq != last+1:
+		return fmt.Errorf("%w: %s follows sequence %d of domain %d", ErrGTIDGap, g, last, g.Domain)
+	case !seen && s.haveState && g.Seq != 1:
+		return fmt.Errorf("%w: %s is the first of domain %d, not sequence 1", ErrGTIDGap, g, g.Domain)
+	}
+	s.domains[g.Domain] = g.Seq
+	s.tx = &Transaction{GTID: g, File: s.info.Name, Pos: uint32(off),
+		Time: time.Unix(int64(h.Timestamp), 0).UTC(), Standalone: e.IsStandalone()}
+	s.annotate = ""
+	return nil
+}
+
+func (s *scanner) query(e *replication.QueryEvent, end uint32) error {
+	if s.tx == nil {
+		return fmt.Errorf("%w: query outside a transaction", ErrCorrupt)
+	}
+	switch q := string(e.Query); q {
+	case "BEGIN":
+		// MariaDB's GTID event of a non-standalone group stands for BEGIN;
+		// an explicit one (older servers) changes nothing.
+		if s.tx.Standalone {
+			return fmt.Errorf("%w: BEGIN in standalone group %s", ErrCorrupt, s.tx.GTID)
+		}
+	case "COMMIT":
+		return s.commit(end, 0, false)
+	case "ROLLBACK":
+		return s.commit(end, 0, true)
+	default:
+		s.tx.Statements = append(s.tx.Statements, Statement{Schema: string(e.Schema), SQL: q})
+		if s.tx.Standalone {
+			return s.commit(end, 0, false)
+		}
+	}
+	return nil
+}
+
+func (s *scanner) commit(end uint32, xid uint64, rolledBack bool) error {
+	if s.tx == nil {
+		return fmt.Errorf("%w: commit outside a transaction", ErrCorrupt)
+	}
+	t := s.tx
+	t.EndPos, t.XID, t.RolledBack = end, xid, rolledBack
+	s.tx, s.annotate = nil, ""
+	clear(s.tables)
+	if s.info.First.IsZero() {
+		s.info.First = t.GTID
+	}
+	s.info.Last = t.GTID
+	s.info.Transactions++
+	if err := s.fn(*t); err != nil {
+		return &callbackError{err}
+	}
+	return nil
+}
+
+func (s *scanner) rows(e *replication.RowsEvent) error {
+	if s.tx == nil {
+		return fmt.Errorf("%w: rows event outside a transaction", ErrCorrupt)
+	}
+	tb, err := s.table(e.Table)
+	if err != nil {
+		return err
+	}
+	if !allSet(e.ColumnBitmap1, int(e.ColumnCount)) || (e.ColumnBitmap2 != nil && !allSet(e.ColumnBitmap2, int(e.ColumnCount))) {
+		return fmt.Errorf("%w: table %s.%s", ErrPartialImage, tb.schema, tb.name)
+	}
+	var op Op
+	switch e.Type() {
+	case replication.EnumRowsEventTypeInsert:
+		op = Insert
+	case replication.EnumRowsEventTypeUpdate:
+		op = Update
+	case replication.EnumRowsEventTypeDelete:
+		op = Delete
+	default:
+		return fmt.Errorf("%w: rows event of unknown kind", ErrUnsupported)
+	}
+	step := 1
+	if op == Update {
+		step = 2
+		if len(e.Rows)%2 != 0 {
+			return fmt.Errorf("%w: update rows event with an odd number of images", ErrCorrupt)
+		}
+	}
+	for i := 0; i < len(e.Rows); i += step {
+		c := RowChange{Schema: tb.schema, Table: tb.name, Op: op, Query: s.annotate}
+		img, err := tb.image(e.Rows[i])
+		if err != nil {
+			return err
+		}
+		switch op {
+		case Insert:
+			c.After = img
+		case Delete:
+			c.Before = img
+		case Update:
+			c.Before = img
+			if c.After, err = tb.image(e.Rows[i+1]); err != nil {
+				return err
+			}
+		}
+		s.tx.Changes = append(s.tx.Changes, c)
+	}
+	return nil
+}
+
+func (s *scanner) table(tm *replication.TableMapEvent) (*table, error) {
+	if t, ok := s.tables[tm]; ok {
+		return t, nil
+	}
+	t, err := newTable(tm)
+	if err != nil {
+		return nil, err
+	}
+	s.tables[tm] = t
+	return t, nil
+}
+
+func allSet(bitmap []byte, n int) bool {
+	for i := range n {
+		if i>>3 >= len(bitmap) || bitmap[i>>3]&(1<<(uint(i)&7)) == 0 {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,114 @@
+package binlog_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/orderflow-audit/orderflow-audit/witness/binlog"
+	"github.com/orderflow-audit/orderflow-audit/witness/internal/testserver"
+)
+
+func TestServerWithoutBinlog(t *testing.T) {
+	f := setup(t, testserver.Options{NoBinlog: true})
+	ctx := t.Context()
+	if _, err := binlog.Check(ctx, f.db); !errors.Is(err, binlog.ErrServer) || !strings.Contains(err.Error(), "log_bin is OFF") {
+		t.Errorf("Check = %v; want ErrServer naming log_bin", err)
+	}
+	if _, err := binlog.CurrentPosition(ctx, f.db); !errors.Is(err, binlog.ErrServer) {
+		t.Errorf("CurrentPosition = %v; want ErrServer", err)
+	}
+	if _, err := binlog.CopyFiles(ctx, f.db, "", binlog.Position{File: "binlog.000001"}, binlog.Position{}, t.TempDir()); err == nil {
+		t.Error("CopyFiles succeeded without a binlog")
+	}
+	_, err := binlog.Stream(ctx, binlog.StreamConfig{DSN: f.srv.DSN}, binlog.Position{File: "binlog.000001"}, binlog.Position{}, t.TempDir())
+	if !errors.Is(err, binlog.ErrServer) || !strings.Contains(err.Error(), "log_bin is OFF") {
+		t.Errorf("Stream = %v; want ErrServer naming log_bin", err)
+	}
+}
+
+// TestSettingsTheReaderNeeds changes the server's binlog settings the way
+// a misconfigured server would have them and checks that Check names them
+// and that the reader refuses what they produce instead of guessing.
+func TestSettingsTheReaderNeeds(t *testing.T) {
+	f := setup(t, testserver.Options{})
+	f.schema(t, "ofa_t_s")
+	ctx := t.Context()
+
+	f.exec(t, f.db, "SET GLOBAL binlog_format = 'STATEMENT'")
+	f.exec(t, f.db, "SET GLOBAL binlog_row_image = 'MINIMAL'")
+	f.exec(t, f.db, "SET GLOBAL binlog_row_metadata = 'MINIMAL'")
+	_, err := binlog.Check(ctx, f.db)
+	for _, want := range []string{"binlog_format is STATEMENT", "binlog_row_image is MINIMAL", "binlog_row_metadata is MINIMAL"} {
+		if !errors.Is(err, binlog.ErrServer) || !strings.Contains(err.Error(), want) {
+			t.Errorf("Check = %v; want ErrServer naming %q", err, want)
+		}
+	}
+	f.exec(t, f.db, "SET GLOBAL binlog_format = 'ROW'")
+	f.exec(t, f.db, "SET GLOBAL binlog_row_image = 'FULL'")
+
+	// Each step writes into files of its own (CopyFiles flushes), so that
+	// each read sees only that step's damage.
+	step := func(name string, want error, write func(t *testing.T)) {
+		t.Run(name, func(t *testing.T) {
+			from := f.position(t)
+			write(t)
+			h, err := binlog.ReadAll(f.copyFrom(t, from))
+			if want == nil {
+				if err != nil {
+					t.Fatalf("ReadAll: %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, want) {
+				t.Fatalf("ReadAll = %v (%d transactions); want %v", err, len(h.Transactions), want)
+			}
+			t.Logf("%v", err)
+		})
+	}
+	step("metadata without column names", binlog.ErrNoColumnNames, func(t *testing.T) {
+		f.exec(t, f.srv.DB(t, "ofa_t_s"), "INSERT INTO stock (sku, quantity) VALUES ('m', 1)")
+	})
+	f.exec(t, f.db, "SET GLOBAL binlog_row_metadata = 'FULL'")
+	if _, err := binlog.Check(ctx, f.db); err != nil {
+		t.Fatalf("Check after restoring the settings: %v", err)
+	}
+	step("session with a minimal row image", binlog.ErrPartialImage, func(t *testing.T) {
+		conn, err := f.srv.DB(t, "ofa_t_s").Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		f.exec(t, conn, "SET SESSION binlog_row_image = 'MINIMAL'")
+		f.exec(t, conn, "UPDATE stock SET quantity = 2 WHERE sku = 'm'")
+	})
+	step("a skipped GTID sequence number", binlog.ErrGTIDGap, func(t *testing.T) {
+		conn, err := f.srv.DB(t, "ofa_t_s").Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		f.exec(t, conn, "SET SESSION gtid_seq_no = 1000")
+		f.exec(t, conn, "UPDATE stock SET quantity = 3 WHERE sku = 'm'")
+	})
+	t.Run("statement-based session", func(t *testing.T) {
+		from := f.position(t)
+		conn, err := f.srv.DB(t, "ofa_t_s").Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		f.exec(t, conn, "SET SESSION binlog_format = 'STATEMENT'")
+		f.exec(t, conn, "UPDATE stock SET quantity = 4 WHERE sku = 'm'")
+		h, err := binlog.ReadAll(f.copyFrom(t, from))
+		if err != nil {
+			t.Fatalf("ReadAll: %v", err)
+		}
+		// The reader keeps the statement as text and no row change: the
+		// verifier sees a write it cannot check row by row.
+		tx := h.Transactions[len(h.Transactions)-1]
+		if len(tx.Changes) != 0 || len(tx.Statements) != 1 || !strings.HasPrefix(tx.Statements[0].SQL, "UPDATE stock") {
+			t.Errorf("statement-logged transaction %+v; want one statement, no changes", tx)
+		}
+	})
+}

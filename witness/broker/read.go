@@ -1,0 +1,325 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// DefaultTimeout bounds a read when ctx has no deadline: a partition that
+// cannot be read to its end offset must fail, not hang.
+const DefaultTimeout = time.Minute
+
+// Read reads the selected topics and groups of a reachable cluster. opts
+// are extra client options (TLS, SASL); the seed brokers come from brokers.
+// The group offsets are read before the end offsets, so that on a live
+// cluster every committed offset read is within the log read. Records
+// produced after the end offsets were listed are left out.
+func Read(ctx context.Context, brokers []string, sel Selection, opts ...kgo.Opt) (*Log, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultTimeout)
+		defer cancel()
+	}
+	base := append([]kgo.Opt{kgo.SeedBrokers(brokers...)}, opts...)
+	cl, err := kgo.NewClient(base...)
+	if err != nil {
+		return nil, fmt.Errorf("read broker log: %w", err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+
+	topics, err := selectTopics(ctx, adm, sel)
+	if err != nil {
+		return nil, fmt.Errorf("read broker log: %w", err)
+	}
+	groups, err := readGroups(ctx, adm, sel, topics)
+	if err != nil {
+		return nil, fmt.Errorf("read broker log: %w", err)
+	}
+	log := &Log{Topics: map[string][]Partition{}, Groups: groups}
+	if len(topics) == 0 {
+		return log, nil
+	}
+	starts, err := adm.ListStartOffsets(ctx, topics...)
+	if err == nil {
+		err = starts.Error()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read broker log: list start offsets: %w", err)
+	}
+	ends, err := adm.ListEndOffsets(ctx, topics...)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read broker log: list end offsets: %w", err)
+	}
+	for _, t := range topics {
+		n := len(ends[t])
+		ps := make([]Partition, n)
+		for p := range n {
+			s, ok1 := starts.Lookup(t, int32(p))
+			e, ok2 := ends.Lookup(t, int32(p))
+			if !ok1 || !ok2 {
+				return nil, fmt.Errorf("read broker log: %w: no offsets for %s/%d", ErrIncomplete, t, p)
+			}
+			ps[p] = Partition{Topic: t, Partition: int32(p), Start: s.Offset, End: e.Offset, Records: []Record{}}
+		}
+		log.Topics[t] = ps
+	}
+	if err := consume(ctx, base, log); err != nil {
+		return nil, fmt.Errorf("read broker log: %w", err)
+	}
+	return log, nil
+}
+
+func selectTopics(ctx context.Context, adm *kadm.Client, sel Selection) ([]string, error) {
+	details, err := adm.ListTopics(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list topics: %w", err)
+	}
+	var out []string
+	for _, t := range details.Names() {
+		if (len(sel.Topics) == 0 && sel.Prefix == "") || (sel.Prefix != "" && strings.HasPrefix(t, sel.Prefix)) ||
+			slices.Contains(sel.Topics, t) {
+			out = append(out, t)
+		}
+	}
+	for _, t := range sel.Topics {
+		if !details.Has(t) {
+			return nil, fmt.Errorf("%w: topic %s does not exist", ErrIncomplete, t)
+		}
+		if err := details[t].Err; err != nil {
+			return nil, fmt.Errorf("topic %s: %w", t, err)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+func readGroups(ctx context.Context, adm *kadm.Client, sel Selection, topics []string) (map[string]map[string]map[int32]int64, error) {
+	names := sel.Groups
+	if len(names) == 0 {
+		listed, err := adm.ListGroups(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("list groups: %w", err)
+		}
+		names = listed.Groups()
+	}
+	out := map[string]map[string]map[int32]int64{}
+	for _, g := range names {
+		resp, err := adm.FetchOffsets(ctx, g)
+		if err == nil {
+			err = resp.Error()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("fetch offsets of group %s: %w", g, err)
+		}
+		m := map[string]map[int32]int64{}
+		for t, ps := range resp {
+			if !slices.Contains(topics, t) {
+				continue
+			}
+			for p, o := range ps {
+				if o.At < 0 {
+					continue
+				}
+				if m[t] == nil {
+					m[t] = map[int32]int64{}
+				}
+				m[t][p] = o.At
+			}
+		}
+		if len(m) > 0 || len(sel.Groups) > 0 {
+			out[g] = m
+		}
+	}
+	return out, nil
+}
+
+// consume reads every partition of log from its start to its end offset,
+// keeping control records apart so that reaching the end is visible even
+// when the last offset is a transaction marker.
+func consume(ctx context.Context, base []kgo.Opt, log *Log) error {
+	type tp struct {
+		t string
+		p int32
+	}
+	remaining := map[tp]int64{}
+	from := map[string]map[int32]kgo.Offset{}
+	for t, ps := range log.Topics {
+		for _, p := range ps {
+			if p.End > p.Start {
+				remaining[tp{t, p.Partition}] = p.End
+				if from[t] == nil {
+					from[t] = map[int32]kgo.Offset{}
+				}
+				from[t][p.Partition] = kgo.NewOffset().At(p.Start)
+			}
+		}
+	}
+	if len(remaining) == 0 {
+		return nil
+	}
+	cl, err := kgo.NewClient(append(slices.Clone(base), kgo.ConsumePartitions(from), kgo.KeepControlRecords(),
+		kgo.FetchIsolationLevel(kgo.ReadUncommitted()))...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	for len(remaining) > 0 {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			var left []string
+			for k, end := range remaining {
+				left = append(left, fmt.Sprintf("%s/%d (end %d)", k.t, k.p, end))
+			}
+			slices.Sort(left)
+			return fmt.Errorf("%w: not read to the end: %s: %v", ErrIncomplete, strings.Join(left, ", "), err)
+		}
+		var ferr error
+		fs.EachError(func(t string, p int32, err error) {
+			ferr = errors.Join(ferr, fmt.Errorf("fetch %s/%d: %w", t, p, err))
+		})
+		if ferr != nil {
+			return ferr
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			k := tp{r.Topic, r.Partition}
+			part := &log.Topics[r.Topic][r.Partition]
+			if r.Offset >= part.End {
+				return // produced after the end offsets were listed
+			}
+			if r.Attrs.IsControl() {
+				part.ControlOffsets = append(part.ControlOffsets, r.Offset)
+			} else {
+				part.Records = append(part.Records, convert(r))
+			}
+			if r.Offset >= remaining[k]-1 {
+				delete(remaining, k)
+			}
+		})
+	}
+	return nil
+}
+
+func convert(r *kgo.Record) Record {
+	out := Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value,
+		Timestamp: time.UnixMilli(r.Timestamp.UnixMilli()).UTC()}
+	for _, h := range r.Headers {
+		out.Headers = append(out.Headers, Header{Key: h.Key, Value: h.Value})
+	}
+	return out
+}
+
+// ReadDataDir reads the log an embedded kfake broker persisted in dir. It
+// copies dir to a temporary directory (kfake writes into the directory it
+// loads), serves the copy with a kfake cluster on a loopback port, reads it
+// with Read and removes the copy. kfake repairs a damaged directory by
+// dropping what follows the damage; ReadDataDir turns every such repair,
+// and any other warning while loading, into ErrDamaged instead.
+func ReadDataDir(ctx context.Context, dir string, sel Selection) (*Log, error) {
+	if _, err := os.Stat(filepath.Join(dir, "meta.json")); err != nil {
+		return nil, fmt.Errorf("read broker data %s: %w: %v", dir, ErrNotDataDir, err)
+	}
+	tmp, err := os.MkdirTemp("", "ofa-kfake-read-")
+	if err != nil {
+		return nil, fmt.Errorf("read broker data %s: %w", dir, err)
+	}
+	defer os.RemoveAll(tmp)
+	if err := os.CopyFS(tmp, os.DirFS(dir)); err != nil {
+		return nil, fmt.Errorf("read broker data %s: copy: %w", dir, err)
+	}
+	warn := &warnings{}
+	c, err := kfake.NewCluster(kfake.DataDir(tmp), kfake.NumBrokers(1), kfake.WithLogger(warn),
+		// Reading must not expire anything, however old the evidence: ten
+		// years (kfake turns these into time.Duration, so no larger).
+		kfake.BrokerConfigs(map[string]string{
+			"offsets.retention.minutes":           "5256000",
+			"offsets.retention.check.interval.ms": "315360000000",
+			"log.retention.ms":                    "-1",
+		}))
+	if err != nil {
+		return nil, fmt.Errorf("read broker data %s: %w: %v", dir, ErrDamaged, err)
+	}
+	defer c.Close()
+	if w := warn.take(); len(w) > 0 {
+		return nil, fmt.Errorf("read broker data %s: %w: %s", dir, ErrDamaged, strings.Join(w, "; "))
+	}
+	log, err := Read(ctx, c.ListenAddrs(), sel)
+	if err != nil {
+		return nil, fmt.Errorf("read broker data %s: %w", dir, err)
+	}
+	if w := warn.take(); len(w) > 0 {
+		return nil, fmt.Errorf("read broker data %s: %w: %s", dir, ErrDamaged, strings.Join(w, "; "))
+	}
+	if err := checkSnapshots(dir, log); err != nil {
+		return nil, fmt.Errorf("read broker data %s: %w", dir, err)
+	}
+	return log, nil
+}
+
+// checkSnapshots holds each partition read against the snapshot kfake
+// wrote when it closed (partitions/<topic>-<n>/snapshot.json): a segment
+// cut at a batch boundary loads without a warning, and kfake lowers the
+// high watermark to what is left, so only the snapshot still shows the
+// records that are gone. A missing snapshot, or one that disagrees, means
+// the directory was cut or the broker was not closed cleanly.
+func checkSnapshots(dir string, log *Log) error {
+	for _, t := range log.TopicNames() {
+		for _, p := range log.Topics[t] {
+			path := filepath.Join(dir, "partitions", fmt.Sprintf("%s-%d", t, p.Partition), "snapshot.json")
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return fmt.Errorf("%w: partition %s/%d: %v", ErrDamaged, t, p.Partition, err)
+			}
+			var snap struct {
+				HighWatermark  *int64 `json:"high_watermark"`
+				LogStartOffset *int64 `json:"log_start_offset"`
+			}
+			if err := json.Unmarshal(b, &snap); err != nil || snap.HighWatermark == nil || snap.LogStartOffset == nil {
+				return fmt.Errorf("%w: partition %s/%d: unreadable snapshot %s: %v", ErrDamaged, t, p.Partition, path, err)
+			}
+			if *snap.HighWatermark != p.End || *snap.LogStartOffset != p.Start {
+				return fmt.Errorf("%w: partition %s/%d holds [%d, %d); the broker's snapshot at close says [%d, %d)",
+					ErrDamaged, t, p.Partition, p.Start, p.End, *snap.LogStartOffset, *snap.HighWatermark)
+			}
+		}
+	}
+	return nil
+}
+
+// warnings is a kfake.Logger that keeps warnings and errors.
+type warnings struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (w *warnings) Logf(level kfake.LogLevel, msg string, args ...any) {
+	if level > kfake.LogLevelWarn || level == kfake.LogLevelNone {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.lines = append(w.lines, fmt.Sprintf(msg, args...))
+}
+
+func (w *warnings) take() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.lines
+	w.lines = nil
+	return out
+}
