@@ -7,8 +7,8 @@ func init() {
 	derive("offsetReplay", derivation{
 		metrics: func(f facts) []metricValue {
 			return []metricValue{
-				num("replay", f.m.replays),
-				f.perIntent("inboxRejected", func(e string) metricValue { return flag("inboxRejected", f.m.stateOf(e).rejects > 0) }),
+				num("replay", f.m.Counts().Replays),
+				f.perIntent("inboxRejected", func(e string) metricValue { return flag("inboxRejected", f.m.Deliveries(e).Rejected > 0) }),
 				f.effects("effects"),
 			}
 		},

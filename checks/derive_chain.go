@@ -7,10 +7,7 @@ func init() {
 	derive("normalChain", derivation{metrics: func(f facts) []metricValue {
 		return []metricValue{
 			f.perIntent("outboxTx", func(e string) metricValue {
-				var states []string
-				if o := f.m.stateOf(e).observed; o != nil {
-					states = o.states
-				}
+				states := f.m.ObservedStates(e)
 				if len(states) == 0 {
 					return unknown("outboxTx", "no observe event for "+e)
 				}
@@ -19,7 +16,7 @@ func init() {
 			f.deliveries("deliveries"),
 			f.effects("effects"),
 			f.perIntent("duplicateBlocked", func(e string) metricValue {
-				if f.m.stateOf(e).rejects > 0 {
+				if f.m.Deliveries(e).Rejected > 0 {
 					return text("duplicateBlocked", "unique")
 				}
 				return text("duplicateBlocked", "none")
@@ -28,8 +25,9 @@ func init() {
 	}})
 	derive("businessInvariants", derivation{metrics: func(f facts) []metricValue {
 		sent, linked := f.sent()
+		n := f.m.Counts()
 		return []metricValue{
-			num("sent", sent), num("effects", int64(len(f.m.notifs))), num("inbox", int64(len(f.m.inbox))),
+			num("sent", sent), num("effects", n.Notifications), num("inbox", n.InboxRows),
 			num("linkedOrders", linked),
 			f.invariant("orphanSent", "orphan-sent"),
 			f.invariant("sentWithoutEffect", "sent-without-effect"),

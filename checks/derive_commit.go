@@ -6,8 +6,8 @@ func init() {
 		metrics: func(f facts) []metricValue {
 			_, _, idem := f.countOrders()
 			rollback := true
-			for _, in := range f.m.rows {
-				if in.aggregateID != -1 {
+			for in := range f.m.Intents() {
+				if in.AggregateID != -1 {
 					rollback = false
 				}
 			}
@@ -15,8 +15,8 @@ func init() {
 				flag("seedUntouched", f.seedUntouched())}
 		},
 		injected: func(f facts) string {
-			for _, id := range f.m.rolledBack {
-				if in := f.m.intentOf(id); in != nil && in.decoy {
+			for _, id := range f.m.RolledBack() {
+				if in, ok := f.m.Intent(id); ok && in.Decoy {
 					return ""
 				}
 			}
@@ -25,7 +25,7 @@ func init() {
 	})
 	derive("orderCrashWindow", derivation{metrics: func(f facts) []metricValue {
 		orders, _, _ := f.countOrders()
-		return []metricValue{num("orders", orders), num("outbox", int64(len(f.m.rows))),
+		return []metricValue{num("orders", orders), num("outbox", f.m.Counts().Intents),
 			f.invariant("ordersWithoutIntent", "order-without-intent")}
 	}})
 }

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/orderflow-audit/orderflow-audit/checks/model"
 	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
@@ -18,7 +19,7 @@ func TestEveryScenarioDerived(t *testing.T) {
 			continue
 		}
 		var got []string
-		for _, m := range d.metrics(facts{m: NewModel(nil)}) {
+		for _, m := range d.metrics(facts{m: model.New(nil, nil)}) {
 			got = append(got, m.name)
 		}
 		if want := s.MetricNames(); !slices.Equal(got, want) {

@@ -6,13 +6,11 @@ package checks
 func init() {
 	tokens := derivation{metrics: func(f facts) []metricValue {
 		orders, lines, idem := f.countOrders()
-		writes := orders + lines + idem + int64(len(f.m.rows))
-		for sku, seeded := range f.m.seedStock {
-			d := f.m.stock[sku] - seeded
-			if d < 0 {
-				d = -d
-			}
-			writes += d
+		writes := orders + lines + idem + f.m.Counts().Intents
+		for _, sku := range f.m.SeededSKUs() {
+			seeded, _ := f.m.SeedStock(sku)
+			d := f.m.StockOf(sku) - seeded
+			writes += max(d, -d) // stock moved either way
 		}
 		return []metricValue{f.requestStatus("status", 0), num("writes", writes)}
 	}}

@@ -19,8 +19,7 @@ func (c *checker) liveInvariantEvents(sc *evidence.Scenario, m *Model, truncated
 		}
 		live[r.ID] = r.Rows
 	}
-	for _, id := range m.invOrder {
-		rows := m.invariants[id]
+	for id, rows := range m.Invariants() {
 		l, ok := live[id]
 		switch {
 		case !ok:
@@ -32,7 +31,7 @@ func (c *checker) liveInvariantEvents(sc *evidence.Scenario, m *Model, truncated
 		}
 	}
 	for _, r := range sc.Invariants {
-		if _, ok := m.invariants[r.ID]; !ok {
+		if _, ok := m.Invariant(r.ID); !ok {
 			if truncated {
 				c.inconclusive(sc.ID, "invariant-log-missing", "no invariant event for %s: a log was cut", r.ID)
 			} else {
@@ -49,7 +48,7 @@ func (c *checker) liveInvariantEvents(sc *evidence.Scenario, m *Model, truncated
 func (c *checker) sqlChecks(ctx context.Context, sc *evidence.Scenario, m *Model) map[string]int64 {
 	// The digests are computed from the replayed rows on another core
 	// while the SQL engine loads the tables the invariants read.
-	srcs := m.sources()
+	srcs := sources(m)
 	digests := make([]evidence.TableDigest, len(srcs))
 	var wg sync.WaitGroup
 	wg.Go(func() {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/orderflow-audit/orderflow-audit/checks/model"
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 )
 
@@ -20,7 +21,7 @@ import (
 // coverage-guided fuzzing needs a deterministic target (with goroutines the
 // fuzzer sees "new" coverage on every run and spends its time minimizing).
 func replayBytes(ctx context.Context, data []byte) (evidence.LogStats, *Model, []evidence.LineError, error) {
-	m := NewModel([]string{"after-publish-before-mark"})
+	m := model.New(nil, []string{"after-publish-before-mark"})
 	var probs []evidence.LineError
 	st := evidence.ReadLog(ctx, bytes.NewReader(data), newFastDecoder(), readOptions, func(d *evidence.Decoded, e *evidence.LineError) {
 		if e != nil {
@@ -33,7 +34,7 @@ func replayBytes(ctx context.Context, data []byte) (evidence.LogStats, *Model, [
 		return st, m, probs, err
 	}
 	m.Finish(st.Truncated > 0)
-	for _, s := range m.sources() {
+	for _, s := range sources(m) {
 		digestSource(s)
 	}
 	return st, m, probs, nil

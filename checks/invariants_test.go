@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/orderflow-audit/orderflow-audit/checks/model"
+	"github.com/orderflow-audit/orderflow-audit/checks/model/modeltest"
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/invariants"
 	"github.com/orderflow-audit/orderflow-audit/migrations/sqlsplit"
@@ -181,14 +183,13 @@ func TestDigestMatchesSQL(t *testing.T) {
 		fx = append(fx, tr.source())
 	}
 	sets["invariant-fixture"] = fx
-	dirs, _ := filepath.Glob("testdata/histories/*")
-	for _, dir := range dirs {
-		events := loadHistory(t, filepath.Join(dir, "events.jsonl"))
-		m := NewModel(readList(t, filepath.Join(dir, "fault_points")))
-		for i := range events {
-			m.Step(&events[i], Source{Seq: events[i].Seq})
+	for _, dir := range modeltest.Histories(t, "model/testdata/histories") {
+		h := modeltest.Load(t, dir)
+		m := model.New(nil, h.FaultPoints)
+		for i := range h.Events {
+			m.Step(&h.Events[i], Source{Seq: h.Events[i].Seq})
 		}
-		sets[filepath.Base(dir)] = m.sources()
+		sets[h.Name] = sources(m)
 	}
 	engines := map[string]func(t *testing.T) *engine{
 		"sqlite": func(t *testing.T) *engine {

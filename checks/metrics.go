@@ -59,21 +59,16 @@ func derive(id string, d derivation) {
 // faultHit requires a fault event at point.
 func faultHit(point spec.Point) func(f facts) string {
 	return func(f facts) string {
-		if slices.Contains(f.m.faults, string(point)) {
+		if slices.Contains(f.m.Faults(), string(point)) {
 			return ""
 		}
 		return "no fault event at " + string(point)
 	}
 }
 
-func (f facts) intent() (string, *intent) {
-	e := f.m.KeyIntent()
-	return e, f.m.intentOf(e)
-}
-
 // perIntent computes a metric of the scenario's intent e.
 func (f facts) perIntent(name string, fn func(e string) metricValue) metricValue {
-	e, _ := f.intent()
+	e := f.m.KeyIntent()
 	if e == "" {
 		return unknown(name, "the scenario has no intent (no order_committed, outbox_written or seeded intent)")
 	}
@@ -83,19 +78,19 @@ func (f facts) perIntent(name string, fn func(e string) metricValue) metricValue
 // deliveries: how many distinct records of the scenario's intent were
 // received.
 func (f facts) deliveries(name string) metricValue {
-	return f.perIntent(name, func(e string) metricValue { return num(name, int64(f.m.stateOf(e).deliveries)) })
+	return f.perIntent(name, func(e string) metricValue { return num(name, f.m.Deliveries(e).Received) })
 }
 
 // effects: how many effects the scenario's intent had.
 func (f facts) effects(name string) metricValue {
-	return f.perIntent(name, func(e string) metricValue { return num(name, int64(f.m.stateOf(e).effects)) })
+	return f.perIntent(name, func(e string) metricValue { return num(name, f.m.Deliveries(e).Effects) })
 }
 
 // rowState: the final outbox state of the scenario's intent.
 func (f facts) rowState(name string) metricValue {
 	return f.perIntent(name, func(e string) metricValue {
-		if in := f.m.intentOf(e); in != nil {
-			return text(name, in.state)
+		if in, ok := f.m.Intent(e); ok {
+			return text(name, in.State)
 		}
 		return unknown(name, "no outbox row "+e)
 	})
@@ -113,15 +108,14 @@ func (f facts) invariant(name, id string) metricValue {
 }
 
 func (f facts) countOrders() (orders, lines, idem int64) {
-	for i := range f.m.orders {
-		o := &f.m.orders[i]
-		if o.row {
+	for o := range f.m.Orders() {
+		if o.Row {
 			orders++
 		}
-		if o.lines {
+		if o.Lines {
 			lines++
 		}
-		if o.idem {
+		if o.Idem {
 			idem++
 		}
 	}
@@ -129,10 +123,10 @@ func (f facts) countOrders() (orders, lines, idem int64) {
 }
 
 func (f facts) sent() (sent, linked int64) {
-	for _, in := range f.m.rows {
-		if in.state == evidence.StateSent {
+	for in := range f.m.Intents() {
+		if in.State == evidence.StateSent {
 			sent++
-			if o := f.m.orderOf(in.aggregateID); o != nil && o.row {
+			if o, ok := f.m.Order(in.AggregateID); ok && o.Row {
 				linked++
 			}
 		}
@@ -142,7 +136,7 @@ func (f facts) sent() (sent, linked int64) {
 
 func (f facts) stockSum() int64 {
 	var n int64
-	for _, q := range f.m.stock {
+	for _, q := range f.m.Stock() {
 		n += q
 	}
 	return n
@@ -150,18 +144,20 @@ func (f facts) stockSum() int64 {
 
 // seededStock is the stock of the scenario's (first) seeded SKU at the end.
 func (f facts) seededStock(name string) metricValue {
-	if len(f.m.skus) == 0 {
+	skus := f.m.SeededSKUs()
+	if len(skus) == 0 {
 		return unknown(name, "no seed_stock event")
 	}
-	return num(name, f.m.stock[f.m.skus[0]])
+	return num(name, f.m.StockOf(skus[0]))
 }
 
 // requestStatus is the HTTP status of the i-th answer of the order service.
 func (f facts) requestStatus(name string, i int) metricValue {
-	if i >= len(f.m.requests) {
-		return unknown(name, "the order service recorded "+strconv.Itoa(len(f.m.requests))+" answer(s)")
+	reqs := f.m.Requests()
+	if i >= len(reqs) {
+		return unknown(name, "the order service recorded "+strconv.Itoa(len(reqs))+" answer(s)")
 	}
-	return num(name, f.m.requests[i].status)
+	return num(name, reqs[i].Status)
 }
 
 // seedUntouched: every decoy (aggregate_id -1) was observed after the
@@ -169,17 +165,17 @@ func (f facts) requestStatus(name string, i int) metricValue {
 // sha256, and no claim, publish, mark or lease_expired named it.
 func (f facts) seedUntouched() bool {
 	decoys := 0
-	for _, in := range f.m.rows {
-		if !in.decoy || in.observed == nil || in.seeded == nil {
+	for in := range f.m.Intents() {
+		if !in.Decoy || in.Seeded == nil {
 			continue
 		}
 		decoys++
-		obs := in.lastObs
-		s := in.seeded
-		if in.touched || obs == nil || obs.state != s.state || obs.claimVersion != s.claimVersion ||
-			(obs.orderID != nil && *obs.orderID != *s.orderID) ||
-			(obs.payloadSHA256 != "" && obs.payloadSHA256 != s.payloadSHA256) ||
-			in.state != s.state || in.claimVersion != s.claimVersion {
+		obs := in.LastObserved
+		s := in.Seeded
+		if in.Touched || obs == nil || obs.State != s.State || obs.ClaimVersion != s.ClaimVersion ||
+			(obs.OrderID != nil && *obs.OrderID != *s.OrderID) ||
+			(obs.PayloadSHA256 != "" && obs.PayloadSHA256 != s.PayloadSHA256) ||
+			in.State != s.State || in.ClaimVersion != s.ClaimVersion {
 			return false
 		}
 	}
@@ -193,11 +189,12 @@ func accepted(s spec.Scenario, ms []metricValue) (pass, ok bool) {
 	undecided := false
 	for _, m := range ms {
 		want := s.Accept(m.name)
-		switch {
-		case want == "":
-		case !m.ok:
+		if want == "" {
+			continue // unconstrained
+		}
+		if !m.ok {
 			undecided = true
-		case m.value != want:
+		} else if m.value != want {
 			return false, true
 		}
 	}

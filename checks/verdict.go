@@ -17,8 +17,10 @@ const (
 	Inconclusive Status = "INCONCLUSIVE"
 )
 
-// Reason is one finding. Rule is a stable kebab-case id (for example
-// "stale-token-mark", "metric-mismatch", "log-digest", or an invariant id).
+// Reason is one finding. Rule is a stable kebab-case id: a rule of the
+// checker (Rules, for example "metric-mismatch" or "log-digest"), of the
+// replay model (model.Rules, for example "stale-token-mark"), or an
+// invariant id.
 type Reason struct {
 	Rule       string `json:"rule"`
 	Status     Status `json:"status"` // Fail or Inconclusive

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/orderflow-audit/orderflow-audit/checks/model"
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/invariants"
 	"github.com/orderflow-audit/orderflow-audit/spec"
@@ -222,24 +223,24 @@ func (c *checker) scenario(ctx context.Context, sc *evidence.Scenario) error {
 			"(its logs, replay rules, invariants and table digests are still checked)", id)
 	}
 
-	m := NewModel(sc.FaultPoints)
+	m := model.New(c.layers, sc.FaultPoints) // the layers the system under test claims (systemUnderTest)
 	run := &scenarioRun{c: c, id: id, counts: map[[2]string]int{}, overCap: map[[2]string]int{}}
 	truncated, err := c.replay(ctx, sc, m, run)
 	if err != nil {
 		return err
 	}
 	m.Finish(truncated)
-	m.release()
+	m.Release()
 	c.truncated = truncated
 	defer func() { c.truncated = false }()
 	c.v.Events += m.Events()
 	vs, more := m.Violations()
 	for _, x := range vs {
-		c.add(Reason{Rule: x.Rule, Status: x.Status, Scenario: id, Log: x.Source.Log, Seq: x.Source.Seq,
+		c.add(Reason{Rule: string(x.Rule), Status: violationStatus(x), Scenario: id, Log: x.Source.Log, Seq: x.Source.Seq,
 			Line: x.Source.Line, Message: x.Message})
 	}
 	for _, rule := range sortedKeys(more) {
-		c.fail(id, rule, "%d more %s violation(s), not listed", more[rule], rule)
+		c.fail(id, string(rule), "%d more %s violation(s), not listed", more[rule], rule)
 	}
 	run.flush()
 
@@ -261,8 +262,8 @@ func orDefault(s, d string) string {
 	return s
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
+func sortedKeys[K ~string, V any](m map[K]V) []K {
+	keys := make([]K, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
 	}

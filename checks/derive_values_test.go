@@ -1,0 +1,212 @@
+package checks
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/orderflow-audit/orderflow-audit/checks/model"
+	"github.com/orderflow-audit/orderflow-audit/evidence"
+	"github.com/orderflow-audit/orderflow-audit/spec"
+)
+
+// The derivations on small replays: each case pins a count, a bound or a
+// condition of a derivation that the fixtures' scenarios left free (found
+// with gremlins on checks: the U80 fixture has none of the U79 and EXT
+// scenarios, and its runs take only the passing path).
+
+func ev(kind evidence.Kind, eventID string, set ...func(e *evidence.Event)) evidence.Event {
+	e := evidence.Event{Kind: kind, EventID: eventID, Actor: "relay-a"}
+	for _, f := range set {
+		f(&e)
+	}
+	return e
+}
+
+func seedStock(n int64) evidence.Event {
+	return ev(evidence.KindSeedStock, "", func(e *evidence.Event) { e.SKU, e.Stock = "SKU", &n })
+}
+
+// committed is order id's transaction leaving stock; writes default to
+// all five.
+func committed(id, stock int64, writes ...string) evidence.Event {
+	if writes == nil {
+		writes = []string{evidence.WriteStock, evidence.WriteOrders, evidence.WriteOrderLines, evidence.WriteIdempotency, evidence.WriteOutbox}
+	}
+	return ev(evidence.KindOrderCommitted, evidence.EventIDFor(id), func(e *evidence.Event) {
+		e.OrderID, e.SKU, e.Quantity, e.Stock, e.Status, e.Writes = &id, "SKU", evidence.Ptr[int64](1), &stock, 201, writes
+	})
+}
+
+func answered(status int, orderID *int64) evidence.Event {
+	return ev(evidence.KindOrderReplayed, "", func(e *evidence.Event) { e.Status, e.OrderID = status, orderID })
+}
+
+func claimed(id string, v int64, claimID string) evidence.Event {
+	return ev(evidence.KindClaim, id, func(e *evidence.Event) { e.ClaimVersion, e.ClaimID, e.StateBefore = &v, claimID, "PENDING" })
+}
+
+func marked(id string, v int64, claimID string, rows int64) evidence.Event {
+	return ev(evidence.KindMark, id, func(e *evidence.Event) { e.ClaimVersion, e.ClaimID, e.Rows = &v, claimID, &rows })
+}
+
+func seeded(id string, agg int64, state string, v int64, sha string) evidence.Event {
+	return ev(evidence.KindSeedOutbox, id, func(e *evidence.Event) {
+		e.OrderID, e.State, e.ClaimVersion, e.PayloadSHA256 = &agg, state, &v, sha
+	})
+}
+
+func observed(id, state string, v int64, orderID *int64, sha string) evidence.Event {
+	return ev(evidence.KindObserve, id, func(e *evidence.Event) {
+		e.State, e.ClaimVersion, e.OrderID, e.PayloadSHA256 = state, &v, orderID, sha
+	})
+}
+
+// derivedMetrics replays events and returns scenario id's metrics as
+// "name=value ..." (value ? when unknown) and what its injection check
+// says ("" when it has none or the events show the injection).
+func derivedMetrics(t *testing.T, id string, events ...evidence.Event) (string, string) {
+	t.Helper()
+	d, ok := derivations[id]
+	if !ok {
+		t.Fatalf("no derivation %s", id)
+	}
+	m := model.New(nil, nil)
+	for i := range events {
+		m.Step(&events[i], Source{Seq: int64(i + 1)})
+	}
+	m.Finish(false)
+	var parts []string
+	for _, v := range d.metrics(facts{m: m}) {
+		value := v.value
+		if !v.ok {
+			value = "?"
+		}
+		parts = append(parts, v.name+"="+value)
+	}
+	var why string
+	if d.injected != nil {
+		why = d.injected(facts{m: m})
+	}
+	return strings.Join(parts, " "), why
+}
+
+func TestDerivedMetrics(t *testing.T) {
+	one, two := evidence.Ptr[int64](1), evidence.Ptr[int64](2)
+	fault := ev(evidence.KindFault, "", func(e *evidence.Event) { e.Point = string(spec.AfterPublishBeforeMark) })
+	reject := ev(evidence.KindInboxReject, "e-1")
+	for _, c := range []struct {
+		name, scenario string
+		events         []evidence.Event
+		want           string
+	}{
+		{"placement", "placement", []evidence.Event{seedStock(10), committed(1, 9)},
+			"status=201 orders=1 stock=9 idemRows=1 outbox=1"},
+		{"every write of a token request", "tokenMissing", []evidence.Event{seedStock(10), committed(1, 9)}, "status=201 writes=5"},
+		{"stock moved up", "tokenMissing", []evidence.Event{seedStock(10), seedStock(12), answered(401, nil)}, "status=401 writes=2"},
+		{"replay of the same order", "idempotentReplay", []evidence.Event{answered(201, one), answered(201, one)},
+			"status=201 replayStatus=201 sameOrder=true orders=0 idemRows=0"},
+		{"replay of another order", "idempotentReplay", []evidence.Event{answered(201, one), answered(201, two)},
+			"status=201 replayStatus=201 sameOrder=false orders=0 idemRows=0"},
+		{"replay without an order", "idempotentReplay", []evidence.Event{answered(201, one), answered(201, nil)},
+			"status=201 replayStatus=201 sameOrder=false orders=0 idemRows=0"},
+		{"first answer without an order", "idempotentReplay", []evidence.Event{answered(201, nil), answered(201, one)},
+			"status=201 replayStatus=201 sameOrder=false orders=0 idemRows=0"},
+		{"one answer", "idempotentReplay", []evidence.Event{answered(201, one)},
+			"status=201 replayStatus=? sameOrder=? orders=0 idemRows=0"},
+		{"orders without lines or records", "keyReuseOtherBody", []evidence.Event{committed(1, 9, evidence.WriteOrders), answered(422, nil)},
+			"status=422 orders=1 idemRows=0"},
+		{"answers counted", "concurrentDuplicates", []evidence.Event{answered(201, one), answered(201, one), answered(200, two), answered(409, nil)},
+			"requests=4 orders=0 distinctOrderIds=2 created=0"},
+		{"accepted and rejected", "noOversell", []evidence.Event{seedStock(2), answered(201, one), answered(409, nil), answered(409, nil)},
+			"requests=3 accepted=1 rejected=2 stock=2"},
+		{"last mark of claim 1 hit", "sendBeforeMarkCrash",
+			[]evidence.Event{committed(1, 9), claimed("e-1", 1, "a"), marked("e-1", 1, "a", 0), marked("e-1", 1, "x", 1)},
+			"deliveries=0 businessEffects=0 oldTokenCas=1 state=SENT"},
+		{"last mark of claim 1 missed", "sendBeforeMarkCrash",
+			[]evidence.Event{committed(1, 9), claimed("e-1", 1, "a"), marked("e-1", 1, "x", 1), marked("e-1", 1, "a", 0)},
+			"deliveries=0 businessEffects=0 oldTokenCas=0 state=SENT"},
+		{"no mark of claim 1", "sendBeforeMarkCrash", []evidence.Event{committed(1, 9), claimed("e-1", 1, "a"), marked("e-1", 2, "a", 1)},
+			"deliveries=0 businessEffects=0 oldTokenCas=? state=SENT"},
+		{"takeover", "relayKill9", []evidence.Event{committed(1, 9), fault, claimed("e-1", 1, "a"), claimed("e-1", 2, "b")},
+			"killed=true takeoverVersion=2 deliveries=0 businessEffects=0 state=CLAIMED"},
+		{"takeover after a reclaim", "relayKill9",
+			[]evidence.Event{committed(1, 9), claimed("e-1", 1, "a"), claimed("e-1", 2, "a"), claimed("e-1", 3, "b")},
+			"killed=false takeoverVersion=3 deliveries=0 businessEffects=0 state=CLAIMED"},
+		{"no takeover", "relayKill9", []evidence.Event{committed(1, 9), marked("e-1", 1, "b", 0), claimed("e-1", 1, "a")},
+			"killed=false takeoverVersion=0 deliveries=0 businessEffects=0 state=CLAIMED"},
+		{"claims and sent", "concurrentRelays",
+			[]evidence.Event{committed(1, 9), committed(2, 8, evidence.WriteOutbox), claimed("e-1", 1, "a"), marked("e-1", 1, "a", 1),
+				claimed("e-2", 1, "a"), marked("e-2", 1, "a", 1), seeded("e-9", 9, "SENT", 1, "")},
+			"claims=2 doubleClaims=0 sent=3 effects=0"},
+		{"linked orders", "businessInvariants",
+			[]evidence.Event{committed(1, 9), committed(2, 8, evidence.WriteOutbox), marked("e-1", 0, "", 1), marked("e-2", 0, "", 1),
+				seeded("e-9", 9, "SENT", 1, "")},
+			"sent=3 effects=0 inbox=0 linkedOrders=1 orphanSent=? sentWithoutEffect=? effectWithoutInbox=? duplicatedEffects=? orphanEffects=?"},
+		{"no reject", "offsetReplay", []evidence.Event{committed(1, 9)}, "replay=0 inboxRejected=false effects=0"},
+		{"a reject", "offsetReplay", []evidence.Event{committed(1, 9), reject}, "replay=0 inboxRejected=true effects=0"},
+		{"states observed", "normalChain",
+			[]evidence.Event{committed(1, 9), observed("e-1", "PENDING", 0, nil, ""), observed("e-1", "SENT", 0, nil, ""), reject},
+			"outboxTx=PENDING→SENT deliveries=0 effects=0 duplicateBlocked=unique"},
+		{"nothing observed", "normalChain", []evidence.Event{committed(1, 9)},
+			"outboxTx=? deliveries=0 effects=0 duplicateBlocked=none"},
+		{"orders and intents", "orderCrashWindow", []evidence.Event{committed(1, 9), committed(2, 8, evidence.WriteOrders)},
+			"orders=2 outbox=1 ordersWithoutIntent=?"},
+		{"decoy untouched", "txBoundaryRollback",
+			[]evidence.Event{seedStock(10), seeded("e-9", -1, "SENT", 3, "aa"), observed("e-9", "SENT", 3, evidence.Ptr[int64](-1), "aa")},
+			"stock=10 idemRows=0 outboxRollback=true seedUntouched=true"},
+		{"decoy observed without order or payload", "txBoundaryRollback",
+			[]evidence.Event{seedStock(10), seeded("e-9", -1, "SENT", 3, "aa"), observed("e-9", "SENT", 3, nil, "")},
+			"stock=10 idemRows=0 outboxRollback=true seedUntouched=true"},
+		{"decoy observed with another order", "txBoundaryRollback",
+			[]evidence.Event{seedStock(10), seeded("e-9", -1, "SENT", 3, "aa"), observed("e-9", "SENT", 3, one, "aa")},
+			"stock=10 idemRows=0 outboxRollback=true seedUntouched=false"},
+		{"decoy observed with another payload", "txBoundaryRollback",
+			[]evidence.Event{seedStock(10), seeded("e-9", -1, "SENT", 3, "aa"), observed("e-9", "SENT", 3, nil, "bb")},
+			"stock=10 idemRows=0 outboxRollback=true seedUntouched=false"},
+		{"decoy observed in another state", "txBoundaryRollback",
+			[]evidence.Event{seedStock(10), seeded("e-9", -1, "SENT", 3, "aa"), observed("e-9", "PENDING", 3, nil, "")},
+			"stock=10 idemRows=0 outboxRollback=true seedUntouched=false"},
+		{"decoy observed with another version", "txBoundaryRollback",
+			[]evidence.Event{seedStock(10), seeded("e-9", -1, "SENT", 3, "aa"), observed("e-9", "SENT", 2, nil, "")},
+			"stock=10 idemRows=0 outboxRollback=true seedUntouched=false"},
+		{"decoy not observed", "txBoundaryRollback", []evidence.Event{seedStock(10), seeded("e-9", -1, "SENT", 3, "aa")},
+			"stock=10 idemRows=0 outboxRollback=true seedUntouched=false"},
+		{"decoy touched", "txBoundaryRollback",
+			[]evidence.Event{seedStock(10), seeded("e-9", -1, "SENT", 3, "aa"), observed("e-9", "SENT", 3, nil, ""), marked("e-9", 3, "", 0)},
+			"stock=10 idemRows=0 outboxRollback=true seedUntouched=false"},
+		{"no decoy", "txBoundaryRollback",
+			[]evidence.Event{seedStock(10), seeded("e-5", 5, "SENT", 3, "aa"), observed("e-5", "SENT", 3, nil, "aa"), committed(1, 9)},
+			"stock=9 idemRows=1 outboxRollback=false seedUntouched=false"},
+		{"no seed", "txBoundaryRollback", nil, "stock=? idemRows=0 outboxRollback=true seedUntouched=false"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got, _ := derivedMetrics(t, c.scenario, c.events...); got != c.want {
+				t.Errorf("%s: %s; want %s", c.scenario, got, c.want)
+			}
+		})
+	}
+}
+
+// TestFaultInjectionShown: a boundary scenario's PASS needs the events of
+// its fault injection.
+func TestFaultInjectionShown(t *testing.T) {
+	rolledBack := func(id string) evidence.Event { return ev(evidence.KindOrderRolledBack, id) }
+	decoy := seeded("e-9", -1, "SENT", 3, "aa")
+	for _, c := range []struct {
+		name, scenario string
+		events         []evidence.Event
+		shown          bool
+	}{
+		{"rollback on the decoy", "txBoundaryRollback", []evidence.Event{decoy, rolledBack("e-9")}, true},
+		{"rollback on an intent that is no decoy", "txBoundaryRollback", []evidence.Event{committed(1, 9), rolledBack("e-1")}, false},
+		{"rollback on no intent", "txBoundaryRollback", []evidence.Event{decoy, rolledBack("e-404")}, false},
+		{"fault at its point", "sendBeforeMarkCrash",
+			[]evidence.Event{ev(evidence.KindFault, "", func(e *evidence.Event) { e.Point = string(spec.AfterPublishBeforeMark) })}, true},
+		{"fault at another point", "sendBeforeMarkCrash",
+			[]evidence.Event{ev(evidence.KindFault, "", func(e *evidence.Event) { e.Point = string(spec.AfterEffectBeforeOffsetCommit) })}, false},
+	} {
+		if _, why := derivedMetrics(t, c.scenario, c.events...); (why == "") != c.shown {
+			t.Errorf("%s: injection check says %q; want shown=%v", c.name, why, c.shown)
+		}
+	}
+}

@@ -1,0 +1,279 @@
+package model
+
+import (
+	"container/heap"
+	"slices"
+
+	"github.com/orderflow-audit/orderflow-audit/evidence"
+)
+
+// The delivery and effect layer (spec.LayerDelivery): what any outbox
+// pipeline must obey, whatever its relay and its business. Intents exist
+// before they are moved, every publish is one record, the records received
+// are the records published, the inbox guards exactly one effect per
+// event, and an offset is committed only past what was received and
+// settled. The claim-token parts of a publish and a mark are in
+// claimtoken.go.
+
+// newIntent creates the outbox row of eventID, or records duplicate-intent
+// and returns nil.
+func (m *Model) newIntent(eventID string, agg int64, src Source) *intent {
+	es := m.ev(eventID)
+	if es.hasRow {
+		m.violate(RuleDuplicateIntent, src, eventID, "a second outbox intent with event_id %s: the unique key forbids it", eventID)
+		return nil
+	}
+	es.hasRow = true
+	es.aggregateID = agg
+	es.state = evidence.StatePending
+	m.rows = append(m.rows, es)
+	return es
+}
+
+// intentFor returns the intent an event names, or records unknown-intent.
+func (m *Model) intentFor(e *evidence.Event, src Source) *intent {
+	in := m.intentOf(e.EventID)
+	if in == nil {
+		m.violate(RuleUnknownIntent, src, e.EventID,
+			"%s of %s, an event id that no order_committed, seed_outbox or outbox_written created", e.Kind, e.EventID)
+		return nil
+	}
+	if e.OrderID != nil && *e.OrderID != in.aggregateID {
+		m.violate(RuleIntentMismatch, src, e.EventID,
+			"%s of %s says order %d, the intent's aggregate is %d", e.Kind, e.EventID, *e.OrderID, in.aggregateID)
+	}
+	return in
+}
+
+// oneRow: event_id is the outbox's unique key, so an UPDATE by event id
+// changes at most one row.
+func (m *Model) oneRow(e *evidence.Event, rows int64, src Source) {
+	if rows > 1 {
+		m.violate(RuleImpossibleRows, src, e.EventID, "%s of %s reports %d rows; an update by the unique event_id changes at most 1",
+			e.Kind, e.EventID, rows)
+	}
+}
+
+// stepPublish: the broker acknowledged (or refused) a record of an intent.
+func (m *Model) stepPublish(e *evidence.Event, src Source) {
+	in := m.intentFor(e, src)
+	if in == nil {
+		return
+	}
+	in.touched = true
+	ts := m.publishToken(in, e, src)
+	if e.Partition == nil || e.Offset == nil {
+		return // refused by the broker: no record
+	}
+	// Keys stored in maps must own their bytes: assigning to an existing
+	// string key replaces the stored key, and a substring of a decoded
+	// batch would keep the whole batch alive.
+	k := recordKey{m.intern(e.Topic), *e.Partition, *e.Offset}
+	r, seen := m.records[k]
+	if !seen {
+		m.recordOrder = append(m.recordOrder, k)
+	}
+	if r.publishd {
+		m.violate(RuleDuplicateRecord, src, e.EventID, "a second record at %s/%d@%d: the broker assigns an offset once",
+			e.Topic, *e.Partition, *e.Offset)
+		return
+	}
+	r.publishd = true
+	r.pub = in
+	if r.rec != nil && r.rec != in {
+		m.violate(RuleRecordMismatch, src, e.EventID, "record %s/%d@%d was received as %s but published as %s",
+			e.Topic, *e.Partition, *e.Offset, r.rec.id, in.id)
+	}
+	m.records[k] = r
+	if ts == nil {
+		ts = in.addToken(val(e.ClaimVersion), m.intern(e.ClaimID))
+	}
+	ts.Published = true
+}
+
+// stepMark: the update to SENT returned rows. Whatever the relay, SENT
+// needs an earlier publish of the claim that marks (sent-without-publish);
+// whether that claim is still the row's is the claim-token layer's
+// (markToken).
+func (m *Model) stepMark(e *evidence.Event, src Source) {
+	in := m.intentFor(e, src)
+	if in == nil {
+		return
+	}
+	in.touched = true
+	rows := val(e.Rows)
+	version := val(e.ClaimVersion)
+	ts := in.addToken(version, m.intern(e.ClaimID))
+	ts.Marked, ts.MarkRows, ts.MarkAt = true, rows, m.events
+	m.oneRow(e, rows, src)
+	if rows < 1 {
+		return
+	}
+	m.markToken(in, e, rows, src)
+	if !ts.Published {
+		m.violate(RuleSentWithoutPublish, src, e.EventID,
+			"mark of %s to SENT with token v%d/%s before any successful publish of that claim", e.EventID, version, e.ClaimID)
+	}
+	if !in.sent {
+		in.sent, in.sentVersion = true, in.claimVersion
+	}
+	in.state = evidence.StateSent
+}
+
+// stepReceive: the consumer received a record from the broker.
+func (m *Model) stepReceive(e *evidence.Event, src Source) {
+	k := recordKey{m.intern(e.Topic), val(e.Partition), val(e.Offset)}
+	r, seen := m.records[k]
+	if !seen {
+		m.recordOrder = append(m.recordOrder, k)
+	}
+	es := m.ev(e.EventID)
+	if r.received > 0 {
+		m.replays++
+	} else {
+		r.rec = es
+		r.recvLog, r.recvLine, r.recvSeq = src.Log, src.Line, src.Seq
+		es.deliveries++
+	}
+	r.received++
+	m.records[k] = r
+	if r.publishd && r.pub != es {
+		m.violate(RuleRecordMismatch, src, e.EventID, "record %s/%d@%d was published as %s but received as %s",
+			e.Topic, k.partition, k.offset, r.pub.id, e.EventID)
+	} else if r.rec != es {
+		m.violate(RuleRecordMismatch, src, e.EventID, "record %s/%d@%d was received as %s and as %s",
+			e.Topic, k.partition, k.offset, r.rec.id, e.EventID)
+	}
+	if es.hasRow && e.OrderID != nil && *e.OrderID != es.aggregateID {
+		m.violate(RuleIntentMismatch, src, e.EventID, "receive of %s says order %d, the intent's aggregate is %d",
+			e.EventID, *e.OrderID, es.aggregateID)
+	}
+	group := m.intern(e.Consumer)
+	gi := slices.Index(m.groups, group)
+	if gi < 0 && len(m.groups) < maxGroups {
+		gi = len(m.groups)
+		m.groups = append(m.groups, group)
+	}
+	if gi >= 0 {
+		r.groups |= 1 << gi
+		m.records[k] = r
+	}
+	pk := pendingKey{group, k}
+	if _, ok := m.pending[pk]; !ok {
+		pp := partKey{group, k.topic, k.partition}
+		h := m.pendingHeaps[pp]
+		if h == nil {
+			h = &offsetHeap{}
+			m.pendingHeaps[pp] = h
+		}
+		heap.Push(h, k.offset)
+		r.rec.pending = append(r.rec.pending, pk)
+	}
+	m.pending[pk] = pendingRec{ev: r.rec, src: src}
+}
+
+// inboxRecord: an inbox decision names the record it was made for, which
+// its consumer must have received with that event id. (rec is set by a
+// record's first receive: nil for a record never received or unknown.)
+func (m *Model) inboxRecord(e *evidence.Event, src Source) {
+	r := m.records[recordKey{e.Topic, val(e.Partition), val(e.Offset)}]
+	if r.rec == nil || r.rec.id != e.EventID {
+		m.violate(RuleInboxRecordMismatch, src, e.EventID,
+			"%s of %s names record %s/%d@%d, which was not received with that event id", e.Kind, e.EventID,
+			e.Topic, val(e.Partition), val(e.Offset))
+	}
+}
+
+// stepInboxInsert: the effect transaction committed an inbox row.
+func (m *Model) stepInboxInsert(e *evidence.Event, src Source) {
+	m.inboxRecord(e, src)
+	es := m.ev(e.EventID)
+	k := inboxKey{m.intern(e.Consumer), es.id}
+	if _, dup := m.inbox[k]; dup {
+		m.violate(RuleDuplicateInbox, src, e.EventID,
+			"a second inbox row for (%s, %s): the unique key forbids it", e.Consumer, e.EventID)
+		return
+	}
+	m.inbox[k] = struct{}{}
+	m.inboxOrder = append(m.inboxOrder, k)
+}
+
+// stepInboxReject: the inbox's unique key rejected a duplicate; the
+// record is settled without an effect.
+func (m *Model) stepInboxReject(e *evidence.Event, src Source) {
+	m.inboxRecord(e, src)
+	if _, ok := m.inbox[inboxKey{e.Consumer, e.EventID}]; !ok {
+		m.violate(RuleRejectWithoutInbox, src, e.EventID,
+			"inbox_reject of (%s, %s) with no inbox row to conflict with", e.Consumer, e.EventID)
+	}
+	es := m.ev(e.EventID)
+	es.rejects++
+	rec := recordKey{e.Topic, val(e.Partition), val(e.Offset)}
+	for _, g := range m.groups {
+		delete(m.pending, pendingKey{g, rec})
+	}
+	es.pending = slices.DeleteFunc(es.pending, func(pk pendingKey) bool { _, p := m.pending[pk]; return !p })
+}
+
+// stepEffect: the effect transaction committed a notification; the
+// event's received records are settled.
+func (m *Model) stepEffect(e *evidence.Event, src Source) {
+	es := m.ev(e.EventID)
+	consumer := m.intern(e.Consumer)
+	if _, ok := m.inbox[inboxKey{consumer, es.id}]; !ok {
+		m.violate(RuleEffectWithoutInbox, src, e.EventID,
+			"effect for %s committed with no inbox row for (%s, %s)", e.EventID, e.Consumer, e.EventID)
+	}
+	es.effects++
+	if es.effects > 1 {
+		m.violate(RuleDuplicateEffect, src, e.EventID, "effect #%d for %s: the business effect happened more than once", es.effects, e.EventID)
+	}
+	nid := val(e.NotificationID)
+	if m.notifIDs[nid] {
+		m.violate(RuleDuplicateNotification, src, e.EventID, "notification id %d recorded twice", nid)
+	} else {
+		m.notifIDs[nid] = true
+		m.notifs = append(m.notifs, notification{id: nid, consumer: consumer, eventID: es.id, orderID: val(e.OrderID)})
+	}
+	if es.hasRow && e.OrderID != nil && *e.OrderID != es.aggregateID {
+		m.violate(RuleIntentMismatch, src, e.EventID, "effect for %s says order %d, the intent's aggregate is %d",
+			e.EventID, *e.OrderID, es.aggregateID)
+	}
+	for _, pk := range es.pending {
+		delete(m.pending, pk)
+	}
+	es.pending = nil
+}
+
+// stepOffsetCommit: a consumer group committed offset n (the next to
+// read) of a partition: it must have received record n-1, and every record
+// below n it received must be settled (effect or inbox_reject).
+func (m *Model) stepOffsetCommit(e *evidence.Event, src Source) {
+	next := val(e.Offset)
+	if next > 0 {
+		r := m.records[recordKey{e.Topic, val(e.Partition), next - 1}]
+		gi := slices.Index(m.groups, e.Consumer)
+		if gi < 0 || r.groups&(1<<gi) == 0 {
+			m.violate(RuleOffsetNotReceived, src, "",
+				"group %s committed offset %d of %s/%d, but never received the record at offset %d",
+				e.Consumer, next, e.Topic, val(e.Partition), next-1)
+		}
+	}
+	pp := partKey{e.Consumer, e.Topic, val(e.Partition)}
+	h := m.pendingHeaps[pp]
+	if h == nil {
+		return
+	}
+	for h.Len() > 0 && (*h)[0] < next {
+		off := heap.Pop(h).(int64)
+		pk := pendingKey{pp.group, recordKey{pp.topic, pp.partition, off}}
+		p, ok := m.pending[pk]
+		if !ok {
+			continue // settled
+		}
+		delete(m.pending, pk)
+		m.violate(RuleOffsetBeforeEffect, src, p.ev.id,
+			"offset %d committed for %s/%d (group %s) before the effect or inbox_reject of the record at offset %d (%s, received at %s)",
+			next, pp.topic, pp.partition, pp.group, off, p.ev.id, p.src)
+	}
+}

@@ -1,0 +1,159 @@
+// Package model is the verifier's replay model: a pure fold of one
+// scenario's events (merged from its logs) over the state machines of the
+// chain: outbox rows and their claim tokens, broker records, inbox,
+// effects, offsets, orders and stock. Step is the step function, a short
+// dispatch to one handler per event kind; it does no I/O, so the model can
+// be fuzzed and benchmarked on its own. The checker (package checks) reads
+// the violations, and its derivations read the state through the read API
+// (read.go).
+//
+// The rules come in layers (spec.Layer), one file each, as rules.go lists
+// them with their layer and a stable id:
+//
+//	delivery.go    any outbox pipeline: intents, records, inbox, effects, offsets
+//	claimtoken.go  a relay with claim versions, claim ids and leases
+//	business.go    this project's order service: orders, stock, idempotency
+//
+// harness.go handles the scenario driver's own events (seeds,
+// observations, faults, live invariant results), finish.go the
+// end-of-scenario checks, tables.go the replayed end state as tables.
+// Each violation names the log and seq of the event that broke the rule.
+package model
+
+import (
+	"slices"
+
+	"github.com/orderflow-audit/orderflow-audit/evidence"
+	"github.com/orderflow-audit/orderflow-audit/spec"
+)
+
+// Model is the replayed state of one scenario.
+type Model struct {
+	faultPoints map[string]bool // declared by the scenario
+	strs        map[string]string
+	off         map[Rule]bool // the rules of the layers that are off
+	tokenLayer  bool          // the claim-token layer is on
+
+	stock      map[string]int64
+	seedStock  map[string]int64
+	decrements map[string][]decrement
+	skus       []string        // in seeding order
+	orders     []Order         // in commit order
+	orderIdx   map[int64]int32 // order id -> index in orders
+	byID       map[string]*eventState
+	rows       []*eventState // outbox rows in creation order
+	keyIntent  string        // the scenario's intent e (see KeyIntent)
+
+	records      map[recordKey]record
+	recordOrder  []recordKey
+	groups       []string
+	pending      map[pendingKey]pendingRec
+	pendingHeaps map[partKey]*offsetHeap
+	inbox        map[inboxKey]struct{}
+	inboxOrder   []inboxKey
+	notifs       []notification
+	notifIDs     map[int64]bool
+
+	replays      int64
+	claims       int64
+	doubleClaims int64
+	requests     []Request // first maxRequests kept
+	nRequests    int64
+	okOrderIDs   map[int64]bool // order ids answered with a 2xx
+	statusCount  map[int64]int64
+	invariants   map[string]int64 // live invariant events: id -> rows (last)
+	invOrder     []string
+	faults       []string
+	rolledBack   []string // event ids of rolled-back order transactions (capped)
+	events       int64
+
+	violations []Violation
+	perRule    map[Rule]int
+	suppressed map[Rule]int
+}
+
+// New returns the empty state of a scenario that declares faultPoints (as
+// in the evidence), which reports the rules of layers; nil or empty means
+// every layer. A layer New does not know (see spec.Layers) turns nothing
+// on. The state kept is the same whatever the layers.
+func New(layers []spec.Layer, faultPoints []string) *Model {
+	if len(layers) == 0 {
+		layers = spec.Layers
+	}
+	off := map[Rule]bool{}
+	for _, r := range Rules {
+		if !slices.Contains(layers, r.Layer) {
+			off[r.Rule] = true
+		}
+	}
+	fp := map[string]bool{}
+	for _, p := range faultPoints {
+		fp[p] = true
+	}
+	return &Model{
+		faultPoints:  fp,
+		strs:         map[string]string{},
+		off:          off,
+		tokenLayer:   slices.Contains(layers, spec.LayerClaimToken),
+		stock:        map[string]int64{},
+		seedStock:    map[string]int64{},
+		decrements:   map[string][]decrement{},
+		orderIdx:     map[int64]int32{},
+		byID:         map[string]*eventState{},
+		records:      map[recordKey]record{},
+		pending:      map[pendingKey]pendingRec{},
+		pendingHeaps: map[partKey]*offsetHeap{},
+		inbox:        map[inboxKey]struct{}{},
+		notifIDs:     map[int64]bool{},
+		okOrderIDs:   map[int64]bool{},
+		statusCount:  map[int64]int64{},
+		invariants:   map[string]int64{},
+		perRule:      map[Rule]int{},
+		suppressed:   map[Rule]int{},
+	}
+}
+
+// handler folds one event of its kind into the state.
+type handler func(m *Model, e *evidence.Event, src Source)
+
+// handlers has one handler per event kind, in the file of the layer whose
+// events they are (the scenario driver's in harness.go).
+var handlers = map[evidence.Kind]handler{
+	evidence.KindSeedStock:  (*Model).stepSeedStock,  // harness.go
+	evidence.KindSeedOutbox: (*Model).stepSeedOutbox, // harness.go
+	evidence.KindObserve:    (*Model).stepObserve,    // harness.go
+	evidence.KindFault:      (*Model).stepFault,      // harness.go
+	evidence.KindInvariant:  (*Model).stepInvariant,  // harness.go
+
+	evidence.KindOrderCommitted:  (*Model).stepOrderCommitted,  // business.go
+	evidence.KindOutboxWritten:   (*Model).stepOutboxWritten,   // business.go
+	evidence.KindOrderRolledBack: (*Model).stepOrderRolledBack, // business.go
+	evidence.KindOrderReplayed:   (*Model).stepOrderAnswered,   // business.go
+	evidence.KindOrderRejected:   (*Model).stepOrderAnswered,   // business.go
+
+	evidence.KindClaim:        (*Model).stepClaim,        // claimtoken.go
+	evidence.KindLeaseExpired: (*Model).stepLeaseExpired, // claimtoken.go
+
+	evidence.KindPublish:      (*Model).stepPublish,      // delivery.go
+	evidence.KindMark:         (*Model).stepMark,         // delivery.go
+	evidence.KindReceive:      (*Model).stepReceive,      // delivery.go
+	evidence.KindInboxInsert:  (*Model).stepInboxInsert,  // delivery.go
+	evidence.KindInboxReject:  (*Model).stepInboxReject,  // delivery.go
+	evidence.KindEffect:       (*Model).stepEffect,       // delivery.go
+	evidence.KindOffsetCommit: (*Model).stepOffsetCommit, // delivery.go
+}
+
+// Step folds one event into the state.
+func (m *Model) Step(e *evidence.Event, src Source) {
+	m.events++
+	if h := handlers[e.Kind]; h != nil {
+		h(m, e, src)
+	}
+}
+
+// setKeyIntent makes in the scenario's intent e when there is none yet.
+func (m *Model) setKeyIntent(in *intent) {
+	if in != nil && m.keyIntent == "" {
+		m.keyIntent = in.id
+	}
+}

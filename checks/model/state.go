@@ -1,0 +1,233 @@
+package model
+
+import (
+	"strings"
+
+	"github.com/orderflow-audit/orderflow-audit/evidence"
+)
+
+// The state the layers share. It is the same whatever layers are on: each
+// handler updates it the same way, so that the metrics, the replayed tables
+// and the other layers' rules can read it; a layer that is off only
+// reports none of its rules.
+
+// eventState is everything known about one event id: its outbox row (when
+// hasRow) and what the consumer side did with it. One map entry per event
+// id keeps the model's memory and hashing small.
+type eventState struct {
+	id string
+
+	hasRow       bool
+	leaseExpired bool
+	decoy        bool
+	touched      bool // named by a claim, publish, mark or lease_expired
+	aggregateID  int64
+	state        string
+	claimVersion int64
+	claimID      string // "" = NULL
+	claimActor   string
+	leaseUntil   int64 // unix nanoseconds
+	sentVersion  int64 // claim_version when the row turned SENT (sent: it did)
+	sent         bool
+	tokens       []Token
+
+	deliveries, effects, rejects int32
+	pending                      []pendingKey
+	*observed                    // nil until seeded or observed
+}
+
+// intent is an outbox row (an eventState with hasRow).
+type intent = eventState
+
+// Token is one claim token of a row (its claim_version and claim_id) and
+// what happened to it. A relay without claim tokens uses the zero token.
+type Token struct {
+	Version   int64
+	ID        string
+	Claimed   bool  // a claim took it
+	Published bool  // at least one successful publish with it
+	Marked    bool  // at least one mark with it
+	MarkRows  int64 // rows of its last mark
+	MarkAt    int64 // event number (Events() then) of that mark
+}
+
+func (in *eventState) token(version int64, id string) *Token {
+	for i := range in.tokens {
+		if t := &in.tokens[i]; t.Version == version && t.ID == id {
+			return t
+		}
+	}
+	return nil
+}
+
+// addToken returns the state of a token, adding it; id must be interned.
+func (in *eventState) addToken(version int64, id string) *Token {
+	if ts := in.token(version, id); ts != nil {
+		return ts
+	}
+	in.tokens = append(in.tokens, Token{Version: version, ID: id})
+	return &in.tokens[len(in.tokens)-1]
+}
+
+// observed holds what only a few event ids have: a seed and observations.
+type observed struct {
+	seeded  *Observation // the seed_outbox values of a seeded row
+	states  []string     // collapsed observed states
+	lastObs *Observation
+	all     []observedAt // every observation (capped), checked by Finish
+}
+
+type observedAt struct {
+	Observation
+	src Source
+}
+
+func (es *eventState) obs() *observed {
+	if es.observed == nil {
+		es.observed = &observed{}
+	}
+	return es.observed
+}
+
+// Observation is an outbox row as the scenario seeded or observed it.
+type Observation struct {
+	State         string
+	ClaimVersion  int64
+	OrderID       *int64 // nil when not given
+	PayloadSHA256 string
+}
+
+// Order is what one order transaction wrote, table by table.
+type Order struct {
+	ID       int64
+	SKU      string
+	Quantity int64
+	Key      string // the idempotency key
+	Status   int64  // the HTTP status answered
+	Row      bool   // wrote orders
+	Lines    bool   // wrote order_lines
+	Idem     bool   // wrote idempotency_records
+}
+
+type recordKey struct {
+	topic     string
+	partition int32
+	offset    int64
+}
+
+type record struct {
+	pub      *eventState // the published event (when published)
+	rec      *eventState // the event of the first receive
+	received int32
+	groups   uint64 // consumer groups (bit i: m.groups[i]) that received it
+	publishd bool
+	recvLine int64  // where the first receive is, for a finding
+	recvLog  string // (shared with the evidence's log path)
+	recvSeq  int64
+}
+
+type inboxKey struct{ consumer, eventID string }
+
+type notification struct {
+	id       int64
+	consumer string
+	eventID  string
+	orderID  int64
+}
+
+type pendingKey struct {
+	group string
+	rec   recordKey
+}
+
+type partKey struct {
+	group, topic string
+	partition    int32
+}
+
+// offsetHeap is a min-heap of pending offsets of one partition; settled
+// entries are dropped lazily.
+type offsetHeap []int64
+
+func (h offsetHeap) Len() int           { return len(h) }
+func (h offsetHeap) Less(i, j int) bool { return h[i] < h[j] }
+func (h offsetHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *offsetHeap) Push(x any)        { *h = append(*h, x.(int64)) }
+func (h *offsetHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+type pendingRec struct {
+	ev  *eventState
+	src Source
+}
+
+// decrement is one order's stock write.
+type decrement struct {
+	stock, quantity int64
+	src             Source
+}
+
+// Request is one answer of the order service.
+type Request struct {
+	Kind    evidence.Kind
+	Status  int64
+	OrderID *int64 // nil when the answer named no order
+}
+
+// ev returns the state of event id, creating it.
+func (m *Model) ev(id string) *eventState {
+	if es := m.byID[id]; es != nil {
+		return es
+	}
+	es := &eventState{id: strings.Clone(id)}
+	m.byID[es.id] = es
+	return es
+}
+
+// intentOf returns the outbox row of event id, or nil.
+func (m *Model) intentOf(id string) *intent {
+	if es := m.byID[id]; es != nil && es.hasRow {
+		return es
+	}
+	return nil
+}
+
+// stateOf returns the state of event id without creating it (the zero
+// state when unknown).
+func (m *Model) stateOf(id string) *eventState {
+	if es := m.byID[id]; es != nil {
+		return es
+	}
+	return &eventState{}
+}
+
+// orderOf returns the order with id, or nil.
+func (m *Model) orderOf(id int64) *Order {
+	if i, ok := m.orderIdx[id]; ok {
+		return &m.orders[i]
+	}
+	return nil
+}
+
+func val[T any](p *T) T {
+	if p == nil {
+		var z T
+		return z
+	}
+	return *p
+}
+
+// stateName returns the shared constant of a known outbox state (a string
+// that does not keep a decoded batch alive), else s.
+func stateName(s string) string {
+	for _, k := range [...]string{evidence.StatePending, evidence.StateClaimed, evidence.StateSent} {
+		if s == k {
+			return k
+		}
+	}
+	return s
+}
