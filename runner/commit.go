@@ -14,32 +14,39 @@ func init() {
 	bind("orderCrashWindow", orderCrashWindow)
 }
 
-func txBoundaryRollback(ctx context.Context, e *Env) error {
-	const stock = 10
-	if err := e.SeedStock(ctx, defaultSKU, stock); err != nil {
-		return err
-	}
+// seedDecoy inserts a decoy outbox row whose event id is the one the next
+// order's intent will take, records it, and returns it as read back.
+func (e *Env) seedDecoy(ctx context.Context) (string, outboxRow, error) {
 	// The next order id, so that the decoy takes its intent's event id.
 	next, err := e.QueryInt(ctx, `SELECT AUTO_INCREMENT FROM information_schema.TABLES
   WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'orders'`)
 	if err != nil || next < 1 {
 		if next, err = e.QueryInt(ctx, `SELECT COALESCE(MAX(id), 0) + 1 FROM orders`); err != nil {
-			return err
+			return "", outboxRow{}, err
 		}
 	}
 	decoyID := evidence.EventIDFor(next)
 	if _, err := e.DB.ExecContext(ctx, `INSERT INTO outbox (event_id, aggregate_id, aggregate_version, payload, state)
   VALUES (?, -1, 1, '{"decoy":true}', 'PENDING')`, decoyID); err != nil {
-		return fmt.Errorf("seed decoy: %w", err)
+		return "", outboxRow{}, fmt.Errorf("seed decoy: %w", err)
 	}
 	before, err := e.readOutbox(ctx, decoyID)
 	if err != nil {
-		return err
+		return "", outboxRow{}, err
 	}
-	if err := e.Emit(evidence.Event{
+	return decoyID, before, e.Emit(evidence.Event{
 		Kind: evidence.KindSeedOutbox, EventID: decoyID, OrderID: evidence.Ptr(before.AggregateID),
 		State: before.State, ClaimVersion: evidence.Ptr(before.ClaimVersion), PayloadSHA256: sha256Hex(before.Payload),
-	}); err != nil {
+	})
+}
+
+func txBoundaryRollback(ctx context.Context, e *Env) error {
+	const stock = 10
+	if err := e.SeedStock(ctx, defaultSKU, stock); err != nil {
+		return err
+	}
+	decoyID, before, err := e.seedDecoy(ctx)
+	if err != nil {
 		return err
 	}
 

@@ -83,6 +83,10 @@ func sendBeforeMarkCrash(ctx context.Context, e *Env) error {
 	return nil
 }
 
+// concurrentRelays is one function of four phases (both relays claim at
+// once and hold, both publish and mark what they hold, a sweep, the
+// measurement) because each phase checks what the previous ones claimed:
+// split, the halves would pass the held claims back and forth.
 func concurrentRelays(ctx context.Context, e *Env) error {
 	const n = 8
 	topic, _, err := e.startChain(ctx, "race", n)
