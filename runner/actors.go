@@ -260,6 +260,23 @@ func (e *Env) measureTakeover(ctx context.Context, topic, eventID string) (after
 	return m, err
 }
 
+// consumeAll drains topic with consumer-1 of a fresh group, then counts the
+// SENT intents and the effects.
+func (e *Env) consumeAll(ctx context.Context, topic string) (sent, effects int64, err error) {
+	c, err := e.Consumer(ctx, "consumer-1", topic, "notify-"+e.RunID, nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	if _, err := e.drain(ctx, c, topic); err != nil {
+		return 0, 0, err
+	}
+	if sent, err = e.Count(ctx, "outbox", "state = 'SENT'"); err != nil {
+		return 0, 0, err
+	}
+	effects, err = e.Count(ctx, "notification", "")
+	return sent, effects, err
+}
+
 // drain polls c until it has received every record that topic holds now
 // (its end offsets), so that counts taken afterwards cannot miss a record
 // that was published but not yet delivered, such as an extra publish. c must

@@ -127,18 +127,7 @@ func businessInvariants(ctx context.Context, e *Env) error {
 	if _, err := r.RunOnce(ctx); err != nil {
 		return err
 	}
-	c, err := e.Consumer(ctx, "consumer-1", topic, "notify-"+e.RunID, nil)
-	if err != nil {
-		return err
-	}
-	if _, err := e.drain(ctx, c, topic); err != nil {
-		return err
-	}
-	sent, err := e.Count(ctx, "outbox", "state = 'SENT'")
-	if err != nil {
-		return err
-	}
-	effects, err := e.Count(ctx, "notification", "")
+	sent, effects, err := e.consumeAll(ctx, topic)
 	if err != nil {
 		return err
 	}

@@ -154,18 +154,7 @@ func concurrentRelays(ctx context.Context, e *Env) error {
 	}
 	claims += len(sweep.Claimed)
 
-	c, err := e.Consumer(ctx, "consumer-1", topic, "notify-"+e.RunID, nil)
-	if err != nil {
-		return err
-	}
-	if _, err := e.drain(ctx, c, topic); err != nil {
-		return err
-	}
-	sent, err := e.Count(ctx, "outbox", "state = 'SENT'")
-	if err != nil {
-		return err
-	}
-	effects, err := e.Count(ctx, "notification", "")
+	sent, effects, err := e.consumeAll(ctx, topic)
 	if err != nil {
 		return err
 	}
