@@ -35,6 +35,12 @@ type KafkaConfig struct {
 	Brokers []string
 	// Listen is the embedded broker's address (default 127.0.0.1:0).
 	Listen string
+	// Advertise is the address the embedded broker tells its clients to
+	// connect to (default: the address it listens on). It is needed where
+	// the two differ: a broker in a container listens on the container's
+	// every interface and is reached through a port published on the
+	// host. With Advertise set, Listen may name any interface.
+	Advertise string
 	// DataDir makes the embedded broker persist its log (default: memory)
 	// and keep every record and committed offset however old (no
 	// retention): it is the broker's record of a run, or a copy of one.
@@ -121,10 +127,17 @@ func StartKafka(ctx context.Context, cfg KafkaConfig) (*Kafka, error) {
 		if err != nil || port < 0 || port > 65535 {
 			return nil, fmt.Errorf("embedded broker listen address %q: bad port", cfg.Listen)
 		}
-		if host != "" && host != "127.0.0.1" && host != "localhost" {
+		if cfg.Advertise == "" && host != "" && host != "127.0.0.1" && host != "localhost" {
 			return nil, fmt.Errorf("embedded broker listens on 127.0.0.1 only, not %q", host)
 		}
 		opts = append(opts, kfake.Ports(port))
+	}
+	if cfg.Advertise != "" {
+		lfn, err := advertisedListener(cfg.Listen, cfg.Advertise)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, kfake.ListenFn(lfn))
 	}
 	var errs *errorLog
 	if cfg.DataDir != "" {
@@ -143,6 +156,38 @@ func StartKafka(ctx context.Context, cfg KafkaConfig) (*Kafka, error) {
 		errs:           errs,
 	}, nil
 }
+
+// advertisedListener returns a kfake.ListenFn that listens on listen
+// (whatever address kfake asks for) and reports advertise as its address:
+// kfake tells its clients the address of its listener.
+func advertisedListener(listen, advertise string) (func(string, string) (net.Listener, error), error) {
+	if listen == "" {
+		return nil, errors.New("embedded broker: an advertised address needs a listen address")
+	}
+	if _, port, err := net.SplitHostPort(advertise); err != nil || port == "" || port == "0" {
+		return nil, fmt.Errorf("embedded broker advertised address %q: want host:port with a port", advertise)
+	}
+	return func(network, _ string) (net.Listener, error) {
+		ln, err := net.Listen(network, listen)
+		if err != nil {
+			return nil, err
+		}
+		return advertised{Listener: ln, addr: advertise}, nil
+	}, nil
+}
+
+// advertised is a listener that reports another address than its own.
+type advertised struct {
+	net.Listener
+	addr string
+}
+
+func (a advertised) Addr() net.Addr { return advertisedAddr(a.addr) }
+
+type advertisedAddr string
+
+func (a advertisedAddr) Network() string { return "tcp" }
+func (a advertisedAddr) String() string  { return string(a) }
 
 // Shutdown stops the embedded broker, which then writes the rest of its
 // state (partition snapshots, topics, group offsets) into its data

@@ -132,3 +132,11 @@ func killServer(dir string) {
 		time.Sleep(10 * time.Millisecond) // a zombie until its parent reaps it: bounded
 	}
 }
+
+// ProcStart returns the start time of process pid as recorded in an owner
+// file, for other owners of left-behind things (runner/infra/container).
+func ProcStart(pid int) string { return procStart(pid) }
+
+// Alive tells whether the process pid with start time start (ProcStart)
+// still runs.
+func Alive(pid int, start string) bool { return alive(pid, start) }
