@@ -21,7 +21,7 @@ import (
 // wins.
 var runFlags = map[string]bool{
 	"scenarios": true, "seed": true, "timeout": true, "kafka-brokers": true, "mysql-dsn": true,
-	"out": true, "plant": true,
+	"out": true, "plant": true, "db": true, "kafka": true,
 	"keep": false, "json": false,
 }
 

@@ -33,6 +33,7 @@ func TestParseRunArgs(t *testing.T) {
 			[]string{"sendBeforeMarkCrash"}, "mark-without-token", ""},
 		{"every flag", []string{"--seed", "7", "--timeout", "1m", "--kafka-brokers", "h:9092", "--mysql-dsn", "root:xxxxx@tcp(h)/"},
 			nil, "", ""},
+		{"containers", []string{"--db", "container:mysql:8.4", "--kafka=container"}, nil, "", ""},
 		{"-- at the end", []string{"--keep", "--"}, nil, "", ""},
 		{"positional", []string{"generated"}, nil, "", "unexpected argument"},
 		{"after --", []string{"--", "--scenarios", "a"}, nil, "", "after --"},

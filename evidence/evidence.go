@@ -96,9 +96,27 @@ type DatabaseEnv struct {
 	Isolation string `json:"isolation"`
 	DSN       string `json:"dsn"`
 	// Mode says who started the server: DatabasePrivate (the run, for
-	// itself) or DatabaseExternal (the user's). Absent in evidence written
-	// before runs had a private server: an external one.
+	// itself), DatabaseContainer (the run, in a container) or
+	// DatabaseExternal (the user's). Absent in evidence written before runs
+	// had a private server: an external one.
 	Mode string `json:"mode,omitempty"`
+	// Container is the container the server ran in (mode container).
+	Container *ContainerEnv `json:"container,omitempty"`
+}
+
+// ContainerEnv is the container a run started a server or broker in,
+// through testcontainers-go, and removed at its end.
+type ContainerEnv struct {
+	// Image is the image reference as given (mysql:8.4).
+	Image string `json:"image"`
+	// ImageID is the image's content digest (sha256 of its
+	// configuration): the exact image, on any engine.
+	ImageID string `json:"image_id"`
+	// RepoDigests are the image's registry digests (name@sha256:...);
+	// empty for an image built locally.
+	RepoDigests []string `json:"repo_digests"`
+	// Engine is the container engine and its version.
+	Engine string `json:"engine"`
 }
 
 // Database modes as recorded in DatabaseEnv.Mode.
@@ -109,13 +127,19 @@ const (
 	// DatabaseExternal: a server the user named (--mysql-dsn or
 	// ORDERFLOW_MYSQL_DSN).
 	DatabaseExternal = "external"
+	// DatabaseContainer: a server in a container the run started for
+	// itself (--db container:IMAGE) and removed at its end.
+	DatabaseContainer = "container"
 )
 
-// KafkaEnv is the broker: mode "embedded" (kfake) or "external".
+// KafkaEnv is the broker: mode "embedded" (kfake), "container" (a broker
+// in a container the run started, --kafka container:IMAGE) or "external".
 type KafkaEnv struct {
 	Mode           string   `json:"mode"`
 	Implementation string   `json:"implementation"`
 	Brokers        []string `json:"brokers"`
+	// Container is the container the broker ran in (mode container).
+	Container *ContainerEnv `json:"container,omitempty"`
 }
 
 // Scenario is the outcome of one scenario.

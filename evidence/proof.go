@@ -30,6 +30,7 @@ const (
 	FlavourMySQL   = "MySQL"
 	KafkaEmbedded  = "embedded"
 	KafkaExternal  = "external"
+	KafkaContainer = "container"
 )
 
 // ComputeBoundaries returns the boundary table: one row per boundary
@@ -201,6 +202,11 @@ func proofReal(ev *Evidence, ran []Scenario) ProofRow {
 		row.Had = append(row.Had, fmt.Sprintf(
 			"embedded in-process broker at %s: %s; real Kafka wire protocol between franz-go clients and the broker, "+
 				"real topics, partitions, offsets and consumer-group offset commits", brokers, env.Kafka.Implementation))
+	case KafkaContainer:
+		row.Had = append(row.Had, fmt.Sprintf(
+			"broker in a container that the run started for itself (%s) and removed at its end, at %s: %s; real Kafka "+
+				"wire protocol between franz-go clients and the broker, real topics, partitions, offsets and consumer-group "+
+				"offset commits", containerText(env.Kafka.Container), brokers, env.Kafka.Implementation))
 	default:
 		row.Had = append(row.Had, fmt.Sprintf(
 			"external Kafka at %s, recorded as %q; real Kafka wire protocol, topics, partitions, offsets and "+
@@ -231,6 +237,9 @@ func serverOrigin(db DatabaseEnv) string {
 	case DatabasePrivate:
 		return ", a private mariadbd that the run started for itself (fresh data directory, binary log on, " +
 			"removed at the end)"
+	case DatabaseContainer:
+		return ", in a container that the run started for itself (" + containerText(db.Container) +
+			"; binary log on) and removed at its end"
 	case DatabaseExternal:
 		return ", an external server named by the user (" + db.DSN + ")"
 	}
@@ -243,13 +252,20 @@ func serverOrigin(db DatabaseEnv) string {
 func realCannotInfer(env Environment) []string {
 	db := env.Database
 	var row ProofRow
-	switch env.Kafka.Mode {
-	case KafkaEmbedded:
+	switch {
+	case kfakeBroker(env.Kafka):
 		row.CannotInfer = append(row.CannotInfer,
 			"Apache Kafka broker behaviour: kfake is not Apache Kafka broker code (log storage, fsync, request handling, "+
 				"quotas, timing and error paths differ)",
-			"replication, ISR, acks=all durability and partition leadership changes: one in-process broker holds the only "+
+			"replication, ISR, acks=all durability and partition leadership changes: one broker holds the only "+
 				"replica of every partition, so none of these exist in this run")
+	case env.Kafka.Mode == KafkaContainer:
+		row.CannotInfer = append(row.CannotInfer,
+			"which broker software served the run beyond the image's name and digest: the Kafka protocol does not name it",
+			"replication, ISR, acks=all durability and partition leadership changes: a single broker node held the only "+
+				"replica of every partition",
+			"the behaviour of a production cluster's configuration (its broker settings, several nodes, TLS and SASL): "+
+				"the container ran one node with the image's defaults and a plaintext listener")
 	default:
 		row.CannotInfer = append(row.CannotInfer,
 			fmt.Sprintf("which broker implementation and version served the run: the tool did not verify it (recorded only as %q)",
@@ -274,10 +290,15 @@ func realCannotInfer(env Environment) []string {
 		row.CannotInfer = append(row.CannotInfer, fmt.Sprintf(
 			"MySQL or MariaDB behaviour: the database flavour %q is not one this tool knows", db.Flavour))
 	}
-	if db.Mode == DatabasePrivate {
+	switch db.Mode {
+	case DatabasePrivate:
 		row.CannotInfer = append(row.CannotInfer,
 			"the behaviour of a production server's configuration (its my.cnf, buffer pool, redo log and sync "+
 				"settings): the private server ran with MariaDB's defaults and a small buffer pool and redo log")
+	case DatabaseContainer:
+		row.CannotInfer = append(row.CannotInfer,
+			"the behaviour of a production server's configuration (its my.cnf, buffer pool, redo log and sync "+
+				"settings): the container ran with the image's defaults and the binary-log options")
 	}
 	row.CannotInfer = append(row.CannotInfer,
 		fmt.Sprintf("other %s versions than %s, and isolation levels other than %s", db.Flavour, db.Version, db.Isolation),

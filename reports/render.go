@@ -391,6 +391,9 @@ func (p *printer) run() {
 		{"Go, OS/arch", env.Go + ", " + env.OS + "/" + env.Arch},
 		{"scenarios", counts},
 	}
+	if c := containersRow(env); c != "" {
+		rows = append(rows[:9], append([][]string{{"containers", c}}, rows[9:]...)...)
+	}
 	if !r.Verified || len(r.Refuted) > 0 {
 		rows = append(rows, []string{"claimed passes refuted by the verifier", claimedOf(r.Refuted, r.Counts.Passed)})
 	}
@@ -457,4 +460,29 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// containersRow names the images of the containers the run started (the
+// full digests are in the evidence and the proof-boundary matrix), or "".
+func containersRow(env evidence.Environment) string {
+	var parts []string
+	engine := ""
+	for _, c := range []struct {
+		what string
+		ctr  *evidence.ContainerEnv
+	}{{"database", env.Database.Container}, {"broker", env.Kafka.Container}} {
+		if c.ctr == nil {
+			continue
+		}
+		where := "built locally"
+		if len(c.ctr.RepoDigests) > 0 {
+			where = c.ctr.RepoDigests[0]
+		}
+		parts = append(parts, fmt.Sprintf("%s: image %s (id %s, %s)", c.what, c.ctr.Image, shortHash(strings.TrimPrefix(c.ctr.ImageID, "sha256:")), where))
+		engine = c.ctr.Engine
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return strings.Join(parts, "; ") + "; engine " + engine
 }

@@ -35,8 +35,15 @@ type Options struct {
 	// Private configures the private server (zero: a fresh one in
 	// os.TempDir() on a free port; see mariadbd.Config).
 	Private mariadbd.Config
+	// DBImage, when set, runs the database server in a container of this
+	// image (through testcontainers-go) instead of a private mariadbd;
+	// not with MySQL.
+	DBImage string
 	// Brokers of an external Kafka cluster; empty runs the embedded one.
 	Brokers []string
+	// KafkaImage, when set, runs the broker in a container of this image
+	// instead of the embedded one; not with Brokers.
+	KafkaImage string
 	// Scenarios selects by id; empty runs all.
 	Scenarios []string
 	// Seed feeds the scenarios' random choices (default 1).
@@ -140,6 +147,12 @@ func Check(opts Options) error {
 	selected, err := Select(opts.Scenarios)
 	if err != nil {
 		return &marked{err, ErrBadOptions}
+	}
+	if opts.DBImage != "" && opts.MySQL != nil {
+		return &marked{errors.New("a database container and an external server (--mysql-dsn) exclude each other"), ErrBadOptions}
+	}
+	if opts.KafkaImage != "" && len(opts.Brokers) > 0 {
+		return &marked{errors.New("a broker container and external brokers (--kafka-brokers) exclude each other"), ErrBadOptions}
 	}
 	if min, id := MinTimeout(selected); opts.Timeout < min {
 		return &marked{fmt.Errorf("--timeout %v is below what the selected scenarios need: at least %v (%s)", opts.Timeout, min, id), ErrBadOptions}

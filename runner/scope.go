@@ -11,39 +11,46 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
+
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra"
+	"github.com/orderflow-audit/orderflow-audit/runner/infra/container"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra/mariadbd"
 )
 
 // runScope is what one run holds from openScope to close: the database
-// server (and the private mariadbd behind it, if the run started one), the
-// broker, the liveness lock, the staging directory of the logs and
-// witnesses, and the start of the witness.
+// server (and the private mariadbd or the container behind it, if the run
+// started one), the broker (and its container), the liveness lock, the
+// staging directory of the logs and witnesses, and the start of the
+// witness.
 type runScope struct {
-	opts    *Options
-	runID   string
-	private *mariadbd.Server // nil with an external server
-	server  *infra.Server
-	kafka   *infra.Kafka
-	live    *infra.Liveness
-	watch   *watchdog
-	secret  []byte
-	stage   string
-	base    string
-	witness witnessStart
+	opts      *Options
+	runID     string
+	private   *mariadbd.Server  // nil with an external server or a container
+	dbc       *container.DB     // the database's container (--db container)
+	brokerCtr *container.Broker // the broker's container (--kafka container)
+	dbConfig  *mysql.Config     // how the run reaches the server
+	server    *infra.Server
+	kafka     *infra.Kafka
+	live      *infra.Liveness
+	watch     *watchdog
+	secret    []byte
+	stage     string
+	base      string
+	witness   witnessStart
 	// doomed are the topics of an external broker to delete once the
 	// broker's record of the run is dumped (deleting a topic deletes its
 	// committed offsets too).
 	doomed []string
 }
 
-// openScope starts the private database server (unless opts.MySQL names
-// an external one), connects to it, announces the run as alive
+// openScope starts the private database server (or, with opts.DBImage,
+// a container; unless opts.MySQL names an external one), connects to it, announces the run as alive
 // (infra.LockName), creates the staging directory of the logs, records
 // where the server's binary log stands, and starts the embedded broker
-// with its data directory in the staging directory (or checks an external
-// one). Leftover scratch databases of dead runs on an external server are
+// with its data directory in the staging directory (or a broker container
+// with opts.KafkaImage, or checks an external one). Leftover scratch databases of dead runs on an external server are
 // mentioned on Progress. On error everything it took is released again.
 func openScope(ctx context.Context, opts *Options, runID string) (_ *runScope, err error) {
 	rs := &runScope{opts: opts, runID: runID, secret: make([]byte, 32), base: filepath.Base(LogDir(opts.Out))}
@@ -56,15 +63,10 @@ func openScope(ctx context.Context, opts *Options, runID string) (_ *runScope, e
 			err = &marked{fmt.Errorf("%s before the first scenario: %v", interruption(ctx), err), ErrInterrupted}
 		}
 	}()
-	cfg := opts.MySQL
-	if cfg == nil {
-		if rs.private, err = mariadbd.Start(ctx, opts.Private); err != nil {
-			return nil, infra.Unavailable(err)
-		}
-		fmt.Fprintf(opts.Progress, "private MariaDB server on 127.0.0.1:%d (%s)\n", rs.private.Port, rs.private.Dir)
-		cfg = rs.private.Config()
+	if rs.dbConfig, err = rs.startDatabase(ctx); err != nil {
+		return nil, err
 	}
-	if rs.server, err = infra.Connect(ctx, cfg); err != nil {
+	if rs.server, err = infra.Connect(ctx, rs.dbConfig); err != nil {
 		return nil, err
 	}
 	if rs.live, err = rs.server.HoldLock(ctx, infra.LockName(runID)); err != nil {
@@ -73,14 +75,10 @@ func openScope(ctx context.Context, opts *Options, runID string) (_ *runScope, e
 	if rs.stage, err = makeStage(opts.Out, runID, opts.Now(), opts.Logger); err != nil {
 		return nil, err
 	}
-	kc := infra.KafkaConfig{Brokers: opts.Brokers}
-	if len(opts.Brokers) == 0 {
-		kc.DataDir = filepath.Join(rs.stage, witnessKafkaDir)
-	}
-	if rs.kafka, err = infra.StartKafka(ctx, kc); err != nil {
+	if rs.kafka, err = rs.startKafka(ctx); err != nil {
 		return nil, err
 	}
-	if rs.private == nil {
+	if opts.MySQL != nil {
 		mentionLeftovers(ctx, rs.server, opts.Progress)
 	}
 	rs.witness = rs.startWitness(ctx)
@@ -109,8 +107,15 @@ func mentionLeftovers(ctx context.Context, server *infra.Server, w io.Writer) {
 
 func newEvidence(opts *Options, rs *runScope, runID string, start time.Time) *evidence.Evidence {
 	mode := evidence.DatabaseExternal
-	if rs.private != nil {
+	var dbc, kc *evidence.ContainerEnv
+	switch {
+	case rs.private != nil:
 		mode = evidence.DatabasePrivate
+	case rs.dbc != nil:
+		mode, dbc = evidence.DatabaseContainer, containerEnv(rs.dbc.Image)
+	}
+	if rs.brokerCtr != nil {
+		kc = containerEnv(rs.brokerCtr.Image)
 	}
 	ev := &evidence.Evidence{
 		SchemaVersion: evidence.SchemaVersion,
@@ -122,10 +127,12 @@ func newEvidence(opts *Options, rs *runScope, runID string, start time.Time) *ev
 		Environment: evidence.Environment{
 			Database: evidence.DatabaseEnv{
 				Flavour: rs.server.Info.Flavour, Version: rs.server.Info.Version,
-				Isolation: rs.server.Info.Isolation, DSN: rs.server.Redacted(), Mode: mode,
+				Isolation: rs.server.Info.Isolation, DSN: rs.server.Redacted(), Mode: mode, Container: dbc,
 			},
-			Kafka: evidence.KafkaEnv{Mode: rs.kafka.Mode, Implementation: rs.kafka.Implementation, Brokers: rs.kafka.Brokers},
-			Go:    runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH,
+			Kafka: evidence.KafkaEnv{
+				Mode: rs.kafka.Mode, Implementation: rs.kafka.Implementation, Brokers: rs.kafka.Brokers, Container: kc,
+			},
+			Go: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH,
 			SUT: sutEnv(opts.SUT),
 		},
 	}
@@ -141,9 +148,9 @@ const keepTimeout = 30 * time.Second
 
 // close releases what openScope took, each step bounded: the broker, the
 // staging directory (a no-op once promoted), the liveness lock, the
-// server pool, and the private server: removed with its directory, or,
-// with --keep, shut down cleanly and kept, with the command that starts a
-// server on it said on Progress. Every path out of Run comes through here
+// server pool, the containers (closeContainers), and the private server:
+// removed with its directory, or, with --keep, shut down cleanly and kept,
+// with the command that starts a server on it said on Progress. Every path out of Run comes through here
 // (errors, interrupts, a lost server, a refused --out).
 func (rs *runScope) close() {
 	if rs.kafka != nil {
@@ -162,6 +169,7 @@ func (rs *runScope) close() {
 	if rs.server != nil {
 		rs.server.Close()
 	}
+	rs.closeContainers()
 	if rs.private == nil {
 		return
 	}

@@ -85,13 +85,13 @@ func (w *watchdog) loop(ctx context.Context) {
 	}
 }
 
-// probe checks the database, then an external broker, each bounded by
+// probe checks the database, then a broker that is not embedded, each bounded by
 // infra.ProbeTimeout.
 func (w *watchdog) probe(ctx context.Context) *lostError {
 	if err := w.server.Probe(ctx); err != nil {
 		return &lostError{database: true, err: err}
 	}
-	if w.kafka.Mode == infra.ModeExternal {
+	if w.kafka.Mode != infra.ModeEmbedded {
 		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), infra.ProbeTimeout)
 		defer cancel()
 		if err := w.kafka.Ping(pctx); err != nil {

@@ -47,6 +47,11 @@ func (rs *runScope) startWitness(ctx context.Context) witnessStart {
 	wctx, cancel := context.WithTimeout(ctx, witnessTimeout)
 	defer cancel()
 	var w witnessStart
+	if rs.server.Info.Flavour == evidence.FlavourMySQL {
+		w.missing = "database: the binary log of a MySQL server cannot witness the run: witness/binlog reads " +
+			"MariaDB's binary log only (MySQL's GTID events are not modelled); MySQL " + rs.server.Info.Version
+		return w
+	}
 	var err error
 	if w.settings, err = binlog.Check(wctx, rs.server.DB()); err == nil {
 		w.pos, err = binlog.CurrentPosition(wctx, rs.server.DB())
@@ -74,7 +79,7 @@ func (rs *runScope) captureWitness(ctx context.Context) *evidence.Witness {
 }
 
 // captureDatabase copies (private server) or streams over the replication
-// protocol (external server) the binlog files from the start position's
+// protocol (an external server, a container) the binlog files from the start position's
 // file to the end of the run into witness/db.
 func (rs *runScope) captureDatabase(ctx context.Context) (*evidence.DatabaseWitness, string) {
 	if rs.witness.missing != "" {
@@ -94,7 +99,7 @@ func (rs *runScope) captureDatabase(ctx context.Context) (*evidence.DatabaseWitn
 		files, err = binlog.CopyFiles(dctx, db, filepath.Dir(rs.private.LogBase), rs.witness.pos, binlog.Position{}, dst)
 	} else if err == nil {
 		source = evidence.WitnessBinlogStream
-		files, err = binlog.Stream(dctx, binlog.StreamConfig{DSN: rs.opts.MySQL.FormatDSN(), Logger: rs.opts.Logger},
+		files, err = binlog.Stream(dctx, binlog.StreamConfig{DSN: rs.dbConfig.FormatDSN(), Logger: rs.opts.Logger},
 			rs.witness.pos, binlog.Position{}, dst)
 	}
 	if err != nil {
@@ -114,7 +119,8 @@ func (rs *runScope) captureDatabase(ctx context.Context) (*evidence.DatabaseWitn
 
 // captureBroker shuts the embedded broker down and hashes its data
 // directory, or dumps the run's topics and the groups' committed offsets
-// from an external broker (and then deletes the run's topics there).
+// from an external broker or a broker container through the Kafka
+// protocol (and then deletes the run's topics on an external broker).
 func (rs *runScope) captureBroker(ctx context.Context) (*evidence.BrokerWitness, string) {
 	w := &evidence.BrokerWitness{Implementation: rs.kafka.Implementation}
 	var dir string

@@ -10,9 +10,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
+
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/runner"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra"
+	"github.com/orderflow-audit/orderflow-audit/runner/infra/container"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra/mariadbd"
 	"github.com/orderflow-audit/orderflow-audit/spec"
 )
@@ -22,7 +25,10 @@ broker, each scenario in its own scratch database ofa_<run>_<scenario> and its
 own topic. By default the run starts a private mariadbd of its own (a fresh
 data directory in TMPDIR, a free loopback port, the binary log on; removed at
 the end) and an embedded kfake broker; --mysql-dsn (or ORDERFLOW_MYSQL_DSN)
-and --kafka-brokers use external ones instead. Prints one observation line per
+and --kafka-brokers use external ones instead, and --db container[:IMAGE]
+and --kafka container[:IMAGE] start them in containers for the run alone
+(through testcontainers-go: mysql:8.4 and apache/kafka by default; a
+container engine is needed), removed at its end. Prints one observation line per
 scenario on stdout and progress on stderr, and writes the evidence file with
 its event logs beside it (evidence/u80.json and
 evidence/u80/<scenario>/<actor>.jsonl by default) and the witnesses: the
@@ -49,6 +55,7 @@ type runFlags struct {
 	timeout           time.Duration
 	keep, asJSON      bool
 	brokers, dsn, out string
+	db, kafka         string
 	plant             string
 }
 
@@ -56,7 +63,8 @@ func runFlagSet(rf *runFlags) *flagSet {
 	fs := newFlagSet("run", "run [flags]", runAbout,
 		`orderflow-audit run
 orderflow-audit run --scenarios normalChain,offsetReplay --keep
-orderflow-audit run --kafka-brokers 127.0.0.1:9092 --out /tmp/e/u80.json`)
+orderflow-audit run --kafka-brokers 127.0.0.1:9092 --out /tmp/e/u80.json
+orderflow-audit run --db container:mysql:8.4 --kafka container:apache/kafka:4.1.0`)
 	var bugs []string
 	for _, p := range spec.Plants {
 		bugs = append(bugs, p.Bug)
@@ -73,6 +81,12 @@ orderflow-audit run --kafka-brokers 127.0.0.1:9092 --out /tmp/e/u80.json`)
 		"outlive the run on an external broker; the embedded broker's are in the witness)")
 	fs.StringVar(&rf.brokers, "kafka-brokers", "", "external Kafka brokers `host:port,...` (env "+infra.EnvKafkaBrokers+"; default: embedded kfake)")
 	fs.StringVar(&rf.dsn, "mysql-dsn", "", "external MySQL/MariaDB `DSN` (env "+infra.EnvMySQLDSN+"; default: a private mariadbd\nstarted for the run, found by "+mariadbd.EnvBinDir+" or PATH)")
+	fs.StringVar(&rf.db, "db", "", "where the database server runs: embedded (a private mariadbd, the default) or\n"+
+		"container[:`IMAGE`] (a MySQL or MariaDB image, default "+container.DefaultDBImage+"; started through\n"+
+		"testcontainers-go with the binary log on, removed at the end); not with --mysql-dsn")
+	fs.StringVar(&rf.kafka, "kafka", "", "where the broker runs: embedded (kfake, the default) or container[:`IMAGE`]\n"+
+		"(default "+container.DefaultKafkaImage+", a single KRaft node; an image labelled\n"+
+		container.LabelBroker+"=kfake runs orderflow-audit broker); not with --kafka-brokers")
 	fs.StringVar(&rf.out, "out", "evidence/u80.json", "evidence `file` to write (.json); logs go to the directory beside it named after it")
 	fs.BoolVar(&rf.asJSON, "json", false, "print a machine-readable summary (one JSON object, also on errors) instead of the observation lines")
 	fs.StringVar(&rf.plant, "plant", "", "plant one `bug` into the system under test (negative control; the evidence says so):\n"+strings.Join(bugs, ", "))
@@ -105,7 +119,7 @@ func (rf *runFlags) check(fs *flagSet, args []string) (runner.Options, error) {
 		return opts, usageErrorf("--seed 0: seeds start at 1 (0 stands for the default seed, 1, in the library)")
 	}
 	brokers := rf.brokers
-	if !set["kafka-brokers"] {
+	if !set["kafka-brokers"] && !set["kafka"] { // --kafka overrides the environment's brokers
 		brokers = os.Getenv(infra.EnvKafkaBrokers)
 	}
 	if set["kafka-brokers"] || brokers != "" {
@@ -120,16 +134,26 @@ func (rf *runFlags) check(fs *flagSet, args []string) (runner.Options, error) {
 	if rf.timeout <= 0 {
 		return opts, usageErrorf("--timeout must be positive")
 	}
-	cfg, err := infra.ExternalDSN(rf.dsn) // nil: a private server
+	dbImage, kafkaImage, err := rf.containers(set)
 	if err != nil {
-		return opts, usageErrorf("%v", err)
+		return opts, err
+	}
+	var cfg *mysql.Config // nil: a private server or a container
+	if !set["db"] {
+		if cfg, err = infra.ExternalDSN(rf.dsn); err != nil {
+			return opts, usageErrorf("%v", err)
+		}
+	}
+	var ext []string // external brokers
+	if !set["kafka"] {
+		ext = infra.ResolveBrokers(brokers)
 	}
 	ti := buildInfo()
 	if ti.Modified {
 		ti.Revision += " (modified)"
 	}
 	opts = runner.Options{
-		MySQL: cfg, Brokers: infra.ResolveBrokers(brokers), Scenarios: rf.ids, Seed: rf.seed,
+		MySQL: cfg, Brokers: ext, DBImage: dbImage, KafkaImage: kafkaImage, Scenarios: rf.ids, Seed: rf.seed,
 		Timeout: rf.timeout, Keep: rf.keep, Out: rf.out, Plant: bug, Args: redactArgs(args),
 		Version: ti.Version, Revision: ti.Revision,
 	}
@@ -137,6 +161,41 @@ func (rf *runFlags) check(fs *flagSet, args []string) (runner.Options, error) {
 		return opts, err // bad options or output: exit 2
 	}
 	return opts, nil
+}
+
+// containers resolves --db and --kafka to the images of the containers to
+// start ("" for none). Each excludes the flag naming an external server or
+// broker; given, it also overrides that flag's environment variable.
+func (rf *runFlags) containers(set map[string]bool) (dbImage, kafkaImage string, err error) {
+	if set["db"] && set["mysql-dsn"] {
+		return "", "", usageErrorf("--db and --mysql-dsn exclude each other: --mysql-dsn names an external server")
+	}
+	if set["kafka"] && set["kafka-brokers"] {
+		return "", "", usageErrorf("--kafka and --kafka-brokers exclude each other: --kafka-brokers names an external broker")
+	}
+	if dbImage, err = containerImage("db", rf.db, container.DefaultDBImage); err != nil {
+		return "", "", err
+	}
+	kafkaImage, err = containerImage("kafka", rf.kafka, container.DefaultKafkaImage)
+	return dbImage, kafkaImage, err
+}
+
+// containerImage parses a --db or --kafka value: "" or "embedded" is no
+// container, "container" the default image, "container:IMAGE" that image.
+func containerImage(flag, v, def string) (string, error) {
+	switch {
+	case v == "" || v == "embedded":
+		return "", nil
+	case v == "container":
+		return def, nil
+	case strings.HasPrefix(v, "container:") && len(v) > len("container:"):
+		img := strings.TrimPrefix(v, "container:")
+		if strings.ContainsAny(img, " \t\n") {
+			return "", usageErrorf("--%s %q: an image reference has no spaces", flag, v)
+		}
+		return img, nil
+	}
+	return "", usageErrorf("--%s %q: want embedded, container or container:IMAGE (e.g. container:%s)", flag, v, def)
 }
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {

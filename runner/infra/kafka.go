@@ -26,6 +26,9 @@ const EnvKafkaBrokers = "ORDERFLOW_KAFKA_BROKERS"
 const (
 	ModeEmbedded = "embedded"
 	ModeExternal = "external"
+	// ModeContainer: a broker in a container the run started; used like
+	// an external one.
+	ModeContainer = "container"
 )
 
 // KafkaConfig configures StartKafka. The zero value starts an embedded
