@@ -159,6 +159,45 @@ func TestComputeProofBoundary(t *testing.T) {
 			},
 		},
 		{
+			name: "database and kfake broker in containers",
+			modify: func(ev *Evidence) {
+				ev.Environment.Database.Mode = DatabaseContainer
+				ev.Environment.Database.Container = &ContainerEnv{Image: "local/mariadb:10.11", ImageID: "sha256:" + strings.Repeat("a", 64),
+					RepoDigests: []string{}, Engine: "Docker 20.10.24"}
+				ev.Environment.Kafka = KafkaEnv{Mode: KafkaContainer, Implementation: "kfake v1 (not Apache Kafka)", Brokers: []string{"127.0.0.1:40001"},
+					Container: &ContainerEnv{Image: "local/broker", ImageID: "sha256:" + strings.Repeat("b", 64), RepoDigests: []string{}, Engine: "Docker 20.10.24"}}
+			},
+			want: map[string][]string{
+				CategoryReal + "/had": {"in a container that the run started for itself (image local/mariadb:10.11, id sha256:aaaa",
+					"built locally, no registry digest; Docker 20.10.24 through testcontainers-go; binary log on",
+					"broker in a container that the run started for itself (image local/broker, id sha256:bbbb", "at 127.0.0.1:40001: kfake v1"},
+				CategoryReal + "/cannot": {"kfake is not Apache Kafka broker code", "the container ran with the image's defaults"},
+			},
+			notWant: map[string][]string{
+				CategoryReal + "/had":    {"private mariadbd", "external server"},
+				CategoryReal + "/cannot": {"a single broker node", "which broker software served the run"},
+			},
+		},
+		{
+			name: "MySQL 8.4 and Apache Kafka in containers from a registry",
+			modify: func(ev *Evidence) {
+				ev.Environment.Database.Flavour, ev.Environment.Database.Version = FlavourMySQL, "8.4.6"
+				ev.Environment.Database.Mode = DatabaseContainer
+				ev.Environment.Database.Container = &ContainerEnv{Image: "mysql:8.4", ImageID: "sha256:" + strings.Repeat("c", 64),
+					RepoDigests: []string{"mysql@sha256:" + strings.Repeat("d", 64)}, Engine: "Docker 27.0.1"}
+				ev.Environment.Kafka = KafkaEnv{Mode: KafkaContainer, Implementation: "Apache Kafka, as the image apache/kafka:4.1.0 is named",
+					Brokers: []string{"127.0.0.1:40002"}, Container: &ContainerEnv{Image: "apache/kafka:4.1.0",
+						ImageID: "sha256:" + strings.Repeat("e", 64), RepoDigests: []string{"apache/kafka@sha256:" + strings.Repeat("f", 64)}, Engine: "Docker 27.0.1"}}
+			},
+			want: map[string][]string{
+				CategoryReal + "/had": {"MySQL 8.4.6", "registry digest mysql@sha256:dddd", "registry digest apache/kafka@sha256:ffff",
+					"Apache Kafka, as the image apache/kafka:4.1.0 is named"},
+				CategoryReal + "/cannot": {"which broker software served the run beyond the image's name and digest",
+					"a single broker node held the only replica", "MariaDB was not tested"},
+			},
+			notWant: map[string][]string{CategoryReal + "/cannot": {"kfake is not Apache Kafka", "MySQL 8.4 behaviour"}},
+		},
+		{
 			name: "external broker and MySQL 8.4",
 			modify: func(ev *Evidence) {
 				ev.Environment.Kafka = KafkaEnv{Mode: KafkaExternal, Implementation: "external Kafka cluster (implementation not verified)", Brokers: []string{"kafka-1:9092", "kafka-2:9092"}}

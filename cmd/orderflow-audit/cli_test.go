@@ -301,6 +301,8 @@ func TestBrokerErrors(t *testing.T) {
 	}{
 		{[]string{"broker", "--listen", ln.Addr().String()}, exitUnavailable, "address already in use"},
 		{[]string{"broker", "--listen", "0.0.0.0:9092"}, exitUsage, "127.0.0.1 only"},
+		{[]string{"broker", "--listen", "0.0.0.0:9092", "--advertise", "127.0.0.1:0"}, exitUsage, "port other than 0"},
+		{[]string{"broker", "--listen", "0.0.0.0:9092", "--advertise", "nonsense"}, exitUsage, "--advertise"},
 		{[]string{"broker", "--listen", "nonsense"}, exitUsage, "--listen"},
 		{[]string{"broker", "--listen", "127.0.0.1:99999"}, exitUsage, "bad port"},
 		{[]string{"broker", "extra"}, exitUsage, `unexpected argument "extra"`},

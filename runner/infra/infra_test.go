@@ -3,8 +3,14 @@ package infra_test
 import (
 	"context"
 	"errors"
+	"net"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/orderflow-audit/orderflow-audit/runner/infra"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra/infratest"
@@ -113,6 +119,41 @@ func TestEmbeddedKafka(t *testing.T) {
 	}
 	if err := k.DeleteTopic(context.Background(), topic); err != nil {
 		t.Errorf("DeleteTopic: %v", err)
+	}
+}
+
+// TestEmbeddedKafkaAdvertised: a broker that listens on every interface
+// tells its clients the advertised address (as in a container, where that
+// is the port published on the host), and is reached there.
+func TestEmbeddedKafkaAdvertised(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	ln.Close()
+	k, err := infra.StartKafka(t.Context(), infra.KafkaConfig{Listen: "0.0.0.0:" + port, Advertise: "127.0.0.1:" + port})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	if want := []string{"127.0.0.1:" + port}; !slices.Equal(k.Brokers, want) {
+		t.Errorf("brokers %v; want %v", k.Brokers, want)
+	}
+	cl, err := kgo.NewClient(k.ClientOpts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	md, err := kadm.NewClient(cl).BrokerMetadata(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(md.Brokers) != 1 || md.Brokers[0].Host != "127.0.0.1" || strconv.Itoa(int(md.Brokers[0].Port)) != port {
+		t.Errorf("metadata brokers %+v; want 127.0.0.1:%s", md.Brokers, port)
+	}
+	if _, err := infra.StartKafka(t.Context(), infra.KafkaConfig{Listen: "0.0.0.0:0"}); err == nil {
+		t.Error("a broker on every interface without an advertised address started")
 	}
 }
 

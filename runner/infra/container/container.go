@@ -179,7 +179,8 @@ func connect(ctx context.Context, cfg Config) (e *engine, err error) {
 	defer cancel()
 	cli, err := testcontainers.NewDockerClientWithOpts(ectx)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrNoEngine, err)
+		return nil, fmt.Errorf("%w (testcontainers-go looked at ~/.testcontainers.properties, DOCKER_HOST, the docker "+
+			"context, /var/run/docker.sock and rootless Docker's sockets): %v", ErrNoEngine, err)
 	}
 	v, err := cli.ServerVersion(ectx, client.ServerVersionOptions{})
 	if err != nil {
@@ -237,7 +238,11 @@ func start(ctx context.Context, e *engine, cfg Config, host string, ports map[st
 	}
 	all = append(all, opts...)
 	all = append(all, testcontainers.WithExposedPorts(exposed...), publishOn(host, ports))
+	_, had, _ := e.image(ctx, cfg.Image)
 	ctr, err := run(sctx, cfg.Image, all...)
+	if err != nil && !had {
+		err = fmt.Errorf("the engine did not have the image %s, and pulling it failed or the start after it did: %w", cfg.Image, err)
+	}
 	if err != nil {
 		if ctr != nil {
 			err = fmt.Errorf("%w%s", err, logTail(ctr))
@@ -344,3 +349,25 @@ func logTail(ctr *testcontainers.DockerContainer) string {
 }
 
 func short(id string) string { return id[:min(12, len(id))] }
+
+// EngineVersion returns the container engine that testcontainers finds
+// ("Docker 20.10.24+dfsg1"), or an error wrapping ErrNoEngine.
+func EngineVersion(ctx context.Context) (string, error) {
+	e, err := connect(ctx, Config{})
+	if err != nil {
+		return "", err
+	}
+	defer e.close()
+	return e.version, nil
+}
+
+// HasImage tells whether the engine has the image ref (without pulling it).
+func HasImage(ctx context.Context, ref string) (bool, error) {
+	e, err := connect(ctx, Config{})
+	if err != nil {
+		return false, err
+	}
+	defer e.close()
+	_, ok, err := e.image(ctx, ref)
+	return ok, err
+}
