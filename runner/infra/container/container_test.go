@@ -140,8 +140,8 @@ func TestSweepRemovesAbandoned(t *testing.T) {
 	run := "test_sweep_" + strconv.Itoa(os.Getpid())
 	owners := map[string]bool{ // owner label -> want swept
 		host + " " + strconv.Itoa(dead.Process.Pid) + " 1": true,
-		host + " " + strconv.Itoa(os.Getpid()):              false,
-		"elsewhere " + strconv.Itoa(dead.Process.Pid):       false,
+		host + " " + strconv.Itoa(os.Getpid()):             false,
+		"elsewhere " + strconv.Itoa(dead.Process.Pid):      false,
 	}
 	for owner := range owners {
 		out, err := exec.Command("docker", "create", "--label", container.LabelRun+"="+run,
