@@ -17,8 +17,8 @@
 #     labels say so and the evidence of a run records it as kfake.
 #
 # Each image carries the content key it was built from (label
-# org.orderflow-audit.key): the recipe files for local/mariadb, the binary's
-# sha256 for local/broker. An image whose key matches is kept, so a second run
+# org.orderflow-audit.key): its recipe (build_mariadb below, the suite and
+# the entrypoint) for local/mariadb, the binary's sha256 for local/broker. An image whose key matches is kept, so a second run
 # on the same machine builds nothing. Every step is bounded by `timeout`.
 #
 # Run as root (or with sudo) on a disposable Debian/Ubuntu development or CI
@@ -97,15 +97,13 @@ cleanup() { as_root rm -rf "$work"; }
 trap cleanup EXIT
 
 # 3. local/mariadb:10.11
-mariadb_key="$(cat scripts/container-images.sh scripts/container-images/mariadb-entrypoint.sh | sha256sum | cut -c1-16)"
-if [ "$(image_key "$MARIADB_IMAGE")" = "$mariadb_key" ]; then
-	log "$MARIADB_IMAGE is up to date (key $mariadb_key)"
-else
+# build_mariadb ROOTFS KEY builds the image from a minimal Debian with
+# Debian's mariadb-server. Its text is part of the image's key.
+build_mariadb() {
+	local root="$1" key="$2" mirror version
 	mirror="$(awk '/^URIs:/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)"
 	mirror="${mirror:-http://deb.debian.org/debian}"
-	root="$work/rootfs"
-	start=$SECONDS
-	log "building $MARIADB_IMAGE (key $mariadb_key): debootstrap --variant=minbase $SUITE from $mirror"
+	log "building $MARIADB_IMAGE (key $key): debootstrap --variant=minbase $SUITE from $mirror"
 	as_root timeout 600 debootstrap --variant=minbase "$SUITE" "$root" "$mirror" >"$work/debootstrap.log" 2>&1 ||
 		{ tail -n 20 "$work/debootstrap.log" >&2; die "debootstrap failed"; }
 	# No service may start inside the chroot while packages install.
@@ -126,10 +124,19 @@ else
 		--change 'ENTRYPOINT ["/usr/local/bin/docker-entrypoint.sh"]' \
 		--change 'CMD []' \
 		--change 'EXPOSE 3306' \
-		--change "LABEL org.orderflow-audit.key=$mariadb_key" \
+		--change "LABEL org.orderflow-audit.key=$key" \
 		--change "LABEL org.opencontainers.image.title=\"Debian $SUITE mariadb-server $version (built locally by orderflow-audit scripts/container-images.sh)\"" \
 		- "$MARIADB_IMAGE" >/dev/null
-	log "built $MARIADB_IMAGE (MariaDB $version) in $((SECONDS - start)) s"
+	log "built $MARIADB_IMAGE (MariaDB $version)"
+}
+
+mariadb_key="$({ declare -f build_mariadb; echo "$SUITE"; cat scripts/container-images/mariadb-entrypoint.sh; } | sha256sum | cut -c1-16)"
+if [ "$(image_key "$MARIADB_IMAGE")" = "$mariadb_key" ]; then
+	log "$MARIADB_IMAGE is up to date (key $mariadb_key)"
+else
+	start=$SECONDS
+	build_mariadb "$work/rootfs" "$mariadb_key"
+	log "$MARIADB_IMAGE took $((SECONDS - start)) s"
 fi
 
 # 4. local/broker
@@ -153,4 +160,6 @@ else
 	log "built $BROKER_IMAGE (kfake $kfake) in $((SECONDS - start)) s"
 fi
 
+# Earlier builds of ours that no tag names any more (and no container uses).
+docker image prune -f --filter "label=org.orderflow-audit.key" >/dev/null || true
 docker image ls --format '{{.Repository}}:{{.Tag}} {{.ID}} {{.Size}}' | grep -E "^(${MARIADB_IMAGE%%:*}|$BROKER_IMAGE)[: ]" || true
