@@ -254,10 +254,14 @@ func realCannotInfer(env Environment) []string {
 	var row ProofRow
 	switch {
 	case kfakeBroker(env.Kafka):
+		one := "one in-process broker"
+		if env.Kafka.Mode == KafkaContainer {
+			one = "one kfake broker in a container"
+		}
 		row.CannotInfer = append(row.CannotInfer,
 			"Apache Kafka broker behaviour: kfake is not Apache Kafka broker code (log storage, fsync, request handling, "+
 				"quotas, timing and error paths differ)",
-			"replication, ISR, acks=all durability and partition leadership changes: one broker holds the only "+
+			"replication, ISR, acks=all durability and partition leadership changes: "+one+" holds the only "+
 				"replica of every partition, so none of these exist in this run")
 	case env.Kafka.Mode == KafkaContainer:
 		row.CannotInfer = append(row.CannotInfer,
