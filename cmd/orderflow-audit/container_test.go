@@ -281,3 +281,41 @@ func TestRunNoContainerEngine(t *testing.T) {
 		}
 	}
 }
+
+// TestRunContainersKeep: with --keep the containers stay, renamed so that no
+// later run sweeps them, and the run says how to remove them.
+func TestRunContainersKeep(t *testing.T) {
+	infratest.RequireContainers(t)
+	out := filepath.Join(t.TempDir(), "u80.json")
+	code, _, stderr := runBinary(t, 2*time.Minute, os.Environ(), binary(t), "run", "--scenarios", "placement", "--keep",
+		"--db", "container:"+infratest.LocalMariaDB, "--kafka", "container:"+infratest.LocalBroker, "--out", out)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	ev, _, err := evidence.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := containerIDs(t, container.LabelRun+"="+ev.Run.ID)
+	t.Cleanup(func() {
+		for _, id := range kept {
+			_ = exec.Command("docker", "rm", "-f", "-v", id).Run()
+		}
+	})
+	if len(kept) != 2 {
+		t.Fatalf("containers of the kept run: %v; want the database's and the broker's", kept)
+	}
+	for _, what := range []string{"database", "broker"} {
+		if !strings.Contains(stderr, "kept the "+what+" container") || !strings.Contains(stderr, "docker rm -f -v ofa-kept-") {
+			t.Errorf("stderr does not say how to remove the kept %s container:\n%s", what, stderr)
+		}
+	}
+	// The next container run sweeps only abandoned containers, not kept ones.
+	if code, _, stderr := runBinary(t, 2*time.Minute, os.Environ(), binary(t), "run", "--scenarios", "placement",
+		"--db", "container:"+infratest.LocalMariaDB, "--out", filepath.Join(t.TempDir(), "next.json")); code != exitOK {
+		t.Fatalf("next run: exit %d\n%s", code, stderr)
+	}
+	if left := containerIDs(t, container.LabelRun+"="+ev.Run.ID); len(left) != 2 {
+		t.Errorf("kept containers after the next run: %v; want both", left)
+	}
+}
