@@ -191,22 +191,36 @@ func TestRunContainersCtrlC(t *testing.T) {
 	}
 }
 
-// TestRunContainerImageMissing: an image the engine lacks and cannot pull
-// (no registry here; elsewhere, no such image) exits 3 naming the image,
-// writes nothing and leaves no container.
-func TestRunContainerImageMissing(t *testing.T) {
+// TestRunContainerStartFails: an image the engine lacks and cannot pull
+// (no registry here; elsewhere, no such image), and a broker container
+// that exits after the database container started (the MariaDB image taken
+// for a broker), exit 3 naming the image, write nothing and leave no
+// container.
+func TestRunContainerStartFails(t *testing.T) {
 	infratest.RequireContainers(t)
-	out := filepath.Join(t.TempDir(), "u80.json")
-	const img = "local/orderflow-audit-no-such-image:0"
-	code, _, stderr := runCLI(t, "run", "--db", "container:"+img, "--out", out)
-	if code != exitUnavailable || !strings.Contains(stderr, img) {
-		t.Fatalf("exit %d; want %d naming %s:\n%s", code, exitUnavailable, img, stderr)
-	}
-	if _, err := os.Stat(out); !os.IsNotExist(err) {
-		t.Errorf("an evidence file was written (stat: %v)", err)
-	}
-	if left := ownedBy(t, os.Getpid()); len(left) > 0 {
-		t.Errorf("containers left: %v", left)
+	const missing = "local/orderflow-audit-no-such-image:0"
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"missing image", []string{"--db", "container:" + missing}, missing},
+		{"broker exits", []string{"--db", "container:" + infratest.LocalMariaDB, "--kafka", "container:" + infratest.LocalMariaDB},
+			"start the broker container " + infratest.LocalMariaDB},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "u80.json")
+			code, _, stderr := runCLI(t, append(append([]string{"run"}, tc.args...), "--out", out)...)
+			if code != exitUnavailable || !strings.Contains(stderr, tc.want) {
+				t.Fatalf("exit %d; want %d saying %q:\n%s", code, exitUnavailable, tc.want, stderr)
+			}
+			if _, err := os.Stat(out); !os.IsNotExist(err) {
+				t.Errorf("an evidence file was written (stat: %v)", err)
+			}
+			if left := ownedBy(t, os.Getpid()); len(left) > 0 {
+				t.Errorf("containers left: %v", left)
+			}
+		})
 	}
 }
 
