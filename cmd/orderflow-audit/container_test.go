@@ -252,6 +252,7 @@ func TestRunNoContainerEngine(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the binary (skipped with -short)")
 	}
+	infratest.RyukOff(t) // testcontainers reads its settings once per process, at its first use
 	bin := binary(t)
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "TMPDIR=" + os.TempDir(), "TESTCONTAINERS_RYUK_DISABLED=true"}
 	prefix := []string{bin}

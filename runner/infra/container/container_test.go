@@ -169,6 +169,7 @@ func TestSweepRemovesAbandoned(t *testing.T) {
 // Only runnable where no engine answers at all; the CLI test runs it in a
 // mount namespace that hides the engine.
 func TestNoEngine(t *testing.T) {
+	infratest.RyukOff(t) // testcontainers reads its settings once per process, at its first use
 	if _, err := container.EngineVersion(t.Context()); err == nil {
 		t.Skip("an engine answers here (cmd/orderflow-audit TestRunNoContainerEngine hides it)")
 	} else if !errors.Is(err, container.ErrNoEngine) {

@@ -29,9 +29,7 @@ func RequireContainers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test: starts containers (skipped with -short)")
 	}
-	if _, ok := os.LookupEnv("TESTCONTAINERS_RYUK_DISABLED"); !ok {
-		t.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true")
-	}
+	RyukOff(t)
 	if err := containersReady(); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("CI is set and the container tests cannot run: %v", err)
@@ -56,4 +54,14 @@ func containersReady() error {
 		}
 	}
 	return nil
+}
+
+// RyukOff turns testcontainers' reaper off for the test unless the
+// environment says otherwise. Call it before anything in the process uses
+// testcontainers: it reads its settings once, at its first use.
+func RyukOff(t *testing.T) {
+	t.Helper()
+	if _, ok := os.LookupEnv("TESTCONTAINERS_RYUK_DISABLED"); !ok {
+		t.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true")
+	}
 }
