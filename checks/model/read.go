@@ -166,6 +166,15 @@ type Counts struct {
 	Intents       int64 // outbox rows
 	InboxRows     int64
 	Notifications int64 // effects with distinct notification ids
+
+	RefusedPublishes  int64 // publish events with an error: refused by the broker
+	UnknownPublishes  int64 // publish_unknown events
+	MarksAfterFailure int64 // marks that hit a row after their claim's publish failed or was unknown
+	Takeovers         int64 // claims of a CLAIMED row
+	SelfTakeovers     int64 // takeovers by the claim id that held the row
+	// Overlaps: claims made while another claim id held a live claim
+	// (its latest claim not yet marked, superseded or past its lease).
+	Overlaps int64
 }
 
 // Counts returns the model's counters.
@@ -174,6 +183,8 @@ func (m *Model) Counts() Counts {
 		Events: m.events, Requests: m.nRequests, OKOrders: int64(len(m.okOrderIDs)),
 		Claims: m.claims, DoubleClaims: m.doubleClaims, Replays: m.replays,
 		Intents: int64(len(m.rows)), InboxRows: int64(len(m.inbox)), Notifications: int64(len(m.notifs)),
+		RefusedPublishes: m.refusedPublishes, UnknownPublishes: m.unknownPublishes, MarksAfterFailure: m.marksAfterFailure,
+		Takeovers: m.takeovers, SelfTakeovers: m.selfTakeovers, Overlaps: m.overlaps,
 	}
 }
 
