@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/orders"
@@ -94,6 +95,11 @@ func normalChain(ctx context.Context, e *Env) error {
 	recs, err := e.Records(ctx, topic, 1)
 	if err != nil {
 		return err
+	}
+	// What the broker holds is keyed by its aggregate, so that the records
+	// of one order stay on one partition, in order.
+	if want := strconv.FormatInt(order.OrderID, 10); string(recs[0].Key) != want {
+		e.Result.Failf("the record of %s has key %q, want the order id %s", order.EventID, recs[0].Key, want)
 	}
 	out, err := c.Handle(ctx, recs[0])
 	if err != nil {

@@ -17,7 +17,7 @@ import (
 // relayCounts are the counters of what relays did (Counts).
 type relayCounts struct {
 	refusedPublishes, unknownPublishes, marksAfterFailure int64
-	takeovers, selfTakeovers, overlaps                    int64
+	takeovers, selfTakeovers, overlaps, leasesOffClaim    int64
 }
 
 // claimRef is a claim id's latest claim: the row and the token it took.
@@ -79,11 +79,13 @@ func (m *Model) claimLease(in *intent, e *evidence.Event, src Source) {
 	until := val(e.LeaseUntil)
 	switch {
 	case !until.After(e.Time):
+		m.leasesOffClaim++
 		m.violate(RuleLeaseOffClaim, src, e.EventID, "claim v%d of %s at %s has a lease that ended at %s, before it",
 			val(e.ClaimVersion), e.EventID, e.Time.Format(time.RFC3339Nano), until.Format(time.RFC3339Nano))
 	case e.LeaseMS != nil:
 		start := until.Add(-time.Duration(*e.LeaseMS) * time.Millisecond)
 		if d := start.Sub(e.Time); d > LeaseTolerance || d < -LeaseTolerance {
+			m.leasesOffClaim++
 			m.violate(RuleLeaseOffClaim, src, e.EventID,
 				"claim v%d of %s at %s has lease_until %s: a lease of %d ms starting %s from the claim, not on the clock of the claim",
 				val(e.ClaimVersion), e.EventID, e.Time.Format(time.RFC3339Nano), until.Format(time.RFC3339Nano), *e.LeaseMS, d)

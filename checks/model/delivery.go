@@ -189,6 +189,7 @@ func (m *Model) stepReceive(e *evidence.Event, src Source) {
 		r.rec = es
 		r.recvLog, r.recvLine, r.recvSeq = src.Log, src.Line, src.Seq
 		es.deliveries++
+		m.received++
 		if !r.publishd {
 			m.receivedUnpublished(&r, es, e, k, src)
 		}
@@ -296,6 +297,7 @@ func (m *Model) stepInboxReject(e *evidence.Event, src Source) {
 	}
 	es := m.ev(e.EventID)
 	es.rejects++
+	m.rejects++
 	rec := recordKey{e.Topic, val(e.Partition), val(e.Offset)}
 	for _, g := range m.groups {
 		delete(m.pending, pendingKey{g, rec})

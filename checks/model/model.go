@@ -55,6 +55,8 @@ type Model struct {
 	notifIDs     map[int64]bool
 
 	replays      int64
+	received     int64 // distinct records received
+	rejects      int64 // inbox_reject events
 	claims       int64
 	doubleClaims int64
 	relayCounts                      // publish outcomes, takeovers, overlaps (claimtoken.go)

@@ -75,7 +75,8 @@ func TestSourceString(t *testing.T) {
 // TestCounts pins the counters the derivations read.
 func TestCounts(t *testing.T) {
 	m := replay(t, modeltest.Load(t, histories+"/ok-offset-replay"), nil)
-	want := Counts{Events: 12, Claims: 1, Replays: 1, Intents: 1, InboxRows: 1, Notifications: 1, Requests: 1, OKOrders: 1}
+	want := Counts{Events: 12, Claims: 1, Replays: 1, Received: 1, InboxRejects: 1, Intents: 1, InboxRows: 1, Notifications: 1,
+		Requests: 1, OKOrders: 1}
 	if got := m.Counts(); got != want {
 		t.Errorf("Counts() = %+v; want %+v", got, want)
 	}

@@ -62,8 +62,18 @@ type due struct {
 	c  Claimed
 }
 
+// claimTxOptions: the claim runs at READ COMMITTED whatever the server's
+// default. Its locking reads then lock the rows they return and no gaps:
+// under REPEATABLE READ two relays claiming at once each lock the gap
+// before the first PENDING index entry (the end of the empty expired
+// range), and each one's UPDATE then waits to insert its CLAIMED entry
+// into the gap the other holds, a deadlock (seen in concurrentRelays).
+// The lease and state conditions are still evaluated on each row's
+// latest version under its lock.
+var claimTxOptions = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
+
 func (r *Relay) claimTx(ctx context.Context, max int) (out []Claimed, err error) {
-	tx, err := r.cfg.DB.BeginTx(ctx, nil)
+	tx, err := r.cfg.DB.BeginTx(ctx, claimTxOptions)
 	if err != nil {
 		return nil, fmt.Errorf("claim: begin: %w", err)
 	}
