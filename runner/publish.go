@@ -15,10 +15,10 @@ import (
 func init() { bind("publishFailures", publishFailures) }
 
 // failuresPublishTimeout is the relay's publish timeout in
-// publishFailures: the two unknown outcomes wait for it, and a publish
-// right after a request the broker left unanswered needs the client's
-// retry backoff (about 200 ms) within it.
-const failuresPublishTimeout = 500 * time.Millisecond
+// publishFailures: the two unknown outcomes wait for it, and the first
+// publish after one needs a retry or two of the client within it (25 and
+// 50 ms: relay.ProducerOpts).
+const failuresPublishTimeout = 300 * time.Millisecond
 
 // brokerFault is one failure the broker is told to inflict on the
 // publish of one intent.

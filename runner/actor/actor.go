@@ -194,7 +194,7 @@ func runRelay(ctx context.Context, s Spec, db *sql.DB, log *evidence.Log,
 	if err != nil {
 		return err
 	}
-	cl, err := kgo.NewClient(k.ClientOpts(relay.ProducerOpts()...)...)
+	cl, err := kgo.NewClient(k.ClientOpts(relay.ProducerOpts(s.PublishTimeout)...)...)
 	if err != nil {
 		return fmt.Errorf("relay: producer: %w", err)
 	}

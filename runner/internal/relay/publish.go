@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -36,16 +37,34 @@ var (
 )
 
 // ProducerOpts are the client options a relay's producer needs on top of
-// the cluster's (infra.Kafka.ClientOpts): no linger, since the relay waits
-// for each record, and the cancellation of an in-flight idempotent record
-// at PublishTimeout. Without the latter kgo waits for the outcome of a
-// request it has sent however long that takes (it cannot tell "never
-// received" from "written, answer lost"), and PublishTimeout would bound
-// nothing once the request is on the wire; the price is that a record
-// given up on may still be in the log, which is the unknown outcome the
-// relay records as such and the inbox absorbs.
-func ProducerOpts() []kgo.Opt {
-	return []kgo.Opt{kgo.ProducerLinger(0), kgo.AllowIdempotentProduceCancellation()}
+// the cluster's (infra.Kafka.ClientOpts), for a relay whose publish timeout
+// is publishTimeout (0: DefaultPublishTimeout):
+//
+//   - no linger: the relay waits for each record;
+//   - the cancellation of an in-flight idempotent record at the publish
+//     timeout. Without it kgo waits for the outcome of a request it has
+//     sent however long that takes (it cannot tell "never received" from
+//     "written, answer lost"), and the timeout bounds nothing once the
+//     request is on the wire. The price is that a record given up on may
+//     be in the log: the unknown outcome, which the relay records as such
+//     and the inbox absorbs;
+//   - a retry backoff that fits several retries into the timeout: 25 ms,
+//     doubling, at most a fifth of it. kgo's default starts at 250 ms, so
+//     that one failed attempt (such as the first after a request the
+//     broker left unanswered) took half of a 500 ms publish timeout.
+func ProducerOpts(publishTimeout time.Duration) []kgo.Opt {
+	if publishTimeout <= 0 {
+		publishTimeout = DefaultPublishTimeout
+	}
+	maxBackoff := publishTimeout / 5
+	return []kgo.Opt{
+		kgo.ProducerLinger(0),
+		kgo.AllowIdempotentProduceCancellation(),
+		kgo.RetryBackoffFn(func(fails int) time.Duration {
+			d := 25 * time.Millisecond << min(max(fails-1, 0), 16)
+			return min(d, maxBackoff)
+		}),
+	}
 }
 
 // Publish sends one claimed intent outside any transaction, key = the

@@ -29,19 +29,21 @@ func setup(t *testing.T) *bundle {
 	return &bundle{infratest.NewChain(t, "relay-test")}
 }
 
-// relay returns a relay named actor with its own producer (built as the
-// runner builds it, with relay.ProducerOpts).
+// relay returns a relay named actor, its configuration changed by mod,
+// with its own producer (built as the runner builds it, with
+// relay.ProducerOpts).
 func (b *bundle) relay(t *testing.T, actor string, mod func(*relay.Config)) *relay.Relay {
 	t.Helper()
-	cl, err := kgo.NewClient(b.Kafka.ClientOpts(relay.ProducerOpts()...)...)
+	cfg := relay.Config{DB: b.DB, Topic: b.Topic, Log: b.Log, Actor: actor, ClaimID: "claim-" + actor}
+	if mod != nil {
+		mod(&cfg)
+	}
+	cl, err := kgo.NewClient(b.Kafka.ClientOpts(relay.ProducerOpts(cfg.PublishTimeout)...)...)
 	if err != nil {
 		t.Fatalf("producer: %v", err)
 	}
 	t.Cleanup(cl.Close)
-	cfg := relay.Config{DB: b.DB, Client: cl, Topic: b.Topic, Log: b.Log, Actor: actor, ClaimID: "claim-" + actor}
-	if mod != nil {
-		mod(&cfg)
-	}
+	cfg.Client = cl
 	r, err := relay.New(cfg)
 	if err != nil {
 		t.Fatalf("relay.New: %v", err)
