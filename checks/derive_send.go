@@ -3,6 +3,7 @@ package checks
 import (
 	"cmp"
 	"slices"
+	"strconv"
 
 	"github.com/orderflow-audit/orderflow-audit/checks/model"
 	"github.com/orderflow-audit/orderflow-audit/spec"
@@ -13,29 +14,27 @@ func init() {
 	derive("sendBeforeMarkCrash", derivation{
 		metrics: func(f facts) []metricValue {
 			return []metricValue{f.deliveries("deliveries"), f.effects("businessEffects"),
-				f.perIntent("oldTokenCas", func(e string) metricValue {
-					var marked []model.Token // of claim_version 1
-					for _, t := range f.m.Tokens(e) {
-						if t.Version == 1 && t.Marked {
-							marked = append(marked, t)
-						}
-					}
-					if len(marked) > 0 { // the rows of the last mark
-						last := slices.MaxFunc(marked, func(a, b model.Token) int { return cmp.Compare(a.MarkAt, b.MarkAt) })
-						return num("oldTokenCas", last.MarkRows)
-					}
-					return unknown("oldTokenCas", "no mark of "+e+" with claim_version 1")
-				}),
-				f.rowState("state")}
+				f.lastMarkRows("oldTokenCas", 1), f.rowState("state")}
 		},
 		injected: faultHit(spec.AfterPublishBeforeMark),
 	})
-	derive("concurrentRelays", derivation{metrics: func(f facts) []metricValue {
-		sent, _ := f.sent()
-		n := f.m.Counts()
-		return []metricValue{num("claims", n.Claims), num("doubleClaims", n.DoubleClaims), num("sent", sent),
-			num("effects", n.Notifications)}
-	}})
+	// concurrentRelays: overlap = a claim was made while another relay
+	// held a live claim; without one the scenario did not show what it is
+	// for (inconclusive).
+	derive("concurrentRelays", derivation{
+		metrics: func(f facts) []metricValue {
+			sent, _ := f.sent()
+			n := f.m.Counts()
+			return []metricValue{num("claims", n.Claims), num("doubleClaims", n.DoubleClaims), flag("overlap", n.Overlaps > 0),
+				num("sent", sent), num("effects", n.Notifications)}
+		},
+		exercised: func(f facts) string {
+			if f.m.Counts().Overlaps > 0 {
+				return ""
+			}
+			return "no claim was made while another relay held a live claim: the two relays never held claims at the same time"
+		},
+	})
 	// relayKill9: killed = a fault event at after-publish-before-mark
 	// exists; takeoverVersion = claim_version of the first claim of e with
 	// another claim_id than e's first claim (0 if none); deliveries,
@@ -63,4 +62,22 @@ func init() {
 			f.deliveries("deliveries"), f.effects("businessEffects"), f.rowState("state"),
 		}
 	}})
+}
+
+// lastMarkRows: the rows of the last mark of the scenario's intent with
+// claim_version version (a stale mark, once a newer claim exists).
+func (f facts) lastMarkRows(name string, version int64) metricValue {
+	return f.perIntent(name, func(e string) metricValue {
+		var marked []model.Token
+		for _, t := range f.m.Tokens(e) {
+			if t.Version == version && t.Marked {
+				marked = append(marked, t)
+			}
+		}
+		if len(marked) == 0 {
+			return unknown(name, "no mark of "+e+" with claim_version "+strconv.FormatInt(version, 10))
+		}
+		last := slices.MaxFunc(marked, func(a, b model.Token) int { return cmp.Compare(a.MarkAt, b.MarkAt) })
+		return num(name, last.MarkRows)
+	})
 }

@@ -1,8 +1,10 @@
 package checks
 
 import (
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/orderflow-audit/orderflow-audit/checks/model"
 	"github.com/orderflow-audit/orderflow-audit/evidence"
@@ -137,7 +139,7 @@ func TestDerivedMetrics(t *testing.T) {
 		{"claims and sent", "concurrentRelays",
 			[]evidence.Event{committed(1, 9), committed(2, 8, evidence.WriteOutbox), claimed("e-1", 1, "a"), marked("e-1", 1, "a", 1),
 				claimed("e-2", 1, "a"), marked("e-2", 1, "a", 1), seeded("e-9", 9, "SENT", 1, "")},
-			"claims=2 doubleClaims=0 sent=3 effects=0"},
+			"claims=2 doubleClaims=0 overlap=false sent=3 effects=0"},
 		{"linked orders", "businessInvariants",
 			[]evidence.Event{committed(1, 9), committed(2, 8, evidence.WriteOutbox), marked("e-1", 0, "", 1), marked("e-2", 0, "", 1),
 				seeded("e-9", 9, "SENT", 1, "")},
@@ -187,6 +189,10 @@ func TestDerivedMetrics(t *testing.T) {
 	}
 }
 
+func brokerFault(p spec.Point) evidence.Event {
+	return ev(evidence.KindFault, "", func(e *evidence.Event) { e.Point = string(p) })
+}
+
 // TestFaultInjectionShown: a boundary scenario's PASS needs the events of
 // its fault injection.
 func TestFaultInjectionShown(t *testing.T) {
@@ -204,9 +210,154 @@ func TestFaultInjectionShown(t *testing.T) {
 			[]evidence.Event{ev(evidence.KindFault, "", func(e *evidence.Event) { e.Point = string(spec.AfterPublishBeforeMark) })}, true},
 		{"fault at another point", "sendBeforeMarkCrash",
 			[]evidence.Event{ev(evidence.KindFault, "", func(e *evidence.Event) { e.Point = string(spec.AfterEffectBeforeOffsetCommit) })}, false},
+		{"every broker fault", "publishFailures", []evidence.Event{brokerFault(spec.PublishRefused), brokerFault(spec.PublishTimeout),
+			brokerFault(spec.PublishAckLost)}, true},
+		{"two of the broker faults", "publishFailures", []evidence.Event{brokerFault(spec.PublishRefused), brokerFault(spec.PublishAckLost)}, false},
 	} {
 		if _, why := derivedMetrics(t, c.scenario, c.events...); (why == "") != c.shown {
 			t.Errorf("%s: injection check says %q; want shown=%v", c.name, why, c.shown)
 		}
+	}
+}
+
+// claimedAt is claimed with a time and a lease until.
+func claimedAt(id string, v int64, claimID string, at, until time.Time, before string) evidence.Event {
+	e := claimed(id, v, claimID)
+	e.Time, e.LeaseUntil, e.StateBefore, e.Actor = at, &until, before, "relay-"+claimID
+	return e
+}
+
+func published(id string, v int64, claimID string, offset *int64, kind evidence.Kind) evidence.Event {
+	return ev(kind, id, func(e *evidence.Event) {
+		e.ClaimVersion, e.ClaimID, e.Topic, e.Offset = &v, claimID, "t", offset
+		if offset != nil {
+			e.Partition = evidence.Ptr[int32](0)
+		} else {
+			e.Err = "failed"
+		}
+	})
+}
+
+func received(id string, offset int64) evidence.Event {
+	return ev(evidence.KindReceive, id, func(e *evidence.Event) {
+		e.Topic, e.Partition, e.Offset, e.Consumer = "t", evidence.Ptr[int32](0), &offset, "g"
+	})
+}
+
+// The derivations of the relay scenarios (publish failures, leases,
+// concurrent relays) on small replays.
+func TestDerivedRelayMetrics(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	sec := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Second) }
+	live := func(id string, v int64, claimID string, at int, before string) evidence.Event {
+		return claimedAt(id, v, claimID, sec(at), sec(at+30), before)
+	}
+	lease := func(id string, v int64, claimID string, at int, until time.Time, before string) evidence.Event {
+		e := claimedAt(id, v, claimID, sec(at), until, before)
+		e.LeaseMS = evidence.Ptr[int64](30000)
+		return e
+	}
+	expired := func(id string, v int64, claimID string) evidence.Event {
+		return ev(evidence.KindLeaseExpired, id, func(e *evidence.Event) { e.ClaimVersion, e.ClaimID, e.Rows = &v, claimID, evidence.Ptr[int64](1) })
+	}
+	for _, c := range []struct {
+		name, scenario string
+		events         []evidence.Event
+		want           string
+	}{
+		{"two relays hold claims at once", "concurrentRelays",
+			[]evidence.Event{committed(1, 9), committed(2, 8), live("e-1", 1, "a", 1, "PENDING"), live("e-2", 1, "b", 2, "PENDING")},
+			"claims=2 doubleClaims=0 overlap=true sent=0 effects=0"},
+		{"one relay after the other's mark", "concurrentRelays",
+			[]evidence.Event{committed(1, 9), committed(2, 8), live("e-1", 1, "a", 1, "PENDING"), marked("e-1", 1, "a", 1),
+				live("e-2", 1, "b", 2, "PENDING")},
+			"claims=2 doubleClaims=0 overlap=false sent=1 effects=0"},
+		{"one relay after the other's lease", "concurrentRelays",
+			[]evidence.Event{committed(1, 9), committed(2, 8), live("e-1", 1, "a", 1, "PENDING"), live("e-2", 1, "b", 40, "PENDING")},
+			"claims=2 doubleClaims=0 overlap=false sent=0 effects=0"},
+		{"one relay after the other's lease was aged", "concurrentRelays",
+			[]evidence.Event{committed(1, 9), committed(2, 8), live("e-1", 1, "a", 1, "PENDING"), expired("e-1", 1, "a"),
+				live("e-2", 1, "b", 2, "PENDING")},
+			"claims=2 doubleClaims=0 overlap=false sent=0 effects=0"},
+		{"one relay twice", "concurrentRelays",
+			[]evidence.Event{committed(1, 9), committed(2, 8), live("e-1", 1, "a", 1, "PENDING"), live("e-2", 1, "a", 2, "PENDING")},
+			"claims=2 doubleClaims=0 overlap=false sent=0 effects=0"},
+		{"a row taken over from another relay", "concurrentRelays",
+			[]evidence.Event{committed(1, 9), live("e-1", 1, "a", 1, "PENDING"), live("e-1", 2, "b", 2, "CLAIMED")},
+			"claims=2 doubleClaims=1 overlap=false sent=0 effects=0"},
+		{"self takeover", "selfTakeover",
+			[]evidence.Event{committed(1, 9), live("e-1", 1, "a", 1, "PENDING"), expired("e-1", 1, "a"), live("e-1", 2, "a", 2, "CLAIMED"),
+				marked("e-1", 1, "a", 0), marked("e-1", 2, "a", 1)},
+			"sameClaimId=true takeoverVersion=2 stolen=0 staleMark=0 deliveries=0 effects=0 state=SENT"},
+		{"taken over by another, then stolen", "selfTakeover",
+			[]evidence.Event{committed(1, 9), live("e-1", 1, "a", 1, "PENDING"), expired("e-1", 1, "a"), live("e-1", 2, "b", 2, "CLAIMED"),
+				live("e-1", 3, "a", 3, "CLAIMED"), live("e-1", 4, "c", 4, "CLAIMED"), marked("e-1", 1, "a", 1)},
+			"sameClaimId=false takeoverVersion=3 stolen=2 staleMark=1 deliveries=0 effects=0 state=SENT"},
+		{"one claim", "selfTakeover", []evidence.Event{committed(1, 9), live("e-1", 1, "a", 1, "PENDING")},
+			"sameClaimId=? takeoverVersion=0 stolen=0 staleMark=? deliveries=0 effects=0 state=CLAIMED"},
+		{"leases on the claims' clock", "relayClockSkew",
+			[]evidence.Event{committed(1, 9), committed(2, 8), lease("e-1", 1, "a", 1, sec(31), "PENDING"),
+				lease("e-2", 1, "b", 2, sec(32).Add(model.LeaseTolerance), "PENDING")},
+			"claims=2 leasesOffClock=0 steals=0 sent=0 effects=0"},
+		{"leases an hour off, a steal", "relayClockSkew",
+			[]evidence.Event{committed(1, 9), committed(2, 8), lease("e-1", 1, "a", 1, sec(3631), "PENDING"),
+				lease("e-2", 1, "b", 2, sec(-3568), "PENDING"), lease("e-2", 2, "a", 3, sec(3633), "CLAIMED"),
+				lease("e-1", 2, "a", 4, sec(3634), "CLAIMED")},
+			"claims=4 leasesOffClock=4 steals=1 sent=0 effects=0"},
+		{"publish failures retried", "publishFailures",
+			[]evidence.Event{committed(1, 9), committed(2, 8), live("e-1", 1, "a", 1, "PENDING"), live("e-2", 1, "a", 1, "PENDING"),
+				published("e-1", 1, "a", nil, evidence.KindPublish), published("e-2", 1, "a", nil, evidence.KindPublishUnknown),
+				expired("e-1", 1, "a"), expired("e-2", 1, "a"), live("e-1", 2, "a", 2, "CLAIMED"), live("e-2", 2, "b", 2, "CLAIMED"),
+				published("e-1", 2, "a", evidence.Ptr[int64](1), evidence.KindPublish), marked("e-1", 2, "a", 1),
+				received("e-2", 0), received("e-1", 1), received("e-1", 1), ev(evidence.KindInboxReject, "e-1")},
+			"refused=1 unknown=1 marksAfterFailure=0 retried=1 records=2 effects=0 duplicatesAbsorbed=1 sent=1"},
+		{"marks after failed publishes", "publishFailures",
+			[]evidence.Event{committed(1, 9), committed(2, 8), live("e-1", 1, "a", 1, "PENDING"), live("e-2", 1, "a", 1, "PENDING"),
+				published("e-1", 1, "a", nil, evidence.KindPublish), marked("e-1", 1, "a", 1),
+				published("e-2", 1, "a", nil, evidence.KindPublishUnknown), marked("e-2", 1, "a", 0)},
+			"refused=1 unknown=1 marksAfterFailure=1 retried=0 records=0 effects=0 duplicatesAbsorbed=0 sent=1"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got, _ := derivedMetrics(t, c.scenario, c.events...); got != c.want {
+				t.Errorf("%s: %s; want %s", c.scenario, got, c.want)
+			}
+		})
+	}
+}
+
+// TestScenarioNotExercised: concurrentRelays claims PASS; unless two
+// relays held live claims at the same moment, the verdict on it is
+// inconclusive (scenario-not-exercised), never a plain PASS.
+func TestScenarioNotExercised(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	claim := func(id, claimID string, at int) evidence.Event {
+		return claimedAt(id, 1, claimID, t0.Add(time.Duration(at)*time.Second), t0.Add(time.Duration(at+30)*time.Second), "PENDING")
+	}
+	s, _ := spec.Lookup("concurrentRelays")
+	for _, c := range []struct {
+		name   string
+		events []evidence.Event
+		want   bool
+	}{
+		{"held at once", []evidence.Event{committed(1, 9), committed(2, 8), claim("e-1", "a", 1), claim("e-2", "b", 2)}, false},
+		{"one after the other", []evidence.Event{committed(1, 9), committed(2, 8), claim("e-1", "a", 1), marked("e-1", 1, "a", 1),
+			claim("e-2", "b", 2)}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := model.New(nil, nil)
+			for i := range c.events {
+				m.Step(&c.events[i], Source{Seq: int64(i + 1)})
+			}
+			m.Finish(false)
+			ck := &checker{v: &Verdict{}}
+			sc := &evidence.Scenario{ID: s.ID, Suite: s.Suite, Status: evidence.StatusPass}
+			ck.metrics(sc, s, derivations[s.ID], facts{m: m})
+			got := slices.ContainsFunc(ck.v.Reasons, func(r Reason) bool {
+				return r.Rule == "scenario-not-exercised" && r.Status == Inconclusive
+			})
+			if got != c.want {
+				t.Errorf("scenario-not-exercised reported = %v; want %v (reasons %v)", got, c.want, ck.v.Reasons)
+			}
+		})
 	}
 }

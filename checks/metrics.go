@@ -43,6 +43,12 @@ type derivation struct {
 	// injection ("" when they do); nil for scenarios without one. Without
 	// it a boundary scenario's acceptance would hold vacuously.
 	injected func(f facts) string
+	// exercised says why the events do not show the situation the
+	// scenario exists to provoke ("" when they do), such as two relays
+	// holding live claims at once; nil when there is none beyond its
+	// faults. A PASS without it is inconclusive: nothing went wrong, and
+	// nothing was shown either.
+	exercised func(f facts) string
 }
 
 // derivations maps scenario ids to their derivation; the derive_*.go files
@@ -56,13 +62,15 @@ func derive(id string, d derivation) {
 	derivations[id] = d
 }
 
-// faultHit requires a fault event at point.
-func faultHit(point spec.Point) func(f facts) string {
+// faultHit requires a fault event at each of points.
+func faultHit(points ...spec.Point) func(f facts) string {
 	return func(f facts) string {
-		if slices.Contains(f.m.Faults(), string(point)) {
-			return ""
+		for _, p := range points {
+			if !slices.Contains(f.m.Faults(), string(p)) {
+				return "no fault event at " + string(p)
+			}
 		}
-		return "no fault event at " + string(point)
+		return ""
 	}
 }
 

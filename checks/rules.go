@@ -67,6 +67,7 @@ const (
 	RuleMetricMismatch            Rule = "metric-mismatch"
 	RuleMetricNotRecomputable     Rule = "metric-not-recomputable"
 	RuleFaultNotInjected          Rule = "fault-not-injected"
+	RuleScenarioNotExercised      Rule = "scenario-not-exercised"
 	RuleStatusNotRecomputable     Rule = "status-not-recomputable"
 	RuleStatusMismatch            Rule = "status-mismatch"
 	RuleLineMismatch              Rule = "line-mismatch"
@@ -137,6 +138,7 @@ var Rules = []RuleInfo{
 	{RuleMetricMismatch, "a claimed metric differs from the recomputed one, is not the scenario's, is missing or out of order"},
 	{RuleMetricNotRecomputable, "a claimed metric the events cannot determine"},
 	{RuleFaultNotInjected, "a PASS at a boundary whose fault injection the events do not show"},
+	{RuleScenarioNotExercised, "a PASS whose events do not show the situation the scenario exists to provoke (inconclusive)"},
 	{RuleStatusNotRecomputable, "a PASS that needs a metric the events cannot determine"},
 	{RuleStatusMismatch, "a PASS whose recomputed metrics do not meet the acceptance"},
 	{RuleLineMismatch, "the observation line differs from what the status and the (claimed or recomputed) metrics say"},

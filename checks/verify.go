@@ -320,6 +320,12 @@ func (c *checker) metrics(sc *evidence.Scenario, s spec.Scenario, d derivation, 
 				Message: "the scenario claims PASS at the " + s.Boundary + " boundary, but the events do not show its fault injection: " + why})
 		}
 	}
+	if d.exercised != nil && sc.Status == evidence.StatusPass {
+		if why := d.exercised(f); why != "" {
+			c.add(Reason{Rule: "scenario-not-exercised", Status: Inconclusive, Scenario: id,
+				Message: "the scenario claims PASS, but its events do not show what it exists to provoke: " + why})
+		}
+	}
 	pass, decided := accepted(s, rec)
 	recStatus := evidence.StatusFail
 	if pass {

@@ -48,12 +48,22 @@ const (
 
 	// KindClaim: a relay claimed an intent. event_id, order_id,
 	// claim_version, claim_id, lease_until, state_before (PENDING or
-	// CLAIMED).
+	// CLAIMED); lease_ms (the lease the relay is configured with, when it
+	// says so).
 	KindClaim Kind = "claim"
 	// KindPublish: the broker acknowledged (or refused) a record. event_id,
 	// claim_version, claim_id, topic, and partition+offset on success or
-	// err on failure.
+	// err on a refusal (the broker answered that it did not append it);
+	// record_key and record_event_id (what the record carried, when the
+	// relay says so).
 	KindPublish Kind = "publish"
+	// KindPublishUnknown: a publish whose outcome the relay cannot know:
+	// no answer within its timeout, or an answer that the broker gives
+	// also after appending (REQUEST_TIMED_OUT). The record may or may not
+	// be in the log. Neither a success nor a refusal. event_id,
+	// claim_version, claim_id, topic, err; record_key and record_event_id
+	// as for publish.
+	KindPublishUnknown Kind = "publish_unknown"
 	// KindMark: the compare-and-set to SENT returned. event_id,
 	// claim_version, claim_id, rows (affected rows: 1 or 0).
 	KindMark Kind = "mark"
@@ -93,6 +103,7 @@ var Kinds = []Kind{
 	KindSeedStock, KindSeedOutbox,
 	KindOrderCommitted, KindOutboxWritten, KindOrderRolledBack, KindOrderReplayed, KindOrderRejected,
 	KindClaim, KindPublish, KindMark, KindLeaseExpired,
+	KindPublishUnknown,
 	KindReceive, KindInboxInsert, KindInboxReject, KindEffect, KindOffsetCommit,
 	KindObserve, KindFault, KindInvariant,
 }
@@ -132,6 +143,11 @@ type Event struct {
 	Detail         string     `json:"detail,omitempty"`
 	Invariant      string     `json:"invariant,omitempty"`
 	Err            string     `json:"err,omitempty"`
+	// Appended fields (kept last so that the order of the older ones
+	// does not move).
+	LeaseMS       *int64 `json:"lease_ms,omitempty"`
+	RecordKey     string `json:"record_key,omitempty"`
+	RecordEventID string `json:"record_event_id,omitempty"`
 }
 
 // Ptr returns a pointer to v, for the optional numeric fields.

@@ -96,7 +96,7 @@ func ComputeProofBoundary(ev *Evidence) []ProofRow {
 		proofReal(ev, ran),
 		proofFaults(ev, ran),
 		proofSynthetic(ran),
-		proofNotRun(ev, killed),
+		proofNotRun(ev, killed, ran),
 	}
 	for i := range rows {
 		rows[i].Had = fitList(rows[i].Had)
@@ -442,7 +442,11 @@ func keys(m map[string]bool) []string {
 	return out
 }
 
-func proofNotRun(ev *Evidence, killed map[string]bool) ProofRow {
+// proofNotRun lists what did not run: interrupted runs, scenarios not run,
+// and the fault classes no scenario that ran covered (kill -9 actor by
+// actor; a class with a Covered point when a scenario that ran declares
+// it).
+func proofNotRun(ev *Evidence, killed map[string]bool, ran []Scenario) ProofRow {
 	row := ProofRow{Category: CategoryNotRun}
 	if ev.Run.Interrupted {
 		row.Had = append(row.Had, "NOT RUN: the run was interrupted before every selected scenario finished")
@@ -463,7 +467,16 @@ func proofNotRun(ev *Evidence, killed map[string]bool) ProofRow {
 		}
 		row.CannotInfer = append(row.CannotInfer, fmt.Sprintf("%s (not run): %s", sc.ID, what))
 	}
+	declared := map[spec.Point]bool{}
+	for _, sc := range ran {
+		for _, r := range faultRefs(sc) {
+			declared[r.Point] = true
+		}
+	}
 	for _, c := range spec.NotInjected {
+		if c.Covered != "" && declared[c.Covered] {
+			continue
+		}
 		if c.Key == spec.ClassKill && len(killed) > 0 {
 			var rest []string
 			for _, r := range []string{spec.ActorOrders, spec.ActorRelay, spec.ActorConsumer} {

@@ -261,6 +261,21 @@ func TestComputeProofBoundary(t *testing.T) {
 			},
 		},
 		{
+			name: "broker faults cover the producer's unknown outcome",
+			modify: func(ev *Evidence) {
+				ev.Scenarios = append(ev.Scenarios, Scenario{ID: "publishFailures", Suite: "EXT", Boundary: BoundarySend,
+					FaultPoints: []string{"publish-refused", "publish-timeout", "publish-ack-lost"}, Status: StatusPass,
+					Metrics: []Metric{}, Line: "EXT publishFailures=PASS", Topics: []string{}, Logs: []LogRef{}, Invariants: []InvariantResult{}, Tables: []TableDigest{}})
+			},
+			want: map[string][]string{
+				CategoryFaults + "/had": {"publish-refused (in publishFailures): the embedded broker answered INVALID_RECORD",
+					"publish-timeout (in publishFailures): the embedded broker read the produce request", "publish-ack-lost (in publishFailures): the embedded broker appended the record"},
+				CategoryFaults + "/cannot": {"publish-ack-lost: replication-level causes of an unknown outcome"},
+				CategoryNotRun + "/had":    {"NOT RUN: broker restart"},
+			},
+			notWant: map[string][]string{CategoryNotRun + "/had": {"producer unknown outcome"}},
+		},
+		{
 			name: "a scenario that did not run declares nothing",
 			modify: func(ev *Evidence) {
 				for i := range ev.Scenarios {

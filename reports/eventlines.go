@@ -63,6 +63,8 @@ func eventLines(e logEvent, a, over string, fn footnoter) []string {
 			return msg(a, "-x", aliasKafka, fmt.Sprintf("publish %s v%s failed%s", e.EventID, i64(e.ClaimVersion), fn(e.Err)))
 		}
 		return msg(a, "->>", aliasKafka, fmt.Sprintf("publish %s v%s: %s", e.EventID, i64(e.ClaimVersion), at(e.Event)))
+	case evidence.KindPublishUnknown:
+		return msg(a, "-x", aliasKafka, fmt.Sprintf("publish %s v%s: outcome unknown%s", e.EventID, i64(e.ClaimVersion), fn(e.Err)))
 	case evidence.KindMark:
 		if e.Rows != nil && *e.Rows == 0 {
 			return []string{

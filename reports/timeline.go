@@ -39,7 +39,8 @@ type logEvent struct {
 // notable events are drawn even in the middle of a long scenario.
 func notable(e logEvent) bool {
 	switch e.Kind {
-	case evidence.KindFault, evidence.KindLeaseExpired, evidence.KindInboxReject, evidence.KindOrderRolledBack:
+	case evidence.KindFault, evidence.KindLeaseExpired, evidence.KindInboxReject, evidence.KindOrderRolledBack,
+		evidence.KindPublishUnknown:
 		return true
 	case evidence.KindMark:
 		return e.Rows != nil && *e.Rows == 0
@@ -113,7 +114,7 @@ func (b *timelineBuilder) add(e logEvent) {
 		b.aliasOf(e.Actor)
 	}
 	switch e.Kind {
-	case evidence.KindPublish, evidence.KindReceive, evidence.KindOffsetCommit:
+	case evidence.KindPublish, evidence.KindPublishUnknown, evidence.KindReceive, evidence.KindOffsetCommit:
 		b.usesKafka = true
 	case evidence.KindOrderRejected, evidence.KindFault:
 	default:

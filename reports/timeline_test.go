@@ -117,6 +117,16 @@ func TestTimeline(t *testing.T) {
 			footnotes: []string{"15 events not drawn one by one: claim=15", "14 events not drawn one by one: claim=14"},
 		},
 		{
+			name: "a publish of unknown outcome is drawn, never folded",
+			logs: map[string][]evidence.Event{"a.jsonl": {
+				{Seq: 1, Time: at(1), Actor: "relay-A", Kind: evidence.KindPublishUnknown, EventID: "e-1", ClaimVersion: p64(1), ClaimID: "c1", Topic: "t", Err: "context deadline exceeded"},
+				{Seq: 2, Time: at(2), Actor: "relay-A", Kind: evidence.KindPublishUnknown, EventID: "e-2", ClaimVersion: p64(1), ClaimID: "c1", Topic: "t", Err: "context deadline exceeded"},
+			}},
+			wantDrawn: 2,
+			want:      []string{"participant kafka as kafka", "a1-xkafka: publish e-1 v1: outcome unknown [1]\n    a1-xkafka: publish e-2 v1: outcome unknown [2]"},
+			footnotes: []string{"context deadline exceeded", "context deadline exceeded"},
+		},
+		{
 			name: "invariants grouped, violation flagged",
 			logs: map[string][]evidence.Event{"a.jsonl": {
 				{Seq: 1, Time: at(1), Actor: "scenario", Kind: evidence.KindInvariant, Invariant: "orphan-sent", Rows: p64(0)},

@@ -55,19 +55,30 @@ func (e *Env) Token() (string, error) {
 // Relay returns a relay of the system under test named actor (its claim id
 // is derived from it) with its own fault injector, publishing to topic.
 func (e *Env) Relay(actor, topic string, faults *fault.Injector) (sut.Relay, error) {
+	return e.RelayWith(actor, topic, faults, nil)
+}
+
+// RelayWith is Relay with the configuration changed by mod (a lease, a
+// publish timeout, the relay's own clock); the producer is made for it.
+func (e *Env) RelayWith(actor, topic string, faults *fault.Injector, mod func(*sut.RelayConfig)) (sut.Relay, error) {
 	log, err := e.ActorLog(actor)
 	if err != nil {
 		return nil, err
 	}
-	cl, err := kgo.NewClient(e.Kafka.ClientOpts(kgo.ProducerLinger(0))...)
+	cfg := sut.RelayConfig{
+		Actor: sut.Actor{DB: e.DB, Log: log, Name: actor, Faults: faults, Plant: e.Plant},
+		Topic: topic, ClaimID: actor + "-" + e.RunID,
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	cl, err := kgo.NewClient(e.Kafka.ClientOpts(relay.ProducerOpts(cfg.PublishTimeout)...)...)
 	if err != nil {
 		return nil, fmt.Errorf("producer for %s: %w", actor, err)
 	}
 	e.Defer(cl.Close)
-	return e.SUT.NewRelay(sut.RelayConfig{
-		Actor:  sut.Actor{DB: e.DB, Log: log, Name: actor, Faults: faults, Plant: e.Plant},
-		Client: cl, Topic: topic, ClaimID: actor + "-" + e.RunID,
-	})
+	cfg.Client = cl
+	return e.SUT.NewRelay(cfg)
 }
 
 // Consumer joins group on topic as member of the system under test,

@@ -3,7 +3,10 @@ package runner
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/orders"
 )
@@ -95,6 +98,7 @@ func normalChain(ctx context.Context, e *Env) error {
 	if err != nil {
 		return err
 	}
+	e.keyedByOrder(recs[0], order)
 	out, err := c.Handle(ctx, recs[0])
 	if err != nil {
 		return err
@@ -157,4 +161,13 @@ func businessInvariants(ctx context.Context, e *Env) error {
 		e.Result.Metric(inv.metric, rows)
 	}
 	return nil
+}
+
+// keyedByOrder fails the scenario unless rec, the record of order that the
+// broker holds, is keyed by its aggregate, so that the records of one
+// order stay on one partition, in order.
+func (e *Env) keyedByOrder(rec *kgo.Record, order *orders.PlaceResponse) {
+	if want := strconv.FormatInt(order.OrderID, 10); string(rec.Key) != want {
+		e.Result.Failf("the record of %s has key %q, want the order id %s", order.EventID, rec.Key, want)
+	}
 }

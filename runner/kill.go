@@ -36,13 +36,14 @@ func relayKill9(ctx context.Context, e *Env) error {
 	}
 	order := placed[0]
 
+	claimIDA := "relay-a-" + e.RunID
 	logPath, err := e.logPath("relay-a")
 	if err != nil {
 		return err
 	}
 	proc, err := actor.Start(ctx, e.exe, actor.Spec{
 		Role: actor.Relay, DB: e.Scratch.Name, LogPath: logPath, RunID: e.RunID, Scenario: e.Scenario.ID,
-		Actor: "relay-a", ClaimID: "relay-a-" + e.RunID, Faults: []string{string(fault.AfterPublishBeforeMark) + ":kill"},
+		Actor: "relay-a", ClaimID: claimIDA, Faults: []string{string(fault.AfterPublishBeforeMark) + ":kill"},
 		Plant: string(e.Plant), Brokers: e.Kafka.Brokers, Topic: topic, Lease: killLease, Once: true,
 	}, actor.Env(e.Server.DSNFor(e.Scratch.Name), nil)) // a relay needs no JWT secret
 	if err != nil {
@@ -78,11 +79,12 @@ func relayKill9(ctx context.Context, e *Env) error {
 	if err != nil {
 		return err
 	}
-	// A takeover is B's claim of an intent that A had claimed (as the
-	// verifier defines it: the first claim by another claim id).
+	// A takeover is B's claim of an intent that A had claimed, under a
+	// claim id other than A's (as the verifier defines it: the first claim
+	// by another claim id; a claim that kept A's claim id is none).
 	var takeover int64
 	for _, c := range resB.Claimed {
-		if c.EventID == order.EventID && aClaimed {
+		if c.EventID == order.EventID && aClaimed && c.ClaimID != claimIDA {
 			takeover = c.ClaimVersion
 		}
 	}

@@ -198,6 +198,9 @@ func Run(ctx context.Context, opts Options) (*evidence.Evidence, error) {
 		var res evidence.Scenario
 		if missing := opts.SUT.Features.Missing(sc.Needs); len(missing) > 0 {
 			res = notRun(sc, fmt.Sprintf("the system under test (%s) does not claim %s", opts.SUT.Name, featureList(missing)))
+		} else if sc.BrokerControlled() && rs.kafka.Cluster() == nil {
+			res = notRun(sc, "it tells the broker to fail produce requests, which only the embedded broker can be told: "+
+				"this run used an external Kafka cluster")
 		} else {
 			var procs bool
 			res, procs = runOne(runCtx, rs, sc)

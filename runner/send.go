@@ -83,10 +83,11 @@ func sendBeforeMarkCrash(ctx context.Context, e *Env) error {
 	return nil
 }
 
-// concurrentRelays is one function of four phases (both relays claim at
-// once and hold, both publish and mark what they hold, a sweep, the
-// measurement) because each phase checks what the previous ones claimed:
-// split, the halves would pass the held claims back and forth.
+// concurrentRelays is one function of five phases (both relays claim at
+// once and hold, one claims again while everything is held, both publish
+// and mark what they hold, a sweep, the measurement) because each phase
+// checks what the previous ones claimed: split, the parts would pass the
+// held claims back and forth.
 func concurrentRelays(ctx context.Context, e *Env) error {
 	const n = 8
 	topic, _, err := e.startChain(ctx, "race", n)
@@ -100,43 +101,22 @@ func concurrentRelays(ctx context.Context, e *Env) error {
 		}
 	}
 	// Both relays claim at the same moment, each half of the rows, and both
-	// hold their claims before anyone publishes or marks: a correct claim
+	// hold their claims (live leases of 30 s) until phase 3: a correct claim
 	// gives each relay its own four rows (SKIP LOCKED skips the rows the
 	// other is locking; a committed claim holds a live lease), a claim
 	// without the lock or the lease check hands the same rows out twice.
-	held := make([][]sut.Claimed, len(relays))
-	errs := make([]error, len(relays))
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i, r := range relays {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			held[i], errs[i] = r.Claim(ctx, n/len(relays))
-		}()
-	}
-	close(start)
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	held, err := claimAtOnce(ctx, relays, n/len(relays))
+	if err != nil {
 		return err
 	}
-	// A row claimed by both relays is a double claim: every lease here is
-	// live (30 s) for the whole scenario.
-	holders := map[string]int{}
-	claims := 0
-	for _, cs := range held {
-		claims += len(cs)
-		for _, c := range cs {
-			holders[c.EventID]++
-		}
+	overlap := len(held[0]) > 0 && len(held[1]) > 0
+	// While every row is held, relay B tries to claim them all: a claim
+	// that honours live leases gets none, whatever the timing of phase 1.
+	again, err := relays[1].Claim(ctx, n)
+	if err != nil {
+		return err
 	}
-	double := 0
-	for _, k := range holders {
-		if k > 1 {
-			double++
-		}
-	}
+	held[1] = append(held[1], again...)
 	for i, r := range relays {
 		for _, c := range held[i] {
 			if _, _, err := r.Publish(ctx, c); err != nil {
@@ -152,15 +132,58 @@ func concurrentRelays(ctx context.Context, e *Env) error {
 	if err != nil {
 		return err
 	}
-	claims += len(sweep.Claimed)
-
 	sent, effects, err := e.consumeAll(ctx, topic)
 	if err != nil {
 		return err
 	}
-	e.Result.Metric("claims", claims)
-	e.Result.Metric("doubleClaims", double)
+	e.Result.Metric("claims", len(held[0])+len(held[1])+len(sweep.Claimed))
+	e.Result.Metric("doubleClaims", doubleClaims(held))
+	e.Result.Metric("overlap", overlap)
 	e.Result.Metric("sent", sent)
 	e.Result.Metric("effects", effects)
 	return nil
+}
+
+// claimAtOnce has every relay claim up to max rows at the same moment and
+// returns what each got.
+func claimAtOnce(ctx context.Context, relays []sut.Relay, max int) ([][]sut.Claimed, error) {
+	held := make([][]sut.Claimed, len(relays))
+	errs := make([]error, len(relays))
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i, r := range relays {
+		wg.Go(func() {
+			<-start
+			held[i], errs[i] = r.Claim(ctx, max)
+		})
+	}
+	close(start)
+	wg.Wait()
+	return held, errors.Join(errs...)
+}
+
+// doubleClaims counts the claims of a row whose previous claim was by
+// another relay: every lease here is live (30 s) and no row is SENT until
+// the relays publish and mark, so each is a claim on a live lease another
+// relay held (the verifier's doubleClaims). A row's claims are ordered by
+// their claim_version.
+func doubleClaims(held [][]sut.Claimed) int {
+	byRow := map[string]map[int64]string{} // event id -> claim_version -> claim id
+	for _, cs := range held {
+		for _, c := range cs {
+			if byRow[c.EventID] == nil {
+				byRow[c.EventID] = map[int64]string{}
+			}
+			byRow[c.EventID][c.ClaimVersion] = c.ClaimID
+		}
+	}
+	double := 0
+	for _, versions := range byRow {
+		for v, id := range versions {
+			if prev, ok := versions[v-1]; ok && prev != id {
+				double++
+			}
+		}
+	}
+	return double
 }

@@ -22,6 +22,14 @@ const (
 	// AfterOrderCommitBeforeOutbox: only reachable with the planted bug
 	// outbox-outside-tx: the order committed, its intent not yet written.
 	AfterOrderCommitBeforeOutbox Point = "after-order-commit-before-outbox"
+	// PublishRefused: the broker refuses a produce request of the relay.
+	PublishRefused Point = "publish-refused"
+	// PublishTimeout: the broker leaves a produce request of the relay
+	// unanswered.
+	PublishTimeout Point = "publish-timeout"
+	// PublishAckLost: the broker appends the relay's record and its
+	// acknowledgement is lost.
+	PublishAckLost Point = "publish-ack-lost"
 )
 
 // Injection is how a fault is brought about.
@@ -160,6 +168,34 @@ var Faults = []Fault{
 		Unreachable: "armed in the order service after the order commit and before the outbox intent, but it cannot fire in this run: " +
 			"the intent is written inside the order transaction, so there is no such window (it fires only with the planted bug outbox-outside-tx)",
 	},
+	{
+		FaultRef:  FaultRef{PublishRefused, InjectBroker},
+		Actor:     ActorRelay,
+		Simulates: "a broker that refuses a record (a validation or authorization error)",
+		How: "the embedded broker answered INVALID_RECORD to the produce request carrying the intent's event id, without " +
+			"appending it (kfake Fault at the protocol; the client is the relay's real producer)",
+		CannotInfer: "other refusals (authorization, record too large, a topic that is gone) and how a relay handles a record " +
+			"the broker refuses for ever (no dead-letter path: it is retried after every lease)",
+	},
+	{
+		FaultRef:  FaultRef{PublishTimeout, InjectBroker},
+		Actor:     ActorRelay,
+		Simulates: "a broker that does not answer a produce request in time (overloaded, partitioned, paused)",
+		How: "the embedded broker read the produce request carrying the intent's event id and never answered it nor appended " +
+			"it (kfake ControlKey on Produce, kept until the scenario cleared it); the relay gave up after its publish timeout",
+		CannotInfer: "a request that the broker appends after the relay gave up on it (here nothing was appended), and the " +
+			"timing of a real network: the silence was total and lasted until the relay's timeout",
+	},
+	{
+		FaultRef:  FaultRef{PublishAckLost, InjectBroker},
+		Actor:     ActorRelay,
+		Simulates: "a broker that appends a record but whose acknowledgement never reaches the relay",
+		How: "the embedded broker appended the record carrying the intent's event id and answered REQUEST_TIMED_OUT to it and " +
+			"to every retry of the same idempotent batch (kfake Fault, applied after the append) until the relay's publish " +
+			"timeout: the record is in the log, the relay does not know it",
+		CannotInfer: "replication-level causes of an unknown outcome (a leader change after the append, acks=all not met): " +
+			"one broker holds the only replica",
+	},
 }
 
 // LookupFault returns the row of the fault table for r.
@@ -195,6 +231,9 @@ func Points() []Point {
 // unproven. Key names a class that a scenario may cover after all.
 type FaultClass struct {
 	Key, Label, NotRun, CannotInfer string
+	// Covered is a fault point whose injection covers the class: it is
+	// not listed as not run when a scenario that declares it ran.
+	Covered Point
 }
 
 // ClassKill is the key of the kill -9 class: covered, actor by actor, by
@@ -211,8 +250,9 @@ var NotInjected = []FaultClass{
 			"dropped by the kernel",
 	},
 	{
-		Label:  "producer unknown outcome",
-		NotRun: "NOT RUN: producer unknown outcome (the publish times out after the broker appended the record)",
+		Covered: PublishAckLost,
+		Label:   "producer unknown outcome",
+		NotRun:  "NOT RUN: producer unknown outcome (the publish times out after the broker appended the record)",
 		CannotInfer: "that an ambiguous publish, retried or re-claimed, is absorbed by the inbox; only a crash after an " +
 			"acknowledged publish can have been injected",
 	},

@@ -60,6 +60,20 @@ var Plants = []Plant{
 		[]Exposure{{"orderCrashWindow", []string{"intent-outside-order-tx"}}}},
 	{"claim-without-lock", "relay claims without SKIP LOCKED and without the lease check",
 		[]Exposure{{"concurrentRelays", []string{"claim-on-live-lease"}}}},
+	{"mark-cas-claim-id-only", "relay's mark compares the claim_id but not the claim_version",
+		[]Exposure{{"selfTakeover", []string{"stale-token-mark"}}}},
+	{"lease-on-relay-clock", "relay writes and compares leases on its own clock, not the database's",
+		[]Exposure{{"relayClockSkew", []string{"lease-off-claim"}}}},
+	{"takeover-keeps-lease", "a takeover keeps the row's old lease instead of a fresh one",
+		[]Exposure{{"selfTakeover", []string{"takeover-old-lease"}}}},
+	{"claim-ignores-lease", "relay claims CLAIMED rows whatever their lease (SKIP LOCKED kept)",
+		[]Exposure{{"concurrentRelays", []string{"claim-on-live-lease"}}, {"selfTakeover", []string{"claim-on-live-lease"}}}},
+	{"mark-after-failed-publish", "relay marks SENT after a refused or unknown publish",
+		[]Exposure{{"publishFailures", []string{"mark-after-failed-publish"}}}},
+	{"retry-new-event-id", "relay publishes a retry under a new event id",
+		[]Exposure{{"publishFailures", []string{"publish-event-id-mismatch"}}}},
+	{"publish-without-key", "relay publishes records without a key",
+		[]Exposure{{"normalChain", []string{"publish-key-mismatch"}}}},
 }
 
 // LookupPlant returns the planted bug named bug.

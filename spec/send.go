@@ -19,9 +19,11 @@ func init() {
 		},
 		Scenario{
 			ID: "concurrentRelays", Suite: SuiteEXT, Boundary: BoundarySend,
-			Description: "8 orders; two relays claim and publish at the same moment; no row may be held by both",
-			Metrics:     []Metric{{"claims", ""}, {"doubleClaims", "0"}, {"sent", "8"}, {"effects", "8"}},
-			Needs:       []Feature{FeatureStepwiseRelay, FeatureClaimTokens},
+			Description: "8 orders; two relays claim 4 each at the same moment and hold them, so that both hold live claims at " +
+				"once (the verifier finds the scenario inconclusive when they did not); then one relay tries to claim all 8 while " +
+				"they are held and must get none; no row may be held by both",
+			Metrics: []Metric{{"claims", ""}, {"doubleClaims", "0"}, {"overlap", ""}, {"sent", "8"}, {"effects", "8"}},
+			Needs:   []Feature{FeatureStepwiseRelay, FeatureClaimTokens},
 		},
 		Scenario{
 			ID: "relayKill9", Suite: SuiteEXT, Boundary: BoundarySend,

@@ -118,6 +118,12 @@ func (s Scenario) AcceptText() string {
 	return strings.Join(parts, " ")
 }
 
+// BrokerControlled tells whether the scenario injects a fault by telling
+// the broker to fail a request (it then needs the embedded broker).
+func (s Scenario) BrokerControlled() bool {
+	return slices.ContainsFunc(s.Faults, func(f FaultRef) bool { return f.Injection == InjectBroker })
+}
+
 // Killed tells whether the scenario injects a fault by a signal to an
 // actor's OS process.
 func (s Scenario) Killed() bool {

@@ -33,6 +33,10 @@ const (
 	// maxDecrements bounds, per SKU, the stock decrements kept for the
 	// stock-mismatch check.
 	maxDecrements = 1 << 20
+	// maxClaimIDs bounds the claim ids whose latest claim is kept for
+	// counting overlaps (Counts.Overlaps); a claim id beyond it is not
+	// seen holding a claim.
+	maxClaimIDs = 64
 )
 
 // intern returns one shared copy of a short, repeated string (topic,

@@ -14,6 +14,24 @@ import (
 // derive their metrics from claims and marks); with this layer off only
 // its rules go unreported.
 
+// relayCounts are the counters of what relays did (Counts).
+type relayCounts struct {
+	refusedPublishes, unknownPublishes, marksAfterFailure int64
+	takeovers, selfTakeovers, overlaps, leasesOffClaim    int64
+}
+
+// claimRef is a claim id's latest claim: the row and the token it took.
+type claimRef struct {
+	row        *intent
+	version    int64
+	leaseUntil int64
+}
+
+// LeaseTolerance is how far a claim's lease may start from the claim's
+// time (lease-off-claim): the claim's transaction, and the database clock
+// against the actors' (one machine's clock for this tool's servers).
+const LeaseTolerance = 5 * time.Second
+
 // stepClaim: a relay claimed an intent, taking a new token and a lease.
 func (m *Model) stepClaim(e *evidence.Event, src Source) {
 	m.claims++
@@ -42,6 +60,7 @@ func (m *Model) stepClaim(e *evidence.Event, src Source) {
 		m.violate(RuleClaimStateMismatch, src, e.EventID, "claim of %s says state_before %s, the row was %s",
 			e.EventID, e.StateBefore, in.state)
 	}
+	m.claimLease(in, e, src)
 	in.state = evidence.StateClaimed
 	in.claimVersion = v
 	in.claimID = m.intern(e.ClaimID)
@@ -49,6 +68,65 @@ func (m *Model) stepClaim(e *evidence.Event, src Source) {
 	in.leaseUntil = val(e.LeaseUntil).UnixNano()
 	in.leaseExpired = false
 	in.addToken(v, in.claimID).Claimed = true
+	m.countOverlap(in, e)
+}
+
+// claimLease checks a claim's lease against its time (lease-off-claim)
+// and, for a takeover, against the lease it replaces
+// (takeover-old-lease), and counts the takeovers. in is the row before
+// the claim.
+func (m *Model) claimLease(in *intent, e *evidence.Event, src Source) {
+	until := val(e.LeaseUntil)
+	switch {
+	case !until.After(e.Time):
+		m.leasesOffClaim++
+		m.violate(RuleLeaseOffClaim, src, e.EventID, "claim v%d of %s at %s has a lease that ended at %s, before it",
+			val(e.ClaimVersion), e.EventID, e.Time.Format(time.RFC3339Nano), until.Format(time.RFC3339Nano))
+	case e.LeaseMS != nil:
+		start := until.Add(-time.Duration(*e.LeaseMS) * time.Millisecond)
+		if d := start.Sub(e.Time); d > LeaseTolerance || d < -LeaseTolerance {
+			m.leasesOffClaim++
+			m.violate(RuleLeaseOffClaim, src, e.EventID,
+				"claim v%d of %s at %s has lease_until %s: a lease of %d ms starting %s from the claim, not on the clock of the claim",
+				val(e.ClaimVersion), e.EventID, e.Time.Format(time.RFC3339Nano), until.Format(time.RFC3339Nano), *e.LeaseMS, d)
+		}
+	}
+	if in.state != evidence.StateClaimed {
+		return
+	}
+	m.takeovers++
+	if e.ClaimID == in.claimID {
+		m.selfTakeovers++
+	}
+	if until.UnixNano() <= in.leaseUntil {
+		m.violate(RuleTakeoverOldLease, src, e.EventID,
+			"takeover v%d of %s has lease_until %s, not after the lease %s of the claim v%d it replaces",
+			val(e.ClaimVersion), e.EventID, until.Format(time.RFC3339Nano),
+			time.Unix(0, in.leaseUntil).UTC().Format(time.RFC3339Nano), in.claimVersion)
+	}
+}
+
+// countOverlap counts a claim made while another claim id held a live
+// claim: its latest claim still the row's current token, the row still
+// CLAIMED, its lease not over at this claim's time (Counts.Overlaps).
+// in is the row after the claim.
+func (m *Model) countOverlap(in *intent, e *evidence.Event) {
+	now := e.Time.UnixNano()
+	overlapped := false
+	for id, ref := range m.lastClaim {
+		r := ref.row
+		if id != in.claimID && r.state == evidence.StateClaimed && r.claimID == id && r.claimVersion == ref.version &&
+			!r.leaseExpired && ref.leaseUntil > now {
+			overlapped = true
+			break
+		}
+	}
+	if overlapped {
+		m.overlaps++
+	}
+	if _, ok := m.lastClaim[in.claimID]; ok || len(m.lastClaim) < maxClaimIDs {
+		m.lastClaim[in.claimID] = claimRef{row: in, version: in.claimVersion, leaseUntil: in.leaseUntil}
+	}
 }
 
 // stepLeaseExpired: the scenario aged a claim's lease by SQL; with

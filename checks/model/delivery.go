@@ -3,6 +3,7 @@ package model
 import (
 	"container/heap"
 	"slices"
+	"strconv"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 )
@@ -61,10 +62,13 @@ func (m *Model) stepPublish(e *evidence.Event, src Source) {
 		return
 	}
 	in.touched = true
-	ts := m.publishToken(in, e, src)
+	ts := m.publishedWith(in, e, src)
 	if e.Partition == nil || e.Offset == nil {
+		m.refusedPublishes++
+		ts.Refused, ts.LastPublish = true, OutcomeRefused
 		return // refused by the broker: no record
 	}
+	ts.LastPublish = OutcomeAcked
 	// Keys stored in maps must own their bytes: assigning to an existing
 	// string key replaces the stored key, and a substring of a decoded
 	// batch would keep the whole batch alive.
@@ -85,14 +89,56 @@ func (m *Model) stepPublish(e *evidence.Event, src Source) {
 			e.Topic, *e.Partition, *e.Offset, r.rec.id, in.id)
 	}
 	m.records[k] = r
-	if ts == nil {
-		ts = in.addToken(val(e.ClaimVersion), m.intern(e.ClaimID))
-	}
 	ts.Published = true
 }
 
+// stepPublishUnknown: a publish whose outcome the relay cannot know; the
+// broker may hold one record of it, which a later receive may show.
+func (m *Model) stepPublishUnknown(e *evidence.Event, src Source) {
+	in := m.intentFor(e, src)
+	if in == nil {
+		return
+	}
+	in.touched = true
+	ts := m.publishedWith(in, e, src)
+	ts.Unknown, ts.LastPublish = true, OutcomeUnknown
+	m.unknownPublishes++
+	in.unknownOpen++
+}
+
+// publishedWith checks what a publish (of any outcome) says of its token
+// (publish-without-claim, claimtoken.go) and of its record
+// (recordIdentity), and returns the token's state.
+func (m *Model) publishedWith(in *intent, e *evidence.Event, src Source) *Token {
+	m.recordIdentity(in, e, src)
+	if ts := m.publishToken(in, e, src); ts != nil {
+		return ts
+	}
+	return in.addToken(val(e.ClaimVersion), m.intern(e.ClaimID))
+}
+
+// recordIdentity: the record a publish sent carries its intent's identity,
+// key = the aggregate id in decimal and event_id header = the intent's
+// event id (publish-key-mismatch, publish-event-id-mismatch). A publish
+// that says neither is not checked: a relay that does not record them
+// cannot be told from a record without key and header.
+func (m *Model) recordIdentity(in *intent, e *evidence.Event, src Source) {
+	if e.RecordKey == "" && e.RecordEventID == "" {
+		return
+	}
+	if want := strconv.FormatInt(in.aggregateID, 10); e.RecordKey != want {
+		m.violate(RulePublishKeyMismatch, src, e.EventID, "%s of %s sent a record with key %q; the key of aggregate %d is %q",
+			e.Kind, e.EventID, e.RecordKey, in.aggregateID, want)
+	}
+	if e.RecordEventID != in.id {
+		m.violate(RulePublishEventIDMismatch, src, e.EventID, "%s of %s sent a record with event_id header %q: the inbox will take it for another event",
+			e.Kind, e.EventID, e.RecordEventID)
+	}
+}
+
 // stepMark: the update to SENT returned rows. Whatever the relay, SENT
-// needs an earlier publish of the claim that marks (sent-without-publish);
+// needs an earlier publish of the claim that marks (sent-without-publish),
+// the last of which the broker acknowledged (mark-after-failed-publish);
 // whether that claim is still the row's is the claim-token layer's
 // (markToken).
 func (m *Model) stepMark(e *evidence.Event, src Source) {
@@ -110,9 +156,18 @@ func (m *Model) stepMark(e *evidence.Event, src Source) {
 		return
 	}
 	m.markToken(in, e, rows, src)
-	if !ts.Published {
+	switch {
+	case ts.failed():
+		m.marksAfterFailure++
+		what := "refused by the broker"
+		if ts.LastPublish == OutcomeUnknown {
+			what = "of unknown outcome"
+		}
+		m.violate(RuleMarkAfterFailedPublish, src, e.EventID,
+			"mark of %s to SENT with token v%d/%s after its last publish was %s: it must be retried, not marked", e.EventID, version, e.ClaimID, what)
+	case !ts.Published:
 		m.violate(RuleSentWithoutPublish, src, e.EventID,
-			"mark of %s to SENT with token v%d/%s before any successful publish of that claim", e.EventID, version, e.ClaimID)
+			"mark of %s to SENT with token v%d/%s before any publish of that claim", e.EventID, version, e.ClaimID)
 	}
 	if !in.sent {
 		in.sent, in.sentVersion = true, in.claimVersion
@@ -134,6 +189,10 @@ func (m *Model) stepReceive(e *evidence.Event, src Source) {
 		r.rec = es
 		r.recvLog, r.recvLine, r.recvSeq = src.Log, src.Line, src.Seq
 		es.deliveries++
+		m.received++
+		if !r.publishd {
+			m.receivedUnpublished(&r, es, e, k, src)
+		}
 	}
 	r.received++
 	m.records[k] = r
@@ -172,6 +231,36 @@ func (m *Model) stepReceive(e *evidence.Event, src Source) {
 	m.pending[pk] = pendingRec{ev: r.rec, src: src}
 }
 
+// receivedUnpublished: a record received that no publish produced yet
+// comes from a publish of its event id still in flight (claimed, its
+// outcome not recorded yet) or of unknown outcome (each accounts for at
+// most one record); otherwise the receive preceded any publish
+// (receive-before-publish). An event id without claims (a relay without
+// claim tokens, an id no intent has) cannot be known to have a publish in
+// flight: the end of the scenario decides (checkReceived).
+func (m *Model) receivedUnpublished(r *record, es *eventState, e *evidence.Event, k recordKey, src Source) {
+	if es.unknownOpen > 0 {
+		es.unknownOpen--
+		r.fromUnknown = true
+		return
+	}
+	claimed := false
+	for i := range es.tokens {
+		t := &es.tokens[i]
+		if t.Claimed && t.LastPublish == OutcomeNone {
+			return
+		}
+		claimed = claimed || t.Claimed
+	}
+	if !claimed {
+		return
+	}
+	r.reported = true
+	m.violate(RuleReceiveBeforePublish, src, e.EventID,
+		"record %s/%d@%d (%s) was received before any publish produced it, while every claim of %s had recorded its publish outcome",
+		k.topic, k.partition, k.offset, e.EventID, e.EventID)
+}
+
 // inboxRecord: an inbox decision names the record it was made for, which
 // its consumer must have received with that event id. (rec is set by a
 // record's first receive: nil for a record never received or unknown.)
@@ -208,6 +297,7 @@ func (m *Model) stepInboxReject(e *evidence.Event, src Source) {
 	}
 	es := m.ev(e.EventID)
 	es.rejects++
+	m.rejects++
 	rec := recordKey{e.Topic, val(e.Partition), val(e.Offset)}
 	for _, g := range m.groups {
 		delete(m.pending, pendingKey{g, rec})

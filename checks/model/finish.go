@@ -94,12 +94,14 @@ func (m *Model) checkStock(truncated bool) {
 }
 
 // checkReceived (delivery): every record received was published
-// (receive-without-publish). A record is made by a publish or a receive,
-// so one that was not published was received.
+// (receive-without-publish), or taken as the record of a publish of
+// unknown outcome. A record is made by a publish or a receive, so one that
+// was not published was received; one already reported
+// receive-before-publish is not reported again.
 func (m *Model) checkReceived(truncated bool) {
 	for _, k := range m.recordOrder {
 		r := m.records[k]
-		if !r.publishd {
+		if !r.publishd && !r.fromUnknown && !r.reported {
 			m.report(truncated, RuleReceiveWithoutPublish, Source{Log: r.recvLog, Line: r.recvLine, Seq: r.recvSeq}, r.rec.id,
 				"record %s/%d@%d (%s) was received but no publish produced it", k.topic, k.partition, k.offset, r.rec.id)
 		}

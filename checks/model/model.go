@@ -55,9 +55,13 @@ type Model struct {
 	notifIDs     map[int64]bool
 
 	replays      int64
+	received     int64 // distinct records received
+	rejects      int64 // inbox_reject events
 	claims       int64
 	doubleClaims int64
-	requests     []Request // first maxRequests kept
+	relayCounts                      // publish outcomes, takeovers, overlaps (claimtoken.go)
+	lastClaim    map[string]claimRef // claim id -> its latest claim (at most maxClaimIDs)
+	requests     []Request           // first maxRequests kept
 	nRequests    int64
 	okOrderIDs   map[int64]bool // order ids answered with a 2xx
 	statusCount  map[int64]int64
@@ -110,6 +114,7 @@ func New(layers []spec.Layer, faultPoints []string) *Model {
 		invariants:   map[string]int64{},
 		perRule:      map[Rule]int{},
 		suppressed:   map[Rule]int{},
+		lastClaim:    map[string]claimRef{},
 	}
 }
 
@@ -134,13 +139,14 @@ var handlers = map[evidence.Kind]handler{
 	evidence.KindClaim:        (*Model).stepClaim,        // claimtoken.go
 	evidence.KindLeaseExpired: (*Model).stepLeaseExpired, // claimtoken.go
 
-	evidence.KindPublish:      (*Model).stepPublish,      // delivery.go
-	evidence.KindMark:         (*Model).stepMark,         // delivery.go
-	evidence.KindReceive:      (*Model).stepReceive,      // delivery.go
-	evidence.KindInboxInsert:  (*Model).stepInboxInsert,  // delivery.go
-	evidence.KindInboxReject:  (*Model).stepInboxReject,  // delivery.go
-	evidence.KindEffect:       (*Model).stepEffect,       // delivery.go
-	evidence.KindOffsetCommit: (*Model).stepOffsetCommit, // delivery.go
+	evidence.KindPublish:        (*Model).stepPublish,        // delivery.go
+	evidence.KindPublishUnknown: (*Model).stepPublishUnknown, // delivery.go
+	evidence.KindMark:           (*Model).stepMark,           // delivery.go
+	evidence.KindReceive:        (*Model).stepReceive,        // delivery.go
+	evidence.KindInboxInsert:    (*Model).stepInboxInsert,    // delivery.go
+	evidence.KindInboxReject:    (*Model).stepInboxReject,    // delivery.go
+	evidence.KindEffect:         (*Model).stepEffect,         // delivery.go
+	evidence.KindOffsetCommit:   (*Model).stepOffsetCommit,   // delivery.go
 }
 
 // Step folds one event into the state.

@@ -163,17 +163,33 @@ type Counts struct {
 	Claims        int64 // claim events
 	DoubleClaims  int64 // claims on a live lease another actor held
 	Replays       int64 // receives of a record already received
+	Received      int64 // distinct records received
+	InboxRejects  int64 // inbox_reject events
 	Intents       int64 // outbox rows
 	InboxRows     int64
 	Notifications int64 // effects with distinct notification ids
+
+	RefusedPublishes  int64 // publish events with an error: refused by the broker
+	UnknownPublishes  int64 // publish_unknown events
+	MarksAfterFailure int64 // marks that hit a row after their claim's publish failed or was unknown
+	Takeovers         int64 // claims of a CLAIMED row
+	SelfTakeovers     int64 // takeovers by the claim id that held the row
+	// Overlaps: claims made while another claim id held a live claim
+	// (its latest claim not yet marked, superseded or past its lease).
+	Overlaps int64
+	// LeasesOffClaim: claims whose lease is not their time plus their
+	// lease (lease-off-claim).
+	LeasesOffClaim int64
 }
 
 // Counts returns the model's counters.
 func (m *Model) Counts() Counts {
 	return Counts{
 		Events: m.events, Requests: m.nRequests, OKOrders: int64(len(m.okOrderIDs)),
-		Claims: m.claims, DoubleClaims: m.doubleClaims, Replays: m.replays,
+		Claims: m.claims, DoubleClaims: m.doubleClaims, Replays: m.replays, Received: m.received, InboxRejects: m.rejects,
 		Intents: int64(len(m.rows)), InboxRows: int64(len(m.inbox)), Notifications: int64(len(m.notifs)),
+		RefusedPublishes: m.refusedPublishes, UnknownPublishes: m.unknownPublishes, MarksAfterFailure: m.marksAfterFailure,
+		Takeovers: m.takeovers, SelfTakeovers: m.selfTakeovers, Overlaps: m.overlaps, LeasesOffClaim: m.leasesOffClaim,
 	}
 }
 

@@ -75,7 +75,8 @@ func TestSourceString(t *testing.T) {
 // TestCounts pins the counters the derivations read.
 func TestCounts(t *testing.T) {
 	m := replay(t, modeltest.Load(t, histories+"/ok-offset-replay"), nil)
-	want := Counts{Events: 12, Claims: 1, Replays: 1, Intents: 1, InboxRows: 1, Notifications: 1, Requests: 1, OKOrders: 1}
+	want := Counts{Events: 12, Claims: 1, Replays: 1, Received: 1, InboxRejects: 1, Intents: 1, InboxRows: 1, Notifications: 1,
+		Requests: 1, OKOrders: 1}
 	if got := m.Counts(); got != want {
 		t.Errorf("Counts() = %+v; want %+v", got, want)
 	}
@@ -202,8 +203,8 @@ func TestTokens(t *testing.T) {
 	m := replay(t, modeltest.Load(t, histories+"/ok-send-before-mark-crash"), nil)
 	got := m.Tokens("e-1")
 	want := []Token{
-		{Version: 1, ID: "relay-a", Claimed: true, Published: true, Marked: true, MarkRows: 0, MarkAt: 9},
-		{Version: 2, ID: "relay-b", Claimed: true, Published: true, Marked: true, MarkRows: 1, MarkAt: 10},
+		{Version: 1, ID: "relay-a", Claimed: true, Published: true, Marked: true, MarkRows: 0, MarkAt: 9, LastPublish: OutcomeAcked},
+		{Version: 2, ID: "relay-b", Claimed: true, Published: true, Marked: true, MarkRows: 1, MarkAt: 10, LastPublish: OutcomeAcked},
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("Tokens(e-1) = %+v; want %+v", got, want)

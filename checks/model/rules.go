@@ -28,6 +28,11 @@ const (
 	RuleObserveMismatch       Rule = "observe-mismatch"
 	RuleFaultUndeclared       Rule = "fault-undeclared"
 	RuleFaultMismatch         Rule = "fault-mismatch"
+	// Delivery, publish outcomes and record identity.
+	RuleReceiveBeforePublish   Rule = "receive-before-publish"
+	RuleMarkAfterFailedPublish Rule = "mark-after-failed-publish"
+	RulePublishKeyMismatch     Rule = "publish-key-mismatch"
+	RulePublishEventIDMismatch Rule = "publish-event-id-mismatch"
 
 	// Claim tokens.
 	RuleClaimOnLiveLease       Rule = "claim-on-live-lease"
@@ -37,6 +42,8 @@ const (
 	RuleStaleTokenMark         Rule = "stale-token-mark"
 	RuleLeaseExpiredNotClaimed Rule = "lease-expired-not-claimed"
 	RuleLeaseExpiredMismatch   Rule = "lease-expired-mismatch"
+	RuleLeaseOffClaim          Rule = "lease-off-claim"
+	RuleTakeoverOldLease       Rule = "takeover-old-lease"
 
 	// Business.
 	RuleIntentOutsideOrderTx Rule = "intent-outside-order-tx"
@@ -79,7 +86,7 @@ var Rules = []RuleInfo{
 	// logs the zero token on every publish and mark of an event, which
 	// makes this "an earlier publish of the event".
 	{RuleSentWithoutPublish, spec.LayerDelivery,
-		"a mark with rows>=1 with no earlier successful publish of that same claim"},
+		"a mark with rows>=1 with no earlier publish of that same claim (after a refused or unknown one: mark-after-failed-publish)"},
 	// Delivery: the broker gives back what was published.
 	{RuleRecordMismatch, spec.LayerDelivery, "a record received with another event id than was published (or received before)"},
 	// Delivery: the broker gives back only what was published.
@@ -114,6 +121,26 @@ var Rules = []RuleInfo{
 	// event id) is checked only with the claim-token layer on.
 	{RuleFaultMismatch, spec.LayerDelivery,
 		"a fault event naming an unknown event id, or a claim token that never claimed its event id"},
+	// Delivery: the broker hands out only what was appended, and a
+	// record exists only after a publish sent it; a publish whose outcome
+	// is unknown (publish_unknown) may have appended one record. For a
+	// relay without claims a publish cannot be known to be in flight, so
+	// only the end of the scenario decides (receive-without-publish).
+	{RuleReceiveBeforePublish, spec.LayerDelivery,
+		"a record received at an offset no publish had produced, while no publish of its event id was in flight (claimed, no outcome yet) or of unknown outcome"},
+	// Delivery: SENT only after the broker acknowledged, whatever the
+	// relay: a refused or unknown publish is retried, never marked.
+	{RuleMarkAfterFailedPublish, spec.LayerDelivery,
+		"a mark with rows>=1 whose claim's last publish before it was refused (publish with err) or of unknown outcome (publish_unknown)"},
+	// Delivery: the records of one aggregate share its key (per-key order
+	// needs one partition per aggregate). Checked when the publish says
+	// what its record carried (record_key or record_event_id).
+	{RulePublishKeyMismatch, spec.LayerDelivery,
+		"a publish or publish_unknown whose record_key is not the intent's aggregate id in decimal (a record without a key included)"},
+	// Delivery: the dedupe key downstream is the intent's event id; a
+	// record under another id is a new event to the inbox.
+	{RulePublishEventIDMismatch, spec.LayerDelivery,
+		"a publish or publish_unknown whose record_event_id (the record's event_id header) is not the claimed intent's event_id"},
 
 	// Claim token: leases exist only in a relay that claims with them.
 	{RuleClaimOnLiveLease, spec.LayerClaimToken,
@@ -131,6 +158,13 @@ var Rules = []RuleInfo{
 	// Claim token: a lease belongs to one claim.
 	{RuleLeaseExpiredMismatch, spec.LayerClaimToken,
 		"a lease_expired with rows>=1 naming another claim than the row's current one"},
+	// Claim token: leases are measured on one clock (the database's), from
+	// the claim: lease_until is the claim's time plus the configured lease.
+	{RuleLeaseOffClaim, spec.LayerClaimToken,
+		"a claim whose lease_until is not after its time, or, when it records lease_ms, whose lease_until minus lease_ms is more than 5 s from its time"},
+	// Claim token: a takeover holds the row for a lease of its own.
+	{RuleTakeoverOldLease, spec.LayerClaimToken,
+		"a claim of a CLAIMED row whose lease_until is not later than the previous claim's (the old lease kept)"},
 
 	// Business: the order transaction (its writes) is this order service's.
 	{RuleIntentOutsideOrderTx, spec.LayerBusiness,

@@ -30,6 +30,7 @@ type eventState struct {
 	sentVersion  int64 // claim_version when the row turned SENT (sent: it did)
 	sent         bool
 	tokens       []Token
+	unknownOpen  int32 // publish_unknown events not yet matched to a record received
 
 	deliveries, effects, rejects int32
 	pending                      []pendingKey
@@ -46,9 +47,29 @@ type Token struct {
 	ID        string
 	Claimed   bool  // a claim took it
 	Published bool  // at least one successful publish with it
+	Refused   bool  // at least one publish with it refused by the broker
+	Unknown   bool  // at least one publish with it of unknown outcome
 	Marked    bool  // at least one mark with it
 	MarkRows  int64 // rows of its last mark
 	MarkAt    int64 // event number (Events() then) of that mark
+	// LastPublish is what its latest publish came to.
+	LastPublish Outcome
+}
+
+// Outcome is what a publish came to.
+type Outcome uint8
+
+// The outcomes of a publish.
+const (
+	OutcomeNone    Outcome = iota // no publish yet: in flight, if claimed
+	OutcomeAcked                  // acknowledged, with an offset
+	OutcomeRefused                // refused by the broker (publish with err)
+	OutcomeUnknown                // publish_unknown
+)
+
+// failed tells whether the token's last publish was not acknowledged.
+func (t *Token) failed() bool {
+	return t.LastPublish == OutcomeRefused || t.LastPublish == OutcomeUnknown
 }
 
 func (in *eventState) token(version int64, id string) *Token {
@@ -124,6 +145,10 @@ type record struct {
 	recvLine int64  // where the first receive is, for a finding
 	recvLog  string // (shared with the evidence's log path)
 	recvSeq  int64
+	// fromUnknown: received before any publish produced it, and taken as
+	// the record of a publish_unknown of its event id; reported: a
+	// receive-before-publish was reported for it.
+	fromUnknown, reported bool
 }
 
 type inboxKey struct{ consumer, eventID string }

@@ -179,12 +179,13 @@ func runOrders(ctx context.Context, s Spec, db *sql.DB, log *evidence.Log, secre
 
 // RelaySummary is the JSON line a --once relay prints.
 type RelaySummary struct {
-	Claimed       int    `json:"claimed"`
-	Published     int    `json:"published"`
-	PublishFailed int    `json:"publish_failed"`
-	Marked        int    `json:"marked"`
-	LeaseLost     int    `json:"lease_lost"`
-	Crashed       string `json:"crashed,omitempty"` // event id of the intent a simulated crash interrupted
+	Claimed        int    `json:"claimed"`
+	Published      int    `json:"published"`
+	PublishFailed  int    `json:"publish_failed"`
+	PublishUnknown int    `json:"publish_unknown"`
+	Marked         int    `json:"marked"`
+	LeaseLost      int    `json:"lease_lost"`
+	Crashed        string `json:"crashed,omitempty"` // event id of the intent a simulated crash interrupted
 }
 
 func runRelay(ctx context.Context, s Spec, db *sql.DB, log *evidence.Log,
@@ -193,7 +194,7 @@ func runRelay(ctx context.Context, s Spec, db *sql.DB, log *evidence.Log,
 	if err != nil {
 		return err
 	}
-	cl, err := kgo.NewClient(k.ClientOpts(kgo.ProducerLinger(0))...)
+	cl, err := kgo.NewClient(k.ClientOpts(relay.ProducerOpts(s.PublishTimeout)...)...)
 	if err != nil {
 		return fmt.Errorf("relay: producer: %w", err)
 	}
@@ -211,7 +212,7 @@ func runRelay(ctx context.Context, s Spec, db *sql.DB, log *evidence.Log,
 	}
 	res, err := r.RunOnce(ctx)
 	sum := RelaySummary{
-		Claimed: len(res.Claimed), Published: res.Published, PublishFailed: res.PublishFailed,
+		Claimed: len(res.Claimed), Published: res.Published, PublishFailed: res.PublishFailed, PublishUnknown: res.PublishUnknown,
 		Marked: res.Marked, LeaseLost: res.LeaseLost,
 	}
 	if res.Crashed != nil {

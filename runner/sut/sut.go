@@ -58,6 +58,11 @@ type RelayConfig struct {
 	ClaimID string
 	// Lease is how long a claim stays exclusive (0: the relay's default).
 	Lease time.Duration
+	// PublishTimeout bounds one publish (0: the relay's default).
+	PublishTimeout time.Duration
+	// Now is the relay's own clock (nil: time.Now). A relay that keeps its
+	// leases on the database clock decides the same whatever it says.
+	Now func() time.Time
 }
 
 // ConsumerConfig configures one member of a consumer group.

@@ -27,6 +27,30 @@ const (
 	// ClaimWithoutLock: the relay claims without SKIP LOCKED and without
 	// checking the lease.
 	ClaimWithoutLock Bug = "claim-without-lock"
+	// MarkCASClaimIDOnly: the relay's mark compares claim_id and not
+	// claim_version, so a relay's stale mark hits a row it took over again
+	// itself.
+	MarkCASClaimIDOnly Bug = "mark-cas-claim-id-only"
+	// LeaseOnRelayClock: the relay writes lease_until and decides which
+	// leases have expired by its own clock (Config.Now), not the
+	// database's.
+	LeaseOnRelayClock Bug = "lease-on-relay-clock"
+	// TakeoverKeepsLease: a claim of a CLAIMED row keeps the row's old
+	// lease_until (COALESCE(lease_until, NOW + lease)) instead of a fresh
+	// lease.
+	TakeoverKeepsLease Bug = "takeover-keeps-lease"
+	// ClaimIgnoresLease: the claim takes CLAIMED rows whatever their
+	// lease (SKIP LOCKED still skips rows being claimed right now).
+	ClaimIgnoresLease Bug = "claim-ignores-lease"
+	// MarkAfterFailedPublish: the relay marks SENT after a refused or
+	// unknown publish too.
+	MarkAfterFailedPublish Bug = "mark-after-failed-publish"
+	// RetryNewEventID: a retry (a claim_version above 1) publishes under a
+	// new event id (<event_id>.<claim_version>, in the header and the
+	// payload), so the inbox cannot recognise the duplicate.
+	RetryNewEventID Bug = "retry-new-event-id"
+	// PublishWithoutKey: records are published without a key.
+	PublishWithoutKey Bug = "publish-without-key"
 )
 
 // Parse returns the Bug named s ("" is None); spec.Plants lists the bugs.

@@ -3,27 +3,41 @@ package relay
 // The relay's SQL, in one place. Every lease comparison uses the database
 // clock (NOW(6)); connections run with time_zone '+00:00', so DATETIME(6)
 // values are UTC.
+//
+// The claim reads due intents in two branches, one per state, each served
+// in index order by idx_outbox_due (state, lease_until, id): equality on
+// state, then lease_until and id in index order, so that the server reads
+// rows in the order it returns them and stops at the LIMIT. That is what
+// makes SKIP LOCKED skip: a locking read locks every row it reads, and a
+// single query over both states (state = 'PENDING' OR (state = 'CLAIMED'
+// AND ...) ORDER BY id) reads every candidate row into a filesort first,
+// so the first relay locked all of them and a second relay running at the
+// same moment found none. FORCE INDEX keeps that access path whatever the
+// table's statistics say (on a small table the optimizer may prefer a scan
+// and a sort); TestClaimUsesIndex checks it with EXPLAIN and the handler
+// counters.
 const (
-	// qClaimDue selects due intents and locks them, skipping rows another
-	// relay holds: PENDING, or CLAIMED with an expired lease.
-	qClaimDue = `SELECT id, event_id, aggregate_id, aggregate_version, payload, state
-FROM outbox
-WHERE state = 'PENDING' OR (state = 'CLAIMED' AND lease_until < NOW(6))
-ORDER BY id
+	// qClaimExpired selects CLAIMED intents whose lease ran out on the
+	// database clock, oldest lease first, skipping rows another relay is
+	// claiming right now: the takeovers.
+	qClaimExpired = `SELECT id, event_id, aggregate_id, aggregate_version, payload, state
+FROM outbox FORCE INDEX (idx_outbox_due)
+WHERE state = 'CLAIMED' AND lease_until < NOW(6)
+ORDER BY lease_until, id
 LIMIT ?
 FOR UPDATE SKIP LOCKED`
 
-	// qClaimAnyUnlocked is the planted bug ClaimWithoutLock: a plain
-	// (snapshot, non-locking) read of every row not yet SENT, live lease or
-	// not.
-	qClaimAnyUnlocked = `SELECT id, event_id, aggregate_id, aggregate_version, payload, state
-FROM outbox
-WHERE state <> 'SENT'
-ORDER BY id
-LIMIT ?`
+	// qClaimPending selects PENDING intents in id order (their lease_until
+	// is NULL), skipping rows another relay is claiming right now.
+	qClaimPending = `SELECT id, event_id, aggregate_id, aggregate_version, payload, state
+FROM outbox FORCE INDEX (idx_outbox_due)
+WHERE state = 'PENDING'
+ORDER BY lease_until, id
+LIMIT ?
+FOR UPDATE SKIP LOCKED`
 
 	// qClaimRow takes one row: a new token (claim_version + 1, our
-	// claim_id) and a lease measured on the database clock.
+	// claim_id) and a fresh lease measured on the database clock.
 	qClaimRow = `UPDATE outbox
 SET state = 'CLAIMED', claim_version = claim_version + 1, claim_id = ?,
     lease_until = NOW(6) + INTERVAL ? MICROSECOND
@@ -37,15 +51,68 @@ WHERE id = ?`
 	// reports changed rows (clientFoundRows off, its default); a matched
 	// row always changes here because state goes from CLAIMED to SENT, so
 	// changed = matched and 0 means exactly "the token is no longer ours".
+	// Both halves are needed: claim_version tells this relay's own claims
+	// apart (a relay that takes over its own expired lease keeps its
+	// claim_id), claim_id tells relays apart in the evidence.
 	qMark = `UPDATE outbox SET state = 'SENT', sent_at = NOW(6)
 WHERE event_id = ? AND claim_version = ? AND claim_id = ? AND state = 'CLAIMED'`
-
-	// qMarkWithoutToken is the planted bug MarkWithoutToken: no token and
-	// no state check.
-	qMarkWithoutToken = `UPDATE outbox SET state = 'SENT', sent_at = NOW(6) WHERE event_id = ?`
 
 	// qExpireLease ages a live lease by SQL, as the clock would after the
 	// holder died.
 	qExpireLease = `UPDATE outbox SET lease_until = NOW(6) - INTERVAL 1 SECOND
 WHERE event_id = ? AND state = 'CLAIMED'`
+)
+
+// The planted bugs' SQL (plant.Bug), each a one-line change of the query
+// above it names.
+const (
+	// qClaimAnyUnlocked is ClaimWithoutLock, instead of both claim
+	// branches: a plain (snapshot, non-locking) read of every row not yet
+	// SENT, live lease or not.
+	qClaimAnyUnlocked = `SELECT id, event_id, aggregate_id, aggregate_version, payload, state
+FROM outbox
+WHERE state <> 'SENT'
+ORDER BY id
+LIMIT ?`
+
+	// qClaimAnyClaimed is ClaimIgnoresLease, instead of qClaimExpired:
+	// the lease condition is gone.
+	qClaimAnyClaimed = `SELECT id, event_id, aggregate_id, aggregate_version, payload, state
+FROM outbox FORCE INDEX (idx_outbox_due)
+WHERE state = 'CLAIMED'
+ORDER BY lease_until, id
+LIMIT ?
+FOR UPDATE SKIP LOCKED`
+
+	// qClaimExpiredAt is LeaseOnRelayClock, instead of qClaimExpired: the
+	// relay's clock decides what has expired.
+	qClaimExpiredAt = `SELECT id, event_id, aggregate_id, aggregate_version, payload, state
+FROM outbox FORCE INDEX (idx_outbox_due)
+WHERE state = 'CLAIMED' AND lease_until < ?
+ORDER BY lease_until, id
+LIMIT ?
+FOR UPDATE SKIP LOCKED`
+
+	// qClaimRowAt is LeaseOnRelayClock, instead of qClaimRow: the lease
+	// ends at the relay's clock plus the lease.
+	qClaimRowAt = `UPDATE outbox
+SET state = 'CLAIMED', claim_version = claim_version + 1, claim_id = ?,
+    lease_until = ?
+WHERE id = ?`
+
+	// qClaimRowKeepLease is TakeoverKeepsLease, instead of qClaimRow: a
+	// row that has a lease (a takeover) keeps it.
+	qClaimRowKeepLease = `UPDATE outbox
+SET state = 'CLAIMED', claim_version = claim_version + 1, claim_id = ?,
+    lease_until = COALESCE(lease_until, NOW(6) + INTERVAL ? MICROSECOND)
+WHERE id = ?`
+
+	// qMarkWithoutToken is MarkWithoutToken, instead of qMark: no token
+	// and no state check.
+	qMarkWithoutToken = `UPDATE outbox SET state = 'SENT', sent_at = NOW(6) WHERE event_id = ?`
+
+	// qMarkClaimIDOnly is MarkCASClaimIDOnly, instead of qMark: the
+	// claim_version is not compared.
+	qMarkClaimIDOnly = `UPDATE outbox SET state = 'SENT', sent_at = NOW(6)
+WHERE event_id = ? AND claim_id = ? AND state = 'CLAIMED'`
 )

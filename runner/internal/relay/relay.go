@@ -4,8 +4,16 @@
 // on that token in a second short transaction. A mark that hits zero rows
 // means the lease was lost; it is recorded and returned, never hidden.
 //
-// Every action emits one event (claim, publish, mark) after its outcome is
-// known: after the commit, after the broker acknowledged or refused.
+// Every action emits one event (claim, publish or publish_unknown, mark)
+// after its outcome is known: after the commit, after the broker
+// acknowledged or refused, or after PublishTimeout without an answer that
+// settles it. Only a publish the broker acknowledged is marked: a refused
+// or unknown one leaves the row CLAIMED until its lease runs out on the
+// database clock, and a relay (this one or another) takes it over and
+// publishes it again under the same event id, a duplicate that the
+// consumer's inbox absorbs.
+//
+// claim.go holds the claim, publish.go the publish, queries.go the SQL.
 package relay
 
 import (
@@ -16,7 +24,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -34,19 +41,12 @@ const (
 	DefaultActor          = "relay"
 )
 
-// Record header names carried by every published record.
-const (
-	HeaderEventID      = "event_id"
-	HeaderClaimVersion = "claim_version"
-	HeaderClaimID      = "claim_id"
-)
-
 // Config configures a Relay. Zero values take the documented defaults.
 type Config struct {
 	// DB is the pool of the scenario's database (required).
 	DB *sql.DB
 	// Client is the producer (required); the caller builds it from
-	// infra.Kafka.ClientOpts and closes it.
+	// infra.Kafka.ClientOpts with ProducerOpts, and closes it.
 	Client *kgo.Client
 	// Topic receives the records (required).
 	Topic string
@@ -69,8 +69,10 @@ type Config struct {
 	Faults *fault.Injector
 	// Plant is a planted bug (negative control); None is the correct relay.
 	Plant plant.Bug
-	// Now is the relay's clock for what it measures itself (default
-	// time.Now). Leases never use it: they use the database clock.
+	// Now is the relay's own clock (default time.Now). Leases never use
+	// it: they are written and compared on the database clock, so that
+	// relays whose clocks disagree make the same decisions (only the
+	// planted LeaseOnRelayClock reads it).
 	Now func() time.Time
 }
 
@@ -148,156 +150,6 @@ func (r *Relay) ClaimID() string { return r.cfg.ClaimID }
 // Actor returns the actor name used in this relay's events.
 func (r *Relay) Actor() string { return r.cfg.Actor }
 
-// Claimed is one intent held by this relay, with its token.
-type Claimed struct {
-	EventID          string
-	OrderID          int64 // the outbox aggregate_id
-	AggregateVersion int
-	Payload          []byte
-	ClaimVersion     int64
-	ClaimID          string
-	LeaseUntil       time.Time // database clock, UTC
-	StateBefore      string    // PENDING, or CLAIMED for a takeover of an expired lease
-}
-
-// Claim takes up to max due intents (max <= 0 means Config.Batch) in one
-// short transaction and emits one claim event per row after the commit.
-// Each row gets its own token (claim_version + 1, this relay's claim_id)
-// and a lease of Config.Lease on the database clock. An error rolls the
-// whole claim back; an error from the log after the commit returns the
-// claims together with the error.
-func (r *Relay) Claim(ctx context.Context, max int) ([]Claimed, error) {
-	if max <= 0 {
-		max = r.cfg.Batch
-	}
-	claims, err := r.claimTx(ctx, max)
-	if err != nil {
-		return nil, err
-	}
-	for _, c := range claims {
-		if err := r.cfg.Log.Emit(evidence.Event{
-			Actor:        r.cfg.Actor,
-			Kind:         evidence.KindClaim,
-			EventID:      c.EventID,
-			OrderID:      evidence.Ptr(c.OrderID),
-			ClaimVersion: evidence.Ptr(c.ClaimVersion),
-			ClaimID:      c.ClaimID,
-			LeaseUntil:   evidence.Ptr(c.LeaseUntil),
-			StateBefore:  c.StateBefore,
-		}); err != nil {
-			return claims, fmt.Errorf("claim: record claim of %s: %w", c.EventID, err)
-		}
-	}
-	return claims, nil
-}
-
-func (r *Relay) claimTx(ctx context.Context, max int) (out []Claimed, err error) {
-	tx, err := r.cfg.DB.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, fmt.Errorf("claim: begin: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			_ = tx.Rollback()
-		}
-	}()
-
-	q := qClaimDue
-	if r.cfg.Plant == plant.ClaimWithoutLock {
-		q = qClaimAnyUnlocked
-	}
-	rows, err := tx.QueryContext(ctx, q, max)
-	if err != nil {
-		return nil, fmt.Errorf("claim: select due intents: %w", err)
-	}
-	type due struct {
-		id int64
-		c  Claimed
-	}
-	var dues []due
-	for rows.Next() {
-		var d due
-		if err := rows.Scan(&d.id, &d.c.EventID, &d.c.OrderID, &d.c.AggregateVersion, &d.c.Payload, &d.c.StateBefore); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("claim: scan due intent: %w", err)
-		}
-		dues = append(dues, d)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("claim: select due intents: %w", err)
-	}
-
-	lease := r.cfg.Lease.Microseconds()
-	for _, d := range dues {
-		res, err := tx.ExecContext(ctx, qClaimRow, r.cfg.ClaimID, lease, d.id)
-		if err != nil {
-			return nil, fmt.Errorf("claim %s: update: %w", d.c.EventID, err)
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return nil, fmt.Errorf("claim %s: rows affected: %w", d.c.EventID, err)
-		} else if n != 1 {
-			return nil, fmt.Errorf("claim %s: update changed %d rows, want 1", d.c.EventID, n)
-		}
-		c := d.c
-		if err := tx.QueryRowContext(ctx, qClaimReadBack, d.id).Scan(&c.ClaimVersion, &c.ClaimID, &c.LeaseUntil); err != nil {
-			return nil, fmt.Errorf("claim %s: read token back: %w", d.c.EventID, err)
-		}
-		c.LeaseUntil = c.LeaseUntil.UTC()
-		out = append(out, c)
-	}
-	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("claim: commit: %w", err)
-	}
-	return out, nil
-}
-
-// Publish sends one claimed intent outside any transaction, key = the
-// aggregate id in decimal, with the token in the headers, and waits at most
-// Config.PublishTimeout for the acknowledgement. It emits a publish event
-// with partition and offset, or with the error.
-func (r *Relay) Publish(ctx context.Context, c Claimed) (partition int32, offset int64, err error) {
-	rec := &kgo.Record{
-		Topic: r.cfg.Topic,
-		Key:   []byte(strconv.FormatInt(c.OrderID, 10)),
-		Value: c.Payload,
-		Headers: []kgo.RecordHeader{
-			{Key: HeaderEventID, Value: []byte(c.EventID)},
-			{Key: HeaderClaimVersion, Value: []byte(strconv.FormatInt(c.ClaimVersion, 10))},
-			{Key: HeaderClaimID, Value: []byte(c.ClaimID)},
-		},
-	}
-	pctx, cancel := context.WithTimeout(ctx, r.cfg.PublishTimeout)
-	defer cancel()
-	res := r.cfg.Client.ProduceSync(pctx, rec)
-	got, perr := res.First()
-	ev := evidence.Event{
-		Actor:        r.cfg.Actor,
-		Kind:         evidence.KindPublish,
-		EventID:      c.EventID,
-		OrderID:      evidence.Ptr(c.OrderID),
-		ClaimVersion: evidence.Ptr(c.ClaimVersion),
-		ClaimID:      c.ClaimID,
-		Topic:        r.cfg.Topic,
-	}
-	if perr != nil {
-		ev.Err = perr.Error()
-	} else {
-		ev.Partition = evidence.Ptr(got.Partition)
-		ev.Offset = evidence.Ptr(got.Offset)
-	}
-	if err := r.cfg.Log.Emit(ev); err != nil {
-		if perr != nil {
-			return -1, -1, fmt.Errorf("publish %s: %w (and recording it failed: %v)", c.EventID, perr, err)
-		}
-		return got.Partition, got.Offset, fmt.Errorf("publish %s: record publish: %w", c.EventID, err)
-	}
-	if perr != nil {
-		return -1, -1, fmt.Errorf("publish %s: %w", c.EventID, perr)
-	}
-	return got.Partition, got.Offset, nil
-}
-
 // Mark is the compare-and-set to SENT on c's token, in its own short
 // statement. It emits a mark event with the affected rows and returns them:
 // 0 means the lease was lost (another relay holds a newer token, or the row
@@ -305,9 +157,12 @@ func (r *Relay) Publish(ctx context.Context, c Claimed) (partition int32, offset
 // changed-rows count is the matched-rows count here.
 func (r *Relay) Mark(ctx context.Context, c Claimed) (rows int64, err error) {
 	var res sql.Result
-	if r.cfg.Plant == plant.MarkWithoutToken {
+	switch r.cfg.Plant {
+	case plant.MarkWithoutToken:
 		res, err = r.cfg.DB.ExecContext(ctx, qMarkWithoutToken, c.EventID)
-	} else {
+	case plant.MarkCASClaimIDOnly:
+		res, err = r.cfg.DB.ExecContext(ctx, qMarkClaimIDOnly, c.EventID, c.ClaimID)
+	default:
 		res, err = r.cfg.DB.ExecContext(ctx, qMark, c.EventID, c.ClaimVersion, c.ClaimID)
 	}
 	if err != nil {
@@ -336,11 +191,12 @@ type Result struct {
 	// Claimed lists every intent claimed in this round, in claim order,
 	// including the one a crash interrupted (so that a scenario can later
 	// replay the dead relay's stale mark).
-	Claimed       []Claimed
-	Published     int // acknowledged by the broker
-	PublishFailed int // refused or timed out; the row stays CLAIMED until its lease expires
-	Marked        int // marks that hit 1 row
-	LeaseLost     int // marks that hit 0 rows
+	Claimed        []Claimed
+	Published      int // acknowledged by the broker
+	PublishFailed  int // refused by the broker; the row stays CLAIMED until its lease expires
+	PublishUnknown int // outcome unknown (timed out); the row stays CLAIMED until its lease expires
+	Marked         int // marks that hit 1 row
+	LeaseLost      int // marks that hit 0 rows
 	// Crashed is set when an armed fault point simulated a crash; the
 	// returned error then wraps fault.ErrCrash.
 	Crashed *Claimed
@@ -349,10 +205,10 @@ type Result struct {
 // RunOnce claims one batch and, for each intent in order: hits
 // AfterClaimBeforePublish, publishes, hits AfterPublishBeforeMark, marks.
 // A simulated crash at either point stops the round at once: nothing else
-// is published or marked, and the error wraps fault.ErrCrash. A failed
-// publish is counted and the intent left CLAIMED for a later takeover; a
-// lost lease (mark of 0 rows) is counted. A database or log error stops
-// the round.
+// is published or marked, and the error wraps fault.ErrCrash. A refused
+// or unknown publish is counted and the intent left CLAIMED, unmarked,
+// for a later takeover; a lost lease (mark of 0 rows) is counted. A
+// database or log error stops the round.
 //
 // With the planted bug MarkBeforePublish the order is claim, mark, hit
 // AfterClaimBeforePublish, publish, hit AfterPublishBeforeMark: a crash at
@@ -375,10 +231,9 @@ func (r *Relay) RunOnce(ctx context.Context) (Result, error) {
 			return res, err
 		}
 		if _, _, err := r.Publish(ctx, c); err != nil {
-			if ctx.Err() != nil {
+			if err := r.publishFailed(ctx, c, err, &res); err != nil {
 				return res, err
 			}
-			res.PublishFailed++
 			continue
 		}
 		res.Published++
@@ -392,6 +247,26 @@ func (r *Relay) RunOnce(ctx context.Context) (Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// publishFailed counts a refused or unknown publish and leaves its claim
+// unmarked (the planted MarkAfterFailedPublish marks it anyway); any other
+// error, or the end of ctx, is returned and stops the round.
+func (r *Relay) publishFailed(ctx context.Context, c Claimed, err error, res *Result) error {
+	switch {
+	case ctx.Err() != nil:
+		return err
+	case errors.Is(err, ErrRefused):
+		res.PublishFailed++
+	case errors.Is(err, ErrUnknown):
+		res.PublishUnknown++
+	default:
+		return err
+	}
+	if r.cfg.Plant == plant.MarkAfterFailedPublish {
+		return r.mark(ctx, c, res)
+	}
+	return nil
 }
 
 func (r *Relay) mark(ctx context.Context, c Claimed, res *Result) error {

@@ -1,0 +1,167 @@
+package relay
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/orderflow-audit/orderflow-audit/evidence"
+	"github.com/orderflow-audit/orderflow-audit/runner/internal/plant"
+)
+
+// Claimed is one intent held by this relay, with its token.
+type Claimed struct {
+	EventID          string
+	OrderID          int64 // the outbox aggregate_id
+	AggregateVersion int
+	Payload          []byte
+	ClaimVersion     int64
+	ClaimID          string
+	LeaseUntil       time.Time // database clock, UTC
+	StateBefore      string    // PENDING, or CLAIMED for a takeover of an expired lease
+}
+
+// Claim takes up to max due intents (max <= 0 means Config.Batch) in one
+// short transaction and emits one claim event per row after the commit:
+// first CLAIMED rows whose lease ran out (takeovers, oldest lease first),
+// then PENDING rows in id order, skipping rows another relay is claiming
+// at that moment. Each row gets its own token (claim_version + 1, this
+// relay's claim_id) and a lease of Config.Lease on the database clock. An
+// error rolls the whole claim back; an error from the log after the commit
+// returns the claims together with the error.
+func (r *Relay) Claim(ctx context.Context, max int) ([]Claimed, error) {
+	if max <= 0 {
+		max = r.cfg.Batch
+	}
+	claims, err := r.claimTx(ctx, max)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range claims {
+		if err := r.cfg.Log.Emit(evidence.Event{
+			Actor:        r.cfg.Actor,
+			Kind:         evidence.KindClaim,
+			EventID:      c.EventID,
+			OrderID:      evidence.Ptr(c.OrderID),
+			ClaimVersion: evidence.Ptr(c.ClaimVersion),
+			ClaimID:      c.ClaimID,
+			LeaseUntil:   evidence.Ptr(c.LeaseUntil),
+			StateBefore:  c.StateBefore,
+			LeaseMS:      evidence.Ptr(r.cfg.Lease.Milliseconds()),
+		}); err != nil {
+			return claims, fmt.Errorf("claim: record claim of %s: %w", c.EventID, err)
+		}
+	}
+	return claims, nil
+}
+
+// due is a row the claim's select returned, with its primary key.
+type due struct {
+	id int64
+	c  Claimed
+}
+
+// claimTxOptions: the claim runs at READ COMMITTED whatever the server's
+// default. Its locking reads then lock the rows they return and no gaps:
+// under REPEATABLE READ two relays claiming at once each lock the gap
+// before the first PENDING index entry (the end of the empty expired
+// range), and each one's UPDATE then waits to insert its CLAIMED entry
+// into the gap the other holds, a deadlock (seen in concurrentRelays).
+// The lease and state conditions are still evaluated on each row's
+// latest version under its lock.
+var claimTxOptions = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
+
+func (r *Relay) claimTx(ctx context.Context, max int) (out []Claimed, err error) {
+	tx, err := r.cfg.DB.BeginTx(ctx, claimTxOptions)
+	if err != nil {
+		return nil, fmt.Errorf("claim: begin: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	dues, err := r.selectDue(ctx, tx, max)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range dues {
+		c, err := r.claimRow(ctx, tx, d)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("claim: commit: %w", err)
+	}
+	return out, nil
+}
+
+// selectDue locks up to max due rows: the expired branch, then the
+// pending branch with what is left of max.
+func (r *Relay) selectDue(ctx context.Context, tx *sql.Tx, max int) ([]due, error) {
+	if r.cfg.Plant == plant.ClaimWithoutLock {
+		return queryDue(ctx, tx, qClaimAnyUnlocked, max)
+	}
+	expired, args := qClaimExpired, []any{max}
+	switch r.cfg.Plant {
+	case plant.ClaimIgnoresLease:
+		expired = qClaimAnyClaimed
+	case plant.LeaseOnRelayClock:
+		expired, args = qClaimExpiredAt, []any{r.cfg.Now().UTC(), max}
+	}
+	dues, err := queryDue(ctx, tx, expired, args...)
+	if err != nil || len(dues) >= max {
+		return dues, err
+	}
+	more, err := queryDue(ctx, tx, qClaimPending, max-len(dues))
+	return append(dues, more...), err
+}
+
+func queryDue(ctx context.Context, tx *sql.Tx, q string, args ...any) ([]due, error) {
+	rows, err := tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("claim: select due intents: %w", err)
+	}
+	defer rows.Close()
+	var dues []due
+	for rows.Next() {
+		var d due
+		if err := rows.Scan(&d.id, &d.c.EventID, &d.c.OrderID, &d.c.AggregateVersion, &d.c.Payload, &d.c.StateBefore); err != nil {
+			return nil, fmt.Errorf("claim: scan due intent: %w", err)
+		}
+		dues = append(dues, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("claim: select due intents: %w", err)
+	}
+	return dues, nil
+}
+
+// claimRow gives row d a new token and lease and reads them back.
+func (r *Relay) claimRow(ctx context.Context, tx *sql.Tx, d due) (Claimed, error) {
+	q, args := qClaimRow, []any{r.cfg.ClaimID, r.cfg.Lease.Microseconds(), d.id}
+	switch r.cfg.Plant {
+	case plant.LeaseOnRelayClock:
+		q, args = qClaimRowAt, []any{r.cfg.ClaimID, r.cfg.Now().UTC().Add(r.cfg.Lease), d.id}
+	case plant.TakeoverKeepsLease:
+		q = qClaimRowKeepLease
+	}
+	res, err := tx.ExecContext(ctx, q, args...)
+	if err != nil {
+		return Claimed{}, fmt.Errorf("claim %s: update: %w", d.c.EventID, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return Claimed{}, fmt.Errorf("claim %s: rows affected: %w", d.c.EventID, err)
+	} else if n != 1 {
+		return Claimed{}, fmt.Errorf("claim %s: update changed %d rows, want 1", d.c.EventID, n)
+	}
+	c := d.c
+	if err := tx.QueryRowContext(ctx, qClaimReadBack, d.id).Scan(&c.ClaimVersion, &c.ClaimID, &c.LeaseUntil); err != nil {
+		return Claimed{}, fmt.Errorf("claim %s: read token back: %w", d.c.EventID, err)
+	}
+	c.LeaseUntil = c.LeaseUntil.UTC()
+	return c, nil
+}
