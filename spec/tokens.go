@@ -1,5 +1,15 @@
 package spec
 
+// The bearer-token policy of the order service, which the business layer
+// of the verifier holds its answers to: HS256 signed with the service's
+// key, exp required and not passed, nbf (when present) passed, this issuer
+// and this audience.
+const (
+	TokenAlg      = "HS256"
+	TokenIssuer   = "orderflow-audit"
+	TokenAudience = "orders"
+)
+
 // Bearer tokens (U79): every bad token is refused with 401 and no write.
 func init() {
 	token := func(id, desc string) Scenario {

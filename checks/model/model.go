@@ -71,6 +71,13 @@ type Model struct {
 	rolledBack   []string // event ids of rolled-back order transactions (capped)
 	events       int64
 
+	// The business layer's own (answers.go): the client's requests, the
+	// orders whose transaction rolled back, the seeded unit prices.
+	clientReqs       []ClientRequest // first maxClientRequests kept
+	nClientReqs      int64
+	rolledBackOrders map[int64]bool // capped at maxRolledBackOrders
+	seedPrice        map[string]int64
+
 	violations []Violation
 	perRule    map[Rule]int
 	suppressed map[Rule]int
@@ -115,6 +122,9 @@ func New(layers []spec.Layer, faultPoints []string) *Model {
 		perRule:      map[Rule]int{},
 		suppressed:   map[Rule]int{},
 		lastClaim:    map[string]claimRef{},
+
+		rolledBackOrders: map[int64]bool{},
+		seedPrice:        map[string]int64{},
 	}
 }
 
@@ -135,6 +145,7 @@ var handlers = map[evidence.Kind]handler{
 	evidence.KindOrderRolledBack: (*Model).stepOrderRolledBack, // business.go
 	evidence.KindOrderReplayed:   (*Model).stepOrderAnswered,   // business.go
 	evidence.KindOrderRejected:   (*Model).stepOrderAnswered,   // business.go
+	evidence.KindOrderRequest:    (*Model).stepOrderRequest,    // answers.go
 
 	evidence.KindClaim:        (*Model).stepClaim,        // claimtoken.go
 	evidence.KindLeaseExpired: (*Model).stepLeaseExpired, // claimtoken.go

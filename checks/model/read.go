@@ -152,22 +152,43 @@ func (m *Model) Requests() []Request {
 	return out
 }
 
+// ClientRequests returns the client's requests (order_request), in
+// order (the first maxClientRequests; Counts.ClientRequests has them all).
+func (m *Model) ClientRequests() []ClientRequest {
+	out := slices.Clone(m.clientReqs)
+	for i := range out {
+		out[i].OrderID = clonePtr(out[i].OrderID)
+		out[i].Lines = slices.Clone(out[i].Lines)
+		out[i].Token = clonePtr(out[i].Token)
+	}
+	return out
+}
+
+// SeedPrice returns the unit price a SKU was seeded with, when the seed
+// said it.
+func (m *Model) SeedPrice(sku string) (int64, bool) {
+	p, ok := m.seedPrice[sku]
+	return p, ok
+}
+
 // AnsweredWith returns how many answers of the order service had status.
 func (m *Model) AnsweredWith(status int64) int64 { return m.statusCount[status] }
 
 // Counts are the model's counters.
 type Counts struct {
-	Events        int64 // events folded
-	Requests      int64 // answers of the order service
-	OKOrders      int64 // distinct order ids answered with a 2xx
-	Claims        int64 // claim events
-	DoubleClaims  int64 // claims on a live lease another actor held
-	Replays       int64 // receives of a record already received
-	Received      int64 // distinct records received
-	InboxRejects  int64 // inbox_reject events
-	Intents       int64 // outbox rows
-	InboxRows     int64
-	Notifications int64 // effects with distinct notification ids
+	Events   int64 // events folded
+	Requests int64 // answers of the order service
+	// ClientRequests: the client's records of its requests (order_request).
+	ClientRequests int64
+	OKOrders       int64 // distinct order ids answered with a 2xx
+	Claims         int64 // claim events
+	DoubleClaims   int64 // claims on a live lease another actor held
+	Replays        int64 // receives of a record already received
+	Received       int64 // distinct records received
+	InboxRejects   int64 // inbox_reject events
+	Intents        int64 // outbox rows
+	InboxRows      int64
+	Notifications  int64 // effects with distinct notification ids
 
 	RefusedPublishes  int64 // publish events with an error: refused by the broker
 	UnknownPublishes  int64 // publish_unknown events
@@ -185,7 +206,7 @@ type Counts struct {
 // Counts returns the model's counters.
 func (m *Model) Counts() Counts {
 	return Counts{
-		Events: m.events, Requests: m.nRequests, OKOrders: int64(len(m.okOrderIDs)),
+		Events: m.events, Requests: m.nRequests, ClientRequests: m.nClientReqs, OKOrders: int64(len(m.okOrderIDs)),
 		Claims: m.claims, DoubleClaims: m.doubleClaims, Replays: m.replays, Received: m.received, InboxRejects: m.rejects,
 		Intents: int64(len(m.rows)), InboxRows: int64(len(m.inbox)), Notifications: int64(len(m.notifs)),
 		RefusedPublishes: m.refusedPublishes, UnknownPublishes: m.unknownPublishes, MarksAfterFailure: m.marksAfterFailure,

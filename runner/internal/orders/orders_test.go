@@ -206,7 +206,7 @@ func TestPlaceCommitsFiveWritesInOneTransaction(t *testing.T) {
 		t.Fatalf("status = %d (%s); want 201", res.Status, res.Body)
 	}
 	want := PlaceResponse{OrderID: 1, EventID: "e-1", SKU: testSKU, Quantity: 2, AmountCents: 2 * testPrice, StockLeft: 8}
-	if *res.Order != want {
+	if !reflect.DeepEqual(*res.Order, want) {
 		t.Errorf("answer = %+v; want %+v", *res.Order, want)
 	}
 	got := b.state()
@@ -242,7 +242,7 @@ func TestPlaceCommitsFiveWritesInOneTransaction(t *testing.T) {
 	if err := json.Unmarshal([]byte(payload), &p); err != nil {
 		t.Fatalf("outbox payload %s: %v", payload, err)
 	}
-	if aggID != 1 || version != 1 || st != evidence.StatePending || p != (OutboxPayload{OrderID: 1, SKU: testSKU, Quantity: 2, AmountCents: 500}) {
+	if aggID != 1 || version != 1 || st != evidence.StatePending || !reflect.DeepEqual(p, OutboxPayload{OrderID: 1, SKU: testSKU, Quantity: 2, AmountCents: 500}) {
 		t.Errorf("outbox = %d v%d %s %+v; want 1 v1 PENDING {1 %s 2 500}", aggID, version, st, p, testSKU)
 	}
 
