@@ -121,7 +121,7 @@ func (f facts) countOrders() (orders, lines, idem int64) {
 			orders++
 		}
 		if o.Lines {
-			lines++
+			lines += int64(len(o.OrderLines()))
 		}
 		if o.Idem {
 			idem++
@@ -159,8 +159,16 @@ func (f facts) seededStock(name string) metricValue {
 	return num(name, f.m.StockOf(skus[0]))
 }
 
-// requestStatus is the HTTP status of the i-th answer of the order service.
+// requestStatus is the HTTP status of the i-th answer: as the client
+// recorded it (order_request), or, in logs without the client's records,
+// as the order service logged it.
 func (f facts) requestStatus(name string, i int) metricValue {
+	if cl := f.m.ClientRequests(); len(cl) > 0 {
+		if i >= len(cl) {
+			return unknown(name, "the client recorded "+strconv.Itoa(len(cl))+" request(s)")
+		}
+		return num(name, cl[i].Status)
+	}
 	reqs := f.m.Requests()
 	if i >= len(reqs) {
 		return unknown(name, "the order service recorded "+strconv.Itoa(len(reqs))+" answer(s)")

@@ -60,7 +60,8 @@ const (
 	// TokenNoExp: the order service accepts tokens without exp.
 	TokenNoExp Bug = "token-no-exp"
 	// TokenNbfIgnored: the order service checks exp by hand and turns the
-	// library's claim checks off, so a token not valid yet passes.
+	// library's claim checks off, so a token not valid yet passes (and
+	// its issuer and audience go unchecked too).
 	TokenNbfIgnored Bug = "token-nbf-ignored"
 	// TokenIssUnchecked: the order service does not check the issuer.
 	TokenIssUnchecked Bug = "token-iss-unchecked"
