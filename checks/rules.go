@@ -140,7 +140,7 @@ var Rules = []RuleInfo{
 	{RuleFaultNotInjected, "a PASS at a boundary whose fault injection the events do not show"},
 	{RuleScenarioNotExercised, "a PASS whose events do not show the situation the scenario exists to provoke (inconclusive)"},
 	{RuleStatusNotRecomputable, "a PASS that needs a metric the events cannot determine"},
-	{RuleStatusMismatch, "a PASS whose recomputed metrics do not meet the acceptance"},
+	{RuleStatusMismatch, "a PASS whose recomputed metrics do not meet the acceptance, or whose events show a condition it needs beyond its metrics failed"},
 	{RuleLineMismatch, "the observation line differs from what the status and the (claimed or recomputed) metrics say"},
 	{RulePlantedMismatch, "run.planted differs from the bug run.args plant"},
 	{RulePlantedUnknown, "run.planted names a bug the verifier's table of negative controls does not know"},

@@ -38,6 +38,10 @@ func (m *Model) stepOrderRequest(e *evidence.Event, src Source) {
 	if e.TokenAlg != "" || e.TokenKey != "" || e.TokenClaims != "" {
 		r.Token = &SentToken{Alg: m.intern(e.TokenAlg), Key: m.intern(e.TokenKey), Claims: strings.Clone(e.TokenClaims)}
 	}
+	m.clientStatus[r.Status]++
+	if r.Status >= 200 && r.Status <= 299 && r.OrderID != nil && len(m.clientOKOrders) < maxClientRequests {
+		m.clientOKOrders[*r.OrderID] = true
+	}
 	r.BadToken = badToken(r.Token, e.Time)
 	if r.BadToken != "" && r.Status != 401 {
 		m.violate(RuleBadTokenAccepted, src, "", "a request with %s was answered %d, not 401", r.BadToken, r.Status)

@@ -175,6 +175,9 @@ func (m *Model) stepOrderRolledBack(e *evidence.Event, src Source) {
 	if e.OrderID != nil && len(m.rolledBackOrders) < maxRolledBackOrders {
 		m.rolledBackOrders[*e.OrderID] = true
 	}
+	if e.EventID != "" && strings.Contains(e.Err, "1062") && len(m.rolledBackDup) < maxRolledBack {
+		m.rolledBackDup = append(m.rolledBackDup, strings.Clone(e.EventID))
+	}
 	if e.OrderID != nil && e.EventID != "" && e.EventID != evidence.EventIDFor(*e.OrderID) {
 		m.violate(RuleIntentIDMismatch, src, e.EventID, "order %d tried to write intent %q, want %q",
 			*e.OrderID, e.EventID, evidence.EventIDFor(*e.OrderID))

@@ -75,7 +75,10 @@ type Model struct {
 	// orders whose transaction rolled back, the seeded unit prices.
 	clientReqs       []ClientRequest // first maxClientRequests kept
 	nClientReqs      int64
-	rolledBackOrders map[int64]bool // capped at maxRolledBackOrders
+	clientStatus     map[int64]int64 // the client's answers by status
+	clientOKOrders   map[int64]bool  // order ids of the client's 2xx answers (capped)
+	rolledBackDup    []string        // event ids of rollbacks on a duplicate key (1062; capped)
+	rolledBackOrders map[int64]bool  // capped at maxRolledBackOrders
 	seedPrice        map[string]int64
 
 	violations []Violation
@@ -124,6 +127,8 @@ func New(layers []spec.Layer, faultPoints []string) *Model {
 		lastClaim:    map[string]claimRef{},
 
 		rolledBackOrders: map[int64]bool{},
+		clientStatus:     map[int64]int64{},
+		clientOKOrders:   map[int64]bool{},
 		seedPrice:        map[string]int64{},
 	}
 }
