@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -385,6 +386,8 @@ func (p *printer) run() {
 		{"interrupted", yesNo(r.Run.Interrupted)},
 		{"seed, arguments", strconv.FormatInt(r.Run.Seed, 10) + ", " + args},
 		{"tool", fmt.Sprintf("%s %s (revision %s)", r.Tool.Name, r.Tool.Version, orDash(r.Tool.Revision))},
+		{"build", buildRow(r.Tool.Build)},
+		{"system under test", sutRow(env.SUT)},
 		{"database", fmt.Sprintf("%s %s, isolation %s, DSN %s (redacted)", env.Database.Flavour, env.Database.Version, env.Database.Isolation, env.Database.DSN)},
 		{"broker", fmt.Sprintf("%s: %s; brokers %s", env.Kafka.Mode, env.Kafka.Implementation, strings.Join(env.Kafka.Brokers, ", "))},
 		{"actors", actors},
@@ -392,7 +395,8 @@ func (p *printer) run() {
 		{"scenarios", counts},
 	}
 	if c := containersRow(env); c != "" {
-		rows = append(rows[:9], append([][]string{{"containers", c}}, rows[9:]...)...)
+		at := slices.IndexFunc(rows, func(row []string) bool { return row[0] == "Go, OS/arch" })
+		rows = slices.Insert(rows, at, []string{"containers", c})
 	}
 	if !r.Verified || len(r.Refuted) > 0 {
 		rows = append(rows, []string{"claimed passes refuted by the verifier", claimedOf(r.Refuted, r.Counts.Passed)})
@@ -411,6 +415,39 @@ func (p *printer) run() {
 		p.printf("Observation lines as printed by `run` and recorded in the evidence; %s:\n\n%stext\n%s\n%s\n\n", note, fence, body, fence)
 	}
 	p.printf("</details>\n\n")
+}
+
+// buildRow says how the binary was built, as the Go toolchain stamped it.
+func buildRow(b *evidence.BuildInfo) string {
+	if b == nil {
+		return "not recorded (evidence of an older version)"
+	}
+	rev := "not stamped"
+	switch b.Stamp {
+	case evidence.StampVCS:
+		rev = "vcs revision " + b.VCSRevision
+	case evidence.StampLDFlags:
+		rev = "revision " + b.VCSRevision + " (passed by -ldflags: the toolchain could not stamp it)"
+	}
+	if b.Stamp != evidence.StampNone {
+		rev += ", modified " + yesNo(b.VCSModified)
+	}
+	if b.VCSTime != "" {
+		rev += ", committed " + b.VCSTime
+	}
+	return fmt.Sprintf("%s %s, %s; %s", b.Module, b.ModuleVersion, b.GoVersion, rev)
+}
+
+// sutRow names the system under test and the digest of its source.
+func sutRow(s *evidence.SUTEnv) string {
+	if s == nil {
+		return "not recorded (evidence of an older version: the reference implementation)"
+	}
+	out := s.Name
+	if s.Source == nil {
+		return out + "; source digest not recorded"
+	}
+	return fmt.Sprintf("%s; source sha256 %s (%d files of %s)", out, s.Source.SHA256, s.Source.Files, strings.Join(s.Source.Packages, ", "))
 }
 
 // formatMetrics renders metrics as an observation line does: name=value
