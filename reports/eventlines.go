@@ -52,6 +52,16 @@ func eventLines(e logEvent, a, over string, fn footnoter) []string {
 		return msg(aliasDB, "-->>", a, fmt.Sprintf("replay order %s, no writes", i64(e.OrderID)))
 	case evidence.KindOrderRejected:
 		return note(a, fmt.Sprintf("HTTP %d: %s", e.Status, brief(e.Reason, fn)))
+	case evidence.KindOrderRequest:
+		who := "no token"
+		if e.Principal != "" {
+			who = "as " + e.Principal
+		}
+		got := fmt.Sprintf("HTTP %d", e.Status)
+		if e.OrderID != nil {
+			got += ", order " + i64(e.OrderID)
+		}
+		return note(a, fmt.Sprintf("POST %s %s: %s", brief(e.Key, fn), brief(who, fn), got))
 	case evidence.KindClaim:
 		text := fmt.Sprintf("claim %s %s", e.EventID, token(e.Event))
 		if e.StateBefore != "" && e.StateBefore != evidence.StatePending {
