@@ -326,6 +326,14 @@ func (c *checker) metrics(sc *evidence.Scenario, s spec.Scenario, d derivation, 
 				Message: "the scenario claims PASS, but its events do not show what it exists to provoke: " + why})
 		}
 	}
+	c.status(sc, s, d, f, rec)
+}
+
+// status recomputes a known scenario's status from its recomputed metrics
+// rec and the conditions it needs beyond them, and compares it, and the
+// line it gives, with the claims.
+func (c *checker) status(sc *evidence.Scenario, s spec.Scenario, d derivation, f facts, rec []metricValue) {
+	id := sc.ID
 	pass, decided := accepted(s, rec)
 	var failed []string
 	if d.conditions != nil {
