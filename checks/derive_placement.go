@@ -12,7 +12,13 @@ func init() {
 	derive("idempotentReplay", derivation{metrics: func(f facts) []metricValue {
 		orders, _, idem := f.countOrders()
 		same := unknown("sameOrder", "fewer than two answers")
-		if reqs := f.m.Requests(); len(reqs) >= 2 {
+		if cl := f.m.ClientRequests(); len(cl) >= 2 {
+			// The client's record: the same order and, byte for byte,
+			// the same answer.
+			a, b := cl[0], cl[1]
+			same = flag("sameOrder", a.OrderID != nil && b.OrderID != nil && *a.OrderID == *b.OrderID &&
+				a.BodySHA256 != "" && a.BodySHA256 == b.BodySHA256)
+		} else if reqs := f.m.Requests(); len(reqs) >= 2 {
 			a, b := reqs[0].OrderID, reqs[1].OrderID
 			same = flag("sameOrder", a != nil && b != nil && *a == *b)
 		}

@@ -90,3 +90,37 @@ func TestConditions(t *testing.T) {
 		})
 	}
 }
+
+// TestSameOrderReadsTheAnswers: idempotentReplay's sameOrder needs the
+// client's two answers to name one order with the same body, byte for
+// byte (as the runner compares them).
+func TestSameOrderReadsTheAnswers(t *testing.T) {
+	const answer = `{"actor":"scenario","kind":"order_request","key":"k","status":201,"order_id":%d,"payload_sha256":"%s"}`
+	a, b := strings.Repeat("a", 64), strings.Repeat("b", 64)
+	for _, tc := range []struct {
+		name   string
+		events []string
+		want   string
+	}{
+		{"same order, same body", []string{fmt.Sprintf(answer, 1, a), fmt.Sprintf(answer, 1, a)}, "true"},
+		{"same order, another body", []string{fmt.Sprintf(answer, 1, a), fmt.Sprintf(answer, 1, b)}, "false"},
+		{"another order", []string{fmt.Sprintf(answer, 1, a), fmt.Sprintf(answer, 2, a)}, "false"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := model.New(nil, nil)
+			for i, line := range tc.events {
+				e, err := evidence.DecodeEvent([]byte(line))
+				if err != nil {
+					t.Fatal(err)
+				}
+				m.Step(&e, model.Source{Seq: int64(i + 1)})
+			}
+			m.Finish(false)
+			for _, mv := range derivations["idempotentReplay"].metrics(facts{m: m}) {
+				if mv.name == "sameOrder" && mv.value != tc.want {
+					t.Errorf("sameOrder = %s; want %s", mv.value, tc.want)
+				}
+			}
+		})
+	}
+}

@@ -61,7 +61,8 @@ const (
 	// token), key, lines (what it asked for, "quantity=<n> sku=<sku>"),
 	// token_alg, token_key and token_claims (the token it sent: its alg
 	// header, which key signed it, its claims as JSON; absent without a
-	// token), status (the answer), order_id (the order a 201 names).
+	// token), status (the answer), order_id (the order a 201 names),
+	// payload_sha256 (the sha256 of the answer's body, byte for byte).
 	KindOrderRequest Kind = "order_request"
 
 	// KindClaim: a relay claimed an intent. event_id, order_id,

@@ -68,7 +68,7 @@ func (e *Env) post(ctx context.Context, cl *orders.Client, tok *tokenSpec, key s
 	if err != nil {
 		return res, err
 	}
-	ev.Status = res.Status
+	ev.Status, ev.PayloadSHA256 = res.Status, sha256Hex(res.Body)
 	if res.Order != nil {
 		ev.OrderID = evidence.Ptr(res.Order.OrderID)
 	}

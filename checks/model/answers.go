@@ -28,7 +28,7 @@ const tokenSkew = 2 * time.Second
 func (m *Model) stepOrderRequest(e *evidence.Event, src Source) {
 	m.nClientReqs++
 	r := ClientRequest{Principal: m.intern(e.Principal), Key: strings.Clone(e.Key), Status: int64(e.Status),
-		OrderID: clonePtr(e.OrderID), src: src}
+		OrderID: clonePtr(e.OrderID), BodySHA256: strings.Clone(e.PayloadSHA256), src: src}
 	for _, s := range e.Lines[:min(len(e.Lines), maxOrderLines)] {
 		if l, err := evidence.ParseOrderLine(s); err == nil {
 			l.SKU = m.intern(l.SKU)

@@ -153,6 +153,8 @@ type ClientRequest struct {
 	Status    int64
 	OrderID   *int64               // the order a 2xx answer named
 	Lines     []evidence.OrderLine // what it asked for (nil when not recorded)
+	// BodySHA256 is the sha256 of the answer's body ("" when not recorded).
+	BodySHA256 string
 	// Token is the token it sent (nil: none), and BadToken why the
 	// policy refuses it ("" when it does not).
 	Token    *SentToken
