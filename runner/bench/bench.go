@@ -67,6 +67,11 @@ type Options struct {
 	History int
 	// Clients is the number of concurrent placement clients.
 	Clients int
+	// RelayOnly runs the relay phase alone: the intents are written into
+	// the outbox by SQL (as a peer's are, scripts/bench-peers.sh), without
+	// orders, and drained by the relays; the check then asks every intent
+	// SENT and on the topic, and nothing more.
+	RelayOnly bool
 	// Linger is the relays' producer linger (0: none; the client still
 	// packs what is buffered while a request is in flight).
 	Linger time.Duration

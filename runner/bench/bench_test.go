@@ -97,6 +97,24 @@ func TestRunCheckCatchesDuplicate(t *testing.T) {
 	}
 }
 
+// A relay-only bench drains intents written by SQL and checks that every
+// one is SENT and on the topic; it has no effects to check.
+func TestRunRelayOnly(t *testing.T) {
+	opts := smallOptions(t, 300)
+	opts.RelayOnly = true
+	res, err := Run(t.Context(), opts)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	c := res.Check
+	if !c.OK || c.Events != 300 || c.Sent != 300 || c.Records < 300 || c.Effects != 0 || res.RelayEventsPerS <= 0 {
+		t.Fatalf("relay-only result = %+v; want 300 intents SENT and on the topic", res)
+	}
+	if res.PlacementEventsPerS != 0 || res.EndToEndEventsPerS != 0 {
+		t.Errorf("relay-only run reports placement %v, end to end %v; want 0", res.PlacementEventsPerS, res.EndToEndEventsPerS)
+	}
+}
+
 // Options outside their bounds are refused before anything runs.
 func TestValidate(t *testing.T) {
 	for _, o := range []Options{{Events: -1}, {Relays: 65}, {Batch: 10001}, {Partitions: -2}, {History: -1}, {Clients: 1000}, {Linger: -1}} {

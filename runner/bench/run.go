@@ -31,7 +31,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	defer p.close()
 	res := &Result{RunID: runID, Events: opts.Events, Relays: opts.Relays, Consumers: opts.Consumers, Batch: opts.Batch,
-		Partitions: opts.Partitions, History: opts.History, Clients: opts.Clients,
+		Partitions: opts.Partitions, History: opts.History, Clients: opts.Clients, RelayOnly: opts.RelayOnly,
 		LingerMS: float64(opts.Linger) / float64(time.Millisecond),
 		Database: p.server.Info.Flavour + " " + p.server.Info.Version, Broker: p.kafka.Implementation}
 	if p.private != nil {
@@ -45,15 +45,21 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err := p.closeLogs(); err != nil {
 		return nil, fmt.Errorf("event logs: %w", err)
 	}
-	if err := p.latencies(res); err != nil {
-		return nil, err
+	if !opts.RelayOnly {
+		if err := p.latencies(res); err != nil {
+			return nil, err
+		}
 	}
 	if opts.beforeCheck != nil {
 		if err := opts.beforeCheck(p); err != nil {
 			return nil, err
 		}
 	}
-	if res.Check, err = p.check(ctx, int64(2*opts.Events)); err != nil {
+	want := int64(2 * opts.Events)
+	if opts.RelayOnly {
+		want = int64(opts.Events)
+	}
+	if res.Check, err = p.check(ctx, want); err != nil {
 		return nil, err
 	}
 	if opts.Keep || opts.LogDir != "" {
@@ -77,20 +83,26 @@ func (p *pipeline) phases(ctx context.Context, res *Result) error {
 	if o.History > 0 {
 		say("%d SENT rows of history in the outbox (%.1f s)", o.History, res.Phases.History)
 	}
-	if err := p.startOrders(); err != nil {
-		return err
-	}
 	if err := p.newRelays(); err != nil {
 		return err
 	}
-
-	say("placement: %d orders, %d clients, nothing else running", o.Events, o.Clients)
-	d, err := p.place(ctx, "place", o.Events)
-	if err != nil {
-		return err
+	if o.RelayOnly {
+		if err := p.seedRows(ctx, qSeedPending, "intents", o.Events); err != nil {
+			return err
+		}
+		say("%d PENDING intents written by SQL (relay only)", o.Events)
+	} else {
+		if err := p.startOrders(); err != nil {
+			return err
+		}
+		say("placement: %d orders, %d clients, nothing else running", o.Events, o.Clients)
+		d, err := p.place(ctx, "place", o.Events)
+		if err != nil {
+			return err
+		}
+		res.Phases.Placement, res.PlacementEventsPerS = d.Seconds(), perSecond(o.Events, d)
+		say("placement: %.0f orders/s (%.2f s)", res.PlacementEventsPerS, d.Seconds())
 	}
-	res.Phases.Placement, res.PlacementEventsPerS = d.Seconds(), perSecond(o.Events, d)
-	say("placement: %.0f orders/s (%.2f s)", res.PlacementEventsPerS, d.Seconds())
 
 	say("relay: %d relays, batch %d, draining %d intents, nothing else running", o.Relays, o.Batch, o.Events)
 	t0 = time.Now()
@@ -98,10 +110,13 @@ func (p *pipeline) phases(ctx context.Context, res *Result) error {
 	if err := p.waitFor(ctx, "the relays", func() int64 { return p.marked.Load() }, int64(o.Events)); err != nil {
 		return err
 	}
-	d = time.Since(t0)
+	d := time.Since(t0)
 	p.stopLoops()
 	res.Phases.Relay, res.RelayEventsPerS = d.Seconds(), perSecond(o.Events, d)
 	say("relay: %.0f events/s (%.2f s)", res.RelayEventsPerS, d.Seconds())
+	if o.RelayOnly {
+		return nil
+	}
 
 	if err := p.consumePhase(ctx, res); err != nil {
 		return err

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 )
@@ -19,6 +20,15 @@ WITH RECURSIVE seq (n) AS (SELECT ? UNION ALL SELECT n + 1 FROM seq WHERE n < ?)
 SELECT CONCAT('h-', n), n, 1,
        JSON_OBJECT('orderId', n, 'sku', 'history-sku', 'quantity', 1, 'amountCents', 100),
        'SENT', 1, 'bench-history', NOW(6) - INTERVAL 1 DAY, NOW(6) - INTERVAL 1 DAY
+FROM seq`
+
+	// qSeedPending writes PENDING intents e-<n> without their orders (a
+	// relay-only bench), payloads as the order service writes them.
+	qSeedPending = `INSERT INTO outbox (event_id, aggregate_id, aggregate_version, payload, state)
+WITH RECURSIVE seq (n) AS (SELECT ? UNION ALL SELECT n + 1 FROM seq WHERE n < ?)
+SELECT CONCAT('e-', n), n, 1,
+       JSON_OBJECT('orderId', n, 'sku', CONCAT('bench-sku-', LPAD(n % 64, 2, '0')), 'quantity', 1, 'amountCents', 100),
+       'PENDING'
 FROM seq`
 
 	qAnalyzeOutbox = `ANALYZE TABLE outbox`
@@ -40,6 +50,18 @@ func (p *pipeline) seed(ctx context.Context, history int) error {
 	if history == 0 {
 		return nil
 	}
+	if err := p.seedRows(ctx, qSeedHistory, "history", history); err != nil {
+		return err
+	}
+	if _, err := p.db.ExecContext(ctx, qAnalyzeOutbox); err != nil {
+		return fmt.Errorf("analyze outbox: %w", err)
+	}
+	return nil
+}
+
+// seedRows runs q (a recursive-CTE insert of rows from..to) over 1..n,
+// historyChunk rows a statement, on historyWorkers connections.
+func (p *pipeline) seedRows(ctx context.Context, q, what string, n int) error {
 	chunks := make(chan int)
 	errs := make([]error, historyWorkers)
 	var wg sync.WaitGroup
@@ -49,28 +71,20 @@ func (p *pipeline) seed(ctx context.Context, history int) error {
 				if errs[w] != nil {
 					continue
 				}
-				to := min(from+historyChunk-1, history)
-				if _, err := p.db.ExecContext(ctx, qSeedHistory, from, to); err != nil {
-					errs[w] = fmt.Errorf("seed history rows %d-%d: %w", from, to, err)
+				to := min(from+historyChunk-1, n)
+				if _, err := p.db.ExecContext(ctx, q, from, to); err != nil {
+					errs[w] = fmt.Errorf("seed %s rows %d-%d: %w", what, from, to, err)
 				}
 			}
 		})
 	}
-	for from := 1; from <= history; from += historyChunk {
+	for from := 1; from <= n; from += historyChunk {
 		if from%100000 == 1 && from > 1 {
-			fmt.Fprintf(p.opts.Progress, "bench: history: %d of %d rows\n", from-1, history)
+			fmt.Fprintf(p.opts.Progress, "bench: %s: %d of %d rows\n", what, from-1, n)
 		}
 		chunks <- from
 	}
 	close(chunks)
 	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	if _, err := p.db.ExecContext(ctx, qAnalyzeOutbox); err != nil {
-		return fmt.Errorf("analyze outbox: %w", err)
-	}
-	return nil
+	return errors.Join(errs...)
 }
