@@ -45,16 +45,18 @@ func (r *Relay) Mark(ctx context.Context, c Claimed) (rows int64, err error) {
 	return rows, nil
 }
 
-// MarkBatch is Mark for every claim of cs at once: one short transaction
-// at READ COMMITTED holding one compare-and-set over the whole batch, in
-// two statements. The first locks, through the primary key, the rows
-// still CLAIMED under each claim's own token (id, claim_version,
-// claim_id) and returns which they are; the second sets exactly those to
-// SENT, checking each row's token again. The rows locked are the marks
-// that hit, row by row, whatever the others did: a row another relay took
-// over, or that is already SENT, is not locked and is a mark of 0 rows.
-// After the commit it emits one mark event per claim, in the order of cs,
-// with rows 1 or 0, and returns the rows per claim.
+// MarkBatch is Mark for every claim of cs at once: one compare-and-set
+// statement over the whole batch that checks each row's own token (id,
+// claim_version, claim_id), in a short transaction at READ COMMITTED, and
+// the count of which marks hit, row by row. When the statement changed as
+// many rows as there are claims, every mark hit (each row matches one
+// token at most), and it commits. Otherwise it is rolled back and the
+// batch marked again exactly: a locking read through the primary key
+// returns the rows still CLAIMED under their own token, and the same
+// statement sets exactly those; a row another relay took over, or that is
+// already SENT, is not locked and is a mark of 0 rows. After the commit it
+// emits one mark event per claim, in the order of cs, with rows 1 or 0,
+// and returns the rows per claim.
 func (r *Relay) MarkBatch(ctx context.Context, cs []Claimed) ([]int64, error) {
 	if len(cs) == 0 {
 		return nil, nil
@@ -85,8 +87,47 @@ func (r *Relay) MarkBatch(ctx context.Context, cs []Claimed) ([]int64, error) {
 
 // markTx runs the batch's compare-and-set and returns the ids it set to
 // SENT.
-func (r *Relay) markTx(ctx context.Context, cs []Claimed) (hit map[int64]bool, err error) {
-	lockQ, markQ, width, args := r.markQueries(cs)
+func (r *Relay) markTx(ctx context.Context, cs []Claimed) (map[int64]bool, error) {
+	q := r.markQueries(cs)
+	hit, err := r.markEvery(ctx, cs, q)
+	if err != nil || hit != nil {
+		return hit, err
+	}
+	return r.markLocked(ctx, cs, q)
+}
+
+// markEvery sets every row of cs to SENT if every token still holds, and
+// returns them all; when one does not, it rolls back and returns nil.
+func (r *Relay) markEvery(ctx context.Context, cs []Claimed, q markQuery) (hit map[int64]bool, err error) {
+	hit = make(map[int64]bool, len(cs))
+	for _, c := range cs {
+		hit[c.ID] = true
+	}
+	tx, err := r.cfg.DB.BeginTx(ctx, claimTxOptions)
+	if err != nil {
+		return nil, fmt.Errorf("mark %d intents: begin: %w", len(cs), err)
+	}
+	defer func() {
+		if hit == nil || err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	n, err := execRows(ctx, tx, fmt.Sprintf(q.mark, placeholders(len(cs), q.width)), q.args)
+	if err != nil {
+		return nil, fmt.Errorf("mark %d intents: update: %w", len(cs), err)
+	}
+	if n != int64(len(hit)) {
+		return nil, nil
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("mark %d intents: commit: %w", len(cs), err)
+	}
+	return hit, nil
+}
+
+// markLocked locks the rows of cs whose tokens still hold, sets exactly
+// those to SENT, and returns them.
+func (r *Relay) markLocked(ctx context.Context, cs []Claimed, q markQuery) (hit map[int64]bool, err error) {
 	tx, err := r.cfg.DB.BeginTx(ctx, claimTxOptions)
 	if err != nil {
 		return nil, fmt.Errorf("mark %d intents: begin: %w", len(cs), err)
@@ -96,26 +137,24 @@ func (r *Relay) markTx(ctx context.Context, cs []Claimed) (hit map[int64]bool, e
 			_ = tx.Rollback()
 		}
 	}()
-	ids, err := lockedIDs(ctx, tx, fmt.Sprintf(lockQ, placeholders(len(cs), width)), args)
+	ids, err := lockedIDs(ctx, tx, fmt.Sprintf(q.lock, placeholders(len(cs), q.width)), q.args)
 	if err != nil {
 		return nil, fmt.Errorf("mark %d intents: %w", len(cs), err)
 	}
 	hit = make(map[int64]bool, len(ids))
-	var markArgs []any
+	var args []any
 	for i, c := range cs {
 		if ids[c.ID] && !hit[c.ID] {
 			hit[c.ID] = true
-			markArgs = append(markArgs, args[i*width:(i+1)*width]...)
+			args = append(args, q.args[i*q.width:(i+1)*q.width]...)
 		}
 	}
 	if len(hit) > 0 {
-		res, err := tx.ExecContext(ctx, fmt.Sprintf(markQ, placeholders(len(hit), width)), markArgs...)
+		n, err := execRows(ctx, tx, fmt.Sprintf(q.mark, placeholders(len(hit), q.width)), args)
 		if err != nil {
 			return nil, fmt.Errorf("mark %d intents: update: %w", len(cs), err)
 		}
-		if n, err := res.RowsAffected(); err != nil {
-			return nil, fmt.Errorf("mark %d intents: rows affected: %w", len(cs), err)
-		} else if n != int64(len(hit)) {
+		if n != int64(len(hit)) {
 			return nil, fmt.Errorf("mark %d intents: update changed %d rows of the %d it locked", len(cs), n, len(hit))
 		}
 	}
@@ -125,30 +164,46 @@ func (r *Relay) markTx(ctx context.Context, cs []Claimed) (hit map[int64]bool, e
 	return hit, nil
 }
 
-// markQueries returns the batch mark's two statements for the relay's
-// plant, the number of placeholders per claim, and the arguments of the
-// lock statement (width per claim, in the order of cs).
-func (r *Relay) markQueries(cs []Claimed) (lockQ, markQ string, width int, args []any) {
+func execRows(ctx context.Context, tx *sql.Tx, q string, args []any) (int64, error) {
+	res, err := tx.ExecContext(ctx, q, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// markQuery is the batch mark's two statements for the relay's plant,
+// the placeholders per claim, and the arguments (width per claim, in the
+// order of the claims).
+type markQuery struct {
+	lock, mark string
+	width      int
+	args       []any
+}
+
+// markQueries returns the batch mark's statements for cs.
+func (r *Relay) markQueries(cs []Claimed) markQuery {
+	var q markQuery
 	switch r.cfg.Plant {
 	case plant.MarkWithoutToken:
-		lockQ, markQ, width = qMarkLockWithoutToken, qMarkRowsWithoutToken, 1
+		q.lock, q.mark, q.width = qMarkLockWithoutToken, qMarkRowsWithoutToken, 1
 	case plant.MarkCASClaimIDOnly:
-		lockQ, markQ, width = qMarkLockClaimIDOnly, qMarkRowsClaimIDOnly, 2
+		q.lock, q.mark, q.width = qMarkLockClaimIDOnly, qMarkRowsClaimIDOnly, 2
 	default:
-		lockQ, markQ, width = qMarkLock, qMarkRows, 3
+		q.lock, q.mark, q.width = qMarkLock, qMarkRows, 3
 	}
-	args = make([]any, 0, width*len(cs))
+	q.args = make([]any, 0, q.width*len(cs))
 	for _, c := range cs {
-		switch width {
+		switch q.width {
 		case 1:
-			args = append(args, c.ID)
+			q.args = append(q.args, c.ID)
 		case 2:
-			args = append(args, c.ID, c.ClaimID)
+			q.args = append(q.args, c.ID, c.ClaimID)
 		default:
-			args = append(args, c.ID, c.ClaimVersion, c.ClaimID)
+			q.args = append(q.args, c.ID, c.ClaimVersion, c.ClaimID)
 		}
 	}
-	return lockQ, markQ, width, args
+	return q
 }
 
 // lockedIDs runs a locking select of ids.

@@ -139,10 +139,10 @@ WHERE event_id = ? AND claim_id = ? AND state = 'CLAIMED'`
 
 	// qMarkLockWithoutToken and qMarkRowsWithoutToken are
 	// MarkWithoutToken in a batch mark (%s: the ids): no token and no
-	// state check; a row hits when the mark changes it (is not SENT yet),
-	// as the driver counts a single mark's changed rows.
+	// state check; every row hits (sent_at changes even on a row already
+	// SENT, as with qMarkWithoutToken).
 	qMarkLockWithoutToken = `SELECT id FROM outbox FORCE INDEX (PRIMARY)
-WHERE state <> 'SENT' AND id IN (%s) FOR UPDATE`
+WHERE id IN (%s) FOR UPDATE`
 	qMarkRowsWithoutToken = `UPDATE outbox FORCE INDEX (PRIMARY) SET state = 'SENT', sent_at = NOW(6)
 WHERE id IN (%s)`
 
