@@ -110,8 +110,12 @@ func (r *Result) writeCheck(w io.Writer) {
 	if !c.OK {
 		verdict = "FAILED"
 	}
-	fmt.Fprintf(w, "check: %s (%d events, %d SENT, %d effects, %d inbox rows, %d records; missing %d, duplicated %d, orphan %d)\n",
-		verdict, c.Events, c.Sent, c.Effects, c.Inbox, c.Records, c.Missing, c.Duplicates, c.Orphans)
+	if r.RelayOnly {
+		fmt.Fprintf(w, "check: %s (%d intents, %d SENT, %d records)\n", verdict, c.Events, c.Sent, c.Records)
+	} else {
+		fmt.Fprintf(w, "check: %s (%d events, %d SENT, %d effects, %d inbox rows, %d records; missing %d, duplicated %d, orphan %d)\n",
+			verdict, c.Events, c.Sent, c.Effects, c.Inbox, c.Records, c.Missing, c.Duplicates, c.Orphans)
+	}
 	for _, p := range c.Problems {
 		fmt.Fprintf(w, "  %s\n", p)
 	}
