@@ -25,8 +25,15 @@ const principal = "bench"
 // stock row's lock.
 const skuCount = 64
 
-// idlePoll is how long a relay waits after a round that found nothing.
-const idlePoll = 2 * time.Millisecond
+// A relay that found nothing waits minIdlePoll, twice as long after each
+// further empty round up to maxIdlePoll, and not at all after a round
+// that claimed something: polling an empty outbox every millisecond costs
+// the database a transaction each time, which the order service and the
+// consumers need; maxIdlePoll bounds what waiting adds to the latency.
+const (
+	minIdlePoll = time.Millisecond
+	maxIdlePoll = 20 * time.Millisecond
+)
 
 // actors are the running order service, relays and consumers of a run.
 type actors struct {
@@ -150,6 +157,7 @@ func (p *pipeline) newRelays() error {
 func (p *pipeline) runRelays(ctx context.Context) {
 	for _, r := range p.relays {
 		p.start(ctx, func(ctx context.Context) {
+			idle := time.Duration(0)
 			for ctx.Err() == nil {
 				res, err := r.RunOnce(ctx)
 				p.marked.Add(int64(res.Marked))
@@ -159,11 +167,14 @@ func (p *pipeline) runRelays(ctx context.Context) {
 					}
 					return
 				}
-				if len(res.Claimed) == 0 {
-					select {
-					case <-ctx.Done():
-					case <-time.After(idlePoll):
-					}
+				if len(res.Claimed) > 0 {
+					idle = 0
+					continue
+				}
+				idle = min(max(2*idle, minIdlePoll), maxIdlePoll)
+				select {
+				case <-ctx.Done():
+				case <-time.After(idle):
 				}
 			}
 		})
