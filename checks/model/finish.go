@@ -119,7 +119,7 @@ func (m *Model) Release() {
 	m.pending, m.pendingHeaps = nil, nil
 	m.decrements = nil
 	m.notifIDs = nil
-	m.consumerState = consumerState{lag: m.lag, splitAggregates: m.splitAggregates, effectsOutOfOrder: m.effectsOutOfOrder,
+	m.consumerState = consumerState{lag: m.lag, splitAggregates: m.splitAggregates, effectsOutOfOrder: m.effectsOutOfOrder, partitions: m.partitions,
 		rolledBackEffects: m.rolledBackEffects, unknownCommits: m.unknownCommits, resolvedCommits: m.resolvedCommits}
 	m.inboxTrx, m.openCommits = nil, nil
 }

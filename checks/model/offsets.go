@@ -31,8 +31,8 @@ type consumerState struct {
 	orderParts  []orderPart         // by order index (m.orders), grown on use
 	skipScanned int64
 
-	lag, splitAggregates, effectsOutOfOrder            int64
-	rolledBackEffects, unknownCommits, resolvedCommits int64
+	lag, splitAggregates, effectsOutOfOrder, partitions int64
+	rolledBackEffects, unknownCommits, resolvedCommits  int64
 }
 
 // topicPart is one partition of a topic.
@@ -111,7 +111,11 @@ func (m *Model) memberPartOf(actor, topic string, partition int32) *memberPart {
 // knownRecord notes a record's offset for the partition's end offset.
 func (m *Model) knownRecord(k recordKey) {
 	tp := topicPart{k.topic, k.partition}
-	if end, ok := m.partEnd[tp]; !ok || k.offset+1 > end {
+	end, ok := m.partEnd[tp]
+	if !ok {
+		m.partitions++
+	}
+	if !ok || k.offset+1 > end {
 		m.partEnd[tp] = k.offset + 1
 	}
 }

@@ -72,11 +72,37 @@ func TestSourceString(t *testing.T) {
 	}
 }
 
+// TestConsumerCounts pins the consumer-side counters the derivations
+// read, on the histories that move them.
+func TestConsumerCounts(t *testing.T) {
+	for _, c := range []struct {
+		history string
+		want    [6]int64
+	}{
+		{"ok-order-lifecycle", [6]int64{2, 0, 0, 0, 0, 0}},
+		{"aggregate-on-two-partitions", [6]int64{2, 1, 0, 0, 0, 0}},
+		{"effect-out-of-order", [6]int64{1, 0, 1, 0, 0, 0}},
+		{"receive-out-of-version", [6]int64{1, 0, 0, 0, 0, 0}},
+		{"offset-lag", [6]int64{1, 0, 0, 1, 0, 0}},
+		{"ok-effect-db-error", [6]int64{1, 0, 0, 0, 1, 1}},
+	} {
+		n := replay(t, modeltest.Load(t, histories+"/"+c.history), nil).Counts()
+		got := [6]int64{n.Partitions, n.SplitAggregates, n.EffectsOutOfOrder, n.Lag, n.RolledBackEffects, n.UnknownCommits}
+		if got != c.want || n.ResolvedCommits != 0 {
+			t.Errorf("%s: partitions, split, out of order, lag, rolled back, unknown = %v (resolved %d); want %v (0)",
+				c.history, got, n.ResolvedCommits, c.want)
+		}
+	}
+	if n := replay(t, modeltest.Load(t, histories+"/ok-commit-unknown-committed"), nil).Counts(); n.ResolvedCommits != 1 || n.InboxRows != 1 {
+		t.Errorf("ok-commit-unknown-committed: resolved %d, inbox rows %d; want 1, 1", n.ResolvedCommits, n.InboxRows)
+	}
+}
+
 // TestCounts pins the counters the derivations read.
 func TestCounts(t *testing.T) {
 	m := replay(t, modeltest.Load(t, histories+"/ok-offset-replay"), nil)
 	want := Counts{Events: 12, Claims: 1, Replays: 1, Received: 1, InboxRejects: 1, Intents: 1, InboxRows: 1, Notifications: 1,
-		Requests: 1, OKOrders: 1}
+		Requests: 1, OKOrders: 1, Partitions: 1}
 	if got := m.Counts(); got != want {
 		t.Errorf("Counts() = %+v; want %+v", got, want)
 	}

@@ -1,0 +1,28 @@
+package checks
+
+// The consumer beyond the ack boundary (spec/consumer.go).
+func init() {
+	// orderLifecycle: orders = orders committed; intents = outbox rows;
+	// partitions = distinct partitions holding a record; splitOrders =
+	// orders with records on two partitions; outOfOrder = effects after an
+	// effect of a higher version of their order; effects = notifications.
+	derive("orderLifecycle", derivation{
+		metrics: func(f facts) []metricValue {
+			n := f.m.Counts()
+			var orders int64
+			for o := range f.m.Orders() {
+				if o.Row {
+					orders++
+				}
+			}
+			return []metricValue{num("orders", orders), num("intents", n.Intents), num("partitions", n.Partitions),
+				num("splitOrders", n.SplitAggregates), num("outOfOrder", n.EffectsOutOfOrder), num("effects", n.Notifications)}
+		},
+		exercised: func(f facts) string {
+			if f.m.Counts().Partitions < 2 {
+				return "every record is on one partition: no order between partitions was at stake"
+			}
+			return ""
+		},
+	})
+}
