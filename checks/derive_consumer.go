@@ -1,5 +1,7 @@
 package checks
 
+import "github.com/orderflow-audit/orderflow-audit/spec"
+
 // The consumer beyond the ack boundary (spec/consumer.go).
 func init() {
 	// orderLifecycle: orders = orders committed; intents = outbox rows;
@@ -24,5 +26,22 @@ func init() {
 			}
 			return ""
 		},
+	})
+	// effectDbError: rolledBack = effect_rolled_back events; commitUnknown
+	// = commit_unknown events; committedAtFailure = the offset the group
+	// had committed when the trigger's fault was recorded (its record
+	// unsettled); replays; effects = notifications; lag = end offsets minus
+	// the group's last commits.
+	derive("effectDbError", derivation{
+		metrics: func(f facts) []metricValue {
+			n := f.m.Counts()
+			at := unknown("committedAtFailure", "no fault at "+string(spec.EffectInsertError)+" naming an unsettled record")
+			if c, ok := f.m.CommittedAtFault(string(spec.EffectInsertError)); ok {
+				at = num("committedAtFailure", c)
+			}
+			return []metricValue{num("rolledBack", n.RolledBackEffects), num("commitUnknown", n.UnknownCommits), at,
+				num("replays", n.Replays), num("effects", n.Notifications), num("lag", n.Lag)}
+		},
+		injected: faultHit(spec.EffectCommitKilled, spec.EffectInsertError),
 	})
 }

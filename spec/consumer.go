@@ -13,5 +13,16 @@ func init() {
 			Metrics: []Metric{{"orders", "4"}, {"intents", "12"}, {"partitions", ""}, {"splitOrders", "0"},
 				{"outOfOrder", "0"}, {"effects", "12"}},
 		},
+		Scenario{
+			ID: "effectDbError", Suite: SuiteEXT, Boundary: BoundaryAck,
+			Faults: []FaultRef{{EffectCommitKilled, InjectSQL}, {EffectInsertError, InjectSQL}},
+			Description: "3 orders, one consumer: its connection is killed by KILL CONNECTION before the COMMIT of e-1's effect " +
+				"transaction (commit_unknown), and a trigger refuses e-2's effect insert after its inbox insert " +
+				"(effect_rolled_back); each transaction is gone as a whole, the offset stays before the record, the replay " +
+				"makes its one effect",
+			Metrics: []Metric{{"rolledBack", "1"}, {"commitUnknown", "1"}, {"committedAtFailure", "1"}, {"replays", "2"},
+				{"effects", "3"}, {"lag", "0"}},
+			Needs: []Feature{FeatureFaultHooks},
+		},
 	)
 }

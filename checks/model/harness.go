@@ -76,6 +76,7 @@ func (m *Model) stepFault(e *evidence.Event, src Source) {
 		m.faults = append(m.faults, strings.Clone(e.Point))
 	}
 	m.crashed[m.intern(e.Actor)] = true
+	m.commitAtFault(e)
 }
 
 // stepInvariant: a live invariant query ran; the checker compares its

@@ -117,7 +117,7 @@ func New(layers []spec.Layer, faultPoints []string) *Model {
 		consumerState: consumerState{
 			gparts: map[partKey]*groupPart{}, members: map[memberKey]*memberPart{}, cur: map[string]current{},
 			partEnd: map[topicPart]int64{}, recvVersion: map[aggKey]int64{}, effVersion: map[aggKey]int64{},
-			crashed: map[string]bool{},
+			crashed: map[string]bool{}, faultCommit: map[string]int64{},
 		},
 		notifIDs:    map[int64]bool{},
 		okOrderIDs:  map[int64]bool{},

@@ -3,6 +3,9 @@ package model
 import (
 	"cmp"
 	"slices"
+	"strings"
+
+	"github.com/orderflow-audit/orderflow-audit/evidence"
 )
 
 // Consumer-group offsets (delivery layer), per group and partition: a
@@ -28,6 +31,7 @@ type consumerState struct {
 	recvVersion map[aggKey]int64    // group+aggregate -> highest version received (above 1 only)
 	effVersion  map[aggKey]int64    // inbox consumer+aggregate -> highest version applied (above 1 only)
 	crashed     map[string]bool     // actors with a fault event in their own log
+	faultCommit map[string]int64    // fault point -> the committed offset of its event's pending record then
 	orderParts  []orderPart         // by order index (m.orders), grown on use
 	skipScanned int64
 
@@ -255,4 +259,31 @@ func (m *Model) inboxHas(k inboxKey) bool {
 	m.inboxOrder = append(m.inboxOrder, k)
 	m.resolvedCommits++
 	return true
+}
+
+// commitAtFault notes, for the first fault of a point that names an event
+// id with a received record not yet settled, the offset the group that
+// received it had committed on its partition then (0 before any commit).
+func (m *Model) commitAtFault(e *evidence.Event) {
+	es := m.byID[e.EventID]
+	if es == nil || len(es.pending) == 0 || len(m.faultCommit) >= maxFaults {
+		return
+	}
+	if _, ok := m.faultCommit[e.Point]; ok {
+		return
+	}
+	pk := es.pending[0]
+	var committed int64
+	if gp := m.gparts[partKey{pk.group, pk.rec.topic, pk.rec.partition}]; gp != nil && gp.hasCommit {
+		committed = gp.committed
+	}
+	m.faultCommit[strings.Clone(e.Point)] = committed
+}
+
+// CommittedAtFault returns the offset committed, when the first fault at
+// point was recorded, by the group that held its event's record unsettled,
+// on that record's partition; ok is false when no such fault was recorded.
+func (m *Model) CommittedAtFault(point string) (int64, bool) {
+	n, ok := m.faultCommit[point]
+	return n, ok
 }
