@@ -44,4 +44,22 @@ func init() {
 		},
 		injected: faultHit(spec.EffectCommitKilled, spec.EffectInsertError),
 	})
+	// consumerRestart: duplicates = inbox_reject events; committed =
+	// consumer-1's last offset_commit; resumedAt = consumer-2's first
+	// receive; replays; effects; lag.
+	derive("consumerRestart", derivation{
+		metrics: func(f facts) []metricValue {
+			n := f.m.Counts()
+			committed := unknown("committed", "consumer-1 committed no offset")
+			if ps := f.m.Member("consumer-1"); len(ps) == 1 && ps[0].LastCommitted >= 0 {
+				committed = num("committed", ps[0].LastCommitted)
+			}
+			resumed := unknown("resumedAt", "consumer-2 received no record")
+			if ps := f.m.Member("consumer-2"); len(ps) == 1 && ps[0].FirstReceived >= 0 {
+				resumed = num("resumedAt", ps[0].FirstReceived)
+			}
+			return []metricValue{num("duplicates", n.InboxRejects), committed, resumed, num("replays", n.Replays),
+				num("effects", n.Notifications), num("lag", n.Lag)}
+		},
+	})
 }

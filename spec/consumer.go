@@ -24,5 +24,14 @@ func init() {
 				{"effects", "3"}, {"lag", "0"}},
 			Needs: []Feature{FeatureFaultHooks},
 		},
+		Scenario{
+			ID: "consumerRestart", Suite: SuiteEXT, Boundary: BoundaryAck,
+			Description: "2 orders, the second published twice (a duplicate record); consumer-1 applies both, its inbox rejects " +
+				"the duplicate, it commits every offset and stops; a third order is published; consumer-2 of the same group " +
+				"resumes exactly at the next record and the group ends with no lag",
+			Metrics: []Metric{{"duplicates", "1"}, {"committed", "3"}, {"resumedAt", "3"}, {"replays", "0"},
+				{"effects", "3"}, {"lag", "0"}},
+			Needs: []Feature{FeatureStepwiseRelay},
+		},
 	)
 }

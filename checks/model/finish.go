@@ -121,6 +121,6 @@ func (m *Model) Release() {
 	m.notifIDs = nil
 	m.consumerState = consumerState{lag: m.lag, splitAggregates: m.splitAggregates, effectsOutOfOrder: m.effectsOutOfOrder, partitions: m.partitions,
 		rolledBackEffects: m.rolledBackEffects, unknownCommits: m.unknownCommits, resolvedCommits: m.resolvedCommits,
-		faultCommit: m.faultCommit}
+		faultCommit: m.faultCommit, members: m.members, memberOrder: m.memberOrder}
 	m.inboxTrx, m.openCommits = nil, nil
 }

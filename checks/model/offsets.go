@@ -287,3 +287,30 @@ func (m *Model) CommittedAtFault(point string) (int64, bool) {
 	n, ok := m.faultCommit[point]
 	return n, ok
 }
+
+// MemberPartition is what one member (actor) did on one partition: the
+// offset of its first receive and its last commit (-1: none).
+type MemberPartition struct {
+	Topic         string
+	Partition     int32
+	FirstReceived int64
+	LastCommitted int64
+}
+
+// Member returns what actor did on each partition it received from or
+// committed on, in the order first seen.
+func (m *Model) Member(actor string) []MemberPartition {
+	var out []MemberPartition
+	for _, k := range m.memberOrder {
+		if k.actor != actor {
+			continue
+		}
+		mp := m.members[k]
+		first := int64(-1)
+		if mp.hasRecv {
+			first = mp.firstRecv
+		}
+		out = append(out, MemberPartition{Topic: k.topic, Partition: k.partition, FirstReceived: first, LastCommitted: mp.lastCommit})
+	}
+	return out
+}

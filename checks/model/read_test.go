@@ -93,6 +93,25 @@ func TestConsumerCounts(t *testing.T) {
 				c.history, got, n.ResolvedCommits, c.want)
 		}
 	}
+	m := replay(t, modeltest.Load(t, histories+"/ok-effect-db-error"), nil)
+	m.Release()
+	for point, want := range map[string]int64{"effect-insert-error": 0, "effect-commit-killed": 1} {
+		if got, ok := m.CommittedAtFault(point); !ok || got != want {
+			t.Errorf("CommittedAtFault(%s) = %d, %v; want %d", point, got, ok, want)
+		}
+	}
+	if _, ok := m.CommittedAtFault("after-publish-before-mark"); ok {
+		t.Error("CommittedAtFault of a point without a fault says ok")
+	}
+	m = replay(t, modeltest.Load(t, histories+"/ok-consumer-restart"), nil)
+	m.Release() // the derivations read members after it
+	want := []MemberPartition{{Topic: "t", Partition: 0, FirstReceived: 3, LastCommitted: 4}}
+	if got := m.Member("consumer-2"); !slices.Equal(got, want) {
+		t.Errorf("Member(consumer-2) = %+v; want %+v", got, want)
+	}
+	if got := m.Member("consumer-1"); len(got) != 1 || got[0].FirstReceived != 0 || got[0].LastCommitted != 3 {
+		t.Errorf("Member(consumer-1) = %+v; want first 0, last commit 3", got)
+	}
 	if n := replay(t, modeltest.Load(t, histories+"/ok-commit-unknown-committed"), nil).Counts(); n.ResolvedCommits != 1 || n.InboxRows != 1 {
 		t.Errorf("ok-commit-unknown-committed: resolved %d, inbox rows %d; want 1, 1", n.ResolvedCommits, n.InboxRows)
 	}
