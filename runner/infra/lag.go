@@ -2,15 +2,18 @@ package infra
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // Committed returns the sum over topic's partitions of group's committed
 // offsets, as the broker has them (a partition without a commit counts
-// 0): with EndOffset, a group's lag.
+// 0; a group the broker does not know has committed nothing): with
+// EndOffset, a group's lag.
 func (k *Kafka) Committed(ctx context.Context, group, topic string) (int64, error) {
 	cl, err := kgo.NewClient(k.ClientOpts()...)
 	if err != nil {
@@ -20,6 +23,9 @@ func (k *Kafka) Committed(ctx context.Context, group, topic string) (int64, erro
 	offs, err := kadm.NewClient(cl).FetchOffsets(ctx, group)
 	if err == nil {
 		err = offs.Error()
+	}
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		return 0, nil
 	}
 	if err != nil {
 		return 0, fmt.Errorf("committed offsets of %s on %s: %w", group, topic, err)
