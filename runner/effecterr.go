@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"regexp"
@@ -100,12 +101,9 @@ func effectDbError(ctx context.Context, e *Env) error {
 // transaction in the scenario's database), waits until the server has
 // ended it, and records the fault.
 func (e *Env) killTxConnection(ctx context.Context, eventID string) error {
-	id, err := e.QueryInt(ctx, qTxConnection, e.Scratch.Name)
+	id, err := e.txConnection(ctx)
 	if err != nil {
-		return fmt.Errorf("find the consumer's connection: %w", err)
-	}
-	if id == 0 {
-		return errors.New("find the consumer's connection: no open transaction in the scenario's database")
+		return err
 	}
 	if _, err := e.DB.ExecContext(ctx, fmt.Sprintf("KILL CONNECTION %d", id)); err != nil {
 		return fmt.Errorf("kill connection %d: %w", id, err)
@@ -127,6 +125,23 @@ func (e *Env) killTxConnection(ctx context.Context, eventID string) error {
 	return e.Emit(evidence.Event{Kind: evidence.KindFault, Point: string(spec.EffectCommitKilled), EventID: eventID,
 		Detail: fmt.Sprintf("the consumer's connection %d was killed by KILL CONNECTION from another connection after the "+
 			"inbox and notification inserts of %s, before its COMMIT; the server ended it", id, eventID)})
+}
+
+// txConnection returns the connection of the one open write transaction
+// in the scenario's database. InnoDB's transaction table is a cache that
+// a read refreshes at most every 100 ms, so a miss is asked again.
+func (e *Env) txConnection(ctx context.Context) (int64, error) {
+	for range 5 {
+		id, err := e.QueryInt(ctx, qTxConnection, e.Scratch.Name)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return 0, fmt.Errorf("find the consumer's connection: %w", err)
+		}
+		if id != 0 {
+			return id, nil
+		}
+		time.Sleep(110 * time.Millisecond)
+	}
+	return 0, errors.New("find the consumer's connection: no open transaction in the scenario's database")
 }
 
 // measureEffectDbError records effectDbError's metrics: the consumer's

@@ -20,9 +20,16 @@ func (b *bundle) killOwnTx(t *testing.T) func() error {
 	return func() error {
 		ctx := context.WithoutCancel(t.Context())
 		var id int64
-		err := b.DB.QueryRowContext(ctx, `SELECT t.trx_mysql_thread_id FROM information_schema.INNODB_TRX t
+		var err error
+		for range 5 { // INNODB_TRX is a cache refreshed at most every 100 ms
+			err = b.DB.QueryRowContext(ctx, `SELECT t.trx_mysql_thread_id FROM information_schema.INNODB_TRX t
   JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id
  WHERE p.DB = DATABASE() AND t.trx_mysql_thread_id <> CONNECTION_ID()`).Scan(&id)
+			if err == nil {
+				break
+			}
+			time.Sleep(110 * time.Millisecond)
+		}
 		if err != nil {
 			return fmt.Errorf("find the transaction: %w", err)
 		}
