@@ -31,7 +31,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	defer p.close()
 	res := &Result{RunID: runID, Events: opts.Events, Relays: opts.Relays, Consumers: opts.Consumers, Batch: opts.Batch,
-		Partitions: opts.Partitions, History: opts.History, Clients: opts.Clients, RelayOnly: opts.RelayOnly,
+		Partitions: opts.Partitions, History: opts.History, Clients: opts.Clients, RelayOnly: opts.RelayOnly, ConsumerBatch: !opts.ConsumerPerRecord,
 		LingerMS: float64(opts.Linger) / float64(time.Millisecond),
 		Database: p.server.Info.Flavour + " " + p.server.Info.Version, Broker: p.kafka.Implementation}
 	if p.private != nil {
