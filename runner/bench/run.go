@@ -174,6 +174,12 @@ func (p *pipeline) endToEnd(ctx context.Context, res *Result) error {
 	if err != nil {
 		return err
 	}
+	// A record can become its effect before the relay that published it
+	// has marked it: the relays go on until every intent is SENT (not
+	// part of the end-to-end time, which ends at the last effect).
+	if err := p.waitFor(ctx, "the relays' marks", func() int64 { return p.marked.Load() }, int64(2*o.Events)); err != nil {
+		return err
+	}
 	p.stopLoops()
 	res.Phases.EndToEnd, res.EndToEndEventsPerS = d.Seconds(), perSecond(o.Events, d)
 	res.PlacementUnderLoadEventsPerS = perSecond(o.Events, time.Duration(placeTime.Load()))
