@@ -85,6 +85,9 @@ func writeReason(b *bufio.Writer, r Reason) {
 		}
 		where = append(where, loc)
 	}
+	if r.Witness != "" {
+		where = append(where, "witness "+r.Witness)
+	}
 	head := "  [" + r.Rule + "]"
 	if len(where) > 0 {
 		head += " " + strings.Join(where, " ")
