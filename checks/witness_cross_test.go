@@ -27,10 +27,10 @@ import (
 // below edit logs only, so they reuse it (readWitnesses) instead of
 // serving the broker's directory once per case.
 var pristine struct {
-	once    sync.Once
-	ws      *witnessSet
-	err     error
-	runID   string
+	once  sync.Once
+	ws    *witnessSet
+	err   error
+	runID string
 }
 
 func useCachedWitness(t *testing.T) string {
