@@ -74,3 +74,12 @@ type Verdict struct {
 	// on the evidence (for example a scratch database left behind).
 	Warnings []string `json:"warnings,omitempty"`
 }
+
+// StatusLine is the verdict as one phrase: the status, and "(unwitnessed)"
+// when it was reached without a witness that is missing (AllowUnwitnessed).
+func (v *Verdict) StatusLine() string {
+	if len(v.Unwitnessed) > 0 {
+		return string(v.Status) + " (unwitnessed)"
+	}
+	return string(v.Status)
+}

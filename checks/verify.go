@@ -82,7 +82,7 @@ func Verify(ctx context.Context, path string, opt Options) (*Verdict, error) {
 	}
 	wch := make(chan witnessRead, 1)
 	go func() {
-		ws, rs, missing := readWitnesses(ctx, ev, dir, realDir)
+		ws, rs, missing := readWitnesses(ctx, ev, path, realDir)
 		wch <- witnessRead{ws, rs, missing}
 	}()
 

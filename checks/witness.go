@@ -53,14 +53,12 @@ type dbHistory struct {
 	last     binlog.GTID
 }
 
-// witnessDirs are where a bundle keeps its witnesses, relative to the
-// directory of the evidence file's logs ("u80/witness/db" beside u80.json).
+// Where a bundle keeps its witnesses, relative to the directory of the
+// evidence file's logs ("u80/witness/db" beside u80.json).
 const (
-	witnessDBDir      = "witness/db"
-	witnessKafkaDir   = "witness/kafka"
-	witnessKafkaDump  = "witness/kafka.jsonl"
-	witnessTopicDot   = "."
-	witnessSchemaPart = "_"
+	witnessDBDir     = "witness/db"
+	witnessKafkaDir  = "witness/kafka"
+	witnessKafkaDump = "witness/kafka.jsonl"
 )
 
 // readWitnesses is readWitnessSet; a variable so that tests of the
@@ -72,8 +70,9 @@ var readWitnesses = readWitnessSet
 // It runs beside the evidence-level checks (Verify starts it first): the
 // broker's directory is served by a kfake cluster to be read, which takes
 // a tenth of a second.
-func readWitnessSet(ctx context.Context, ev *evidence.Evidence, dir, realDir string) (*witnessSet, []Reason, []string) {
-	wc := &witnessChecker{ev: ev, dir: dir, realDir: realDir}
+func readWitnessSet(ctx context.Context, ev *evidence.Evidence, path, realDir string) (*witnessSet, []Reason, []string) {
+	wc := &witnessChecker{ev: ev, dir: filepath.Dir(path), realDir: realDir,
+		base: strings.TrimSuffix(filepath.Base(path), ".json")}
 	ws := &witnessSet{private: ev.Environment.Database.Mode == evidence.DatabasePrivate}
 	missing := wc.missing()
 	w := ev.Witness
@@ -100,7 +99,10 @@ func readWitnessSet(ctx context.Context, ev *evidence.Evidence, dir, realDir str
 type witnessChecker struct {
 	ev           *evidence.Evidence
 	dir, realDir string
-	reasons      []Reason
+	// base is the bundle's log directory beside the evidence file: its
+	// name without .json ("u80" for u80.json), as the runner names it.
+	base    string
+	reasons []Reason
 }
 
 func (wc *witnessChecker) failWitness(rule, where, format string, args ...any) {
@@ -124,43 +126,16 @@ func (wc *witnessChecker) missing() []string {
 	return out
 }
 
-// logBase is the directory of the bundle's logs relative to the evidence
-// file: the evidence file's name without .json ("u80" for u80.json), as
-// the runner writes it. Witness paths must lie under logBase/witness/.
-func (wc *witnessChecker) logBase() string {
-	for _, sc := range wc.ev.Scenarios {
-		for _, l := range sc.Logs {
-			if i := strings.Index(l.Path, "/"); i > 0 {
-				return l.Path[:i]
-			}
-		}
-	}
-	return ""
-}
-
-// dbDir and brokerDir are the witness directories the files of each
-// witness must be in, relative to the evidence file.
-func (wc *witnessChecker) dbDir() string {
-	return wc.witnessDir(witnessDBDir, wc.ev.Witness.Database.Files)
-}
+// dbDir and brokerDir are the witness directories (or the one file of a
+// dump) the files of each witness must be in, relative to the evidence
+// file: <base>/witness/db, <base>/witness/kafka, <base>/witness/kafka.jsonl.
+func (wc *witnessChecker) dbDir() string { return path.Join(wc.base, witnessDBDir) }
 
 func (wc *witnessChecker) brokerDir() string {
 	if wc.ev.Witness.Broker.Source == evidence.WitnessKafkaDump {
-		return wc.witnessDir(witnessKafkaDump, wc.ev.Witness.Broker.Files)
+		return path.Join(wc.base, witnessKafkaDump)
 	}
-	return wc.witnessDir(witnessKafkaDir, wc.ev.Witness.Broker.Files)
-}
-
-// witnessDir returns <base>/<sub>, base being the first path element of
-// the witness's files (or of the logs when it has none).
-func (wc *witnessChecker) witnessDir(sub string, files []evidence.WitnessFile) string {
-	base := wc.logBase()
-	if len(files) > 0 {
-		if i := strings.Index(files[0].Path, "/"); i > 0 {
-			base = files[0].Path[:i]
-		}
-	}
-	return path.Join(base, sub)
+	return path.Join(wc.base, witnessKafkaDir)
 }
 
 // files checks one witness's files (step 1) and returns their paths on
@@ -336,15 +311,14 @@ func (wc *witnessChecker) readBroker(ctx context.Context, paths []string) *broke
 }
 
 // witnessed takes in what readWitnessSet found: its reasons, and what is
-// missing. Evidence written before witnesses existed has none, and its
-// schema version is refused before this (evidence.Parse).
+// missing. Evidence without witnesses is at best inconclusive, unless the
+// caller allows it (verify --allow-unwitnessed): the verdict then lists
+// what is unwitnessed. (Evidence written before witnesses existed, schema
+// v1, is refused before this by evidence.Parse.)
 func (c *checker) witnessed(ws *witnessSet, reasons []Reason, missing []string, allow bool) {
 	c.wit = ws
 	for _, r := range reasons {
 		c.add(r)
-	}
-	if c.ev.Witness == nil {
-		return // written before witnesses (step 3 of issue 10 makes them required)
 	}
 	if allow {
 		c.v.Unwitnessed = missing

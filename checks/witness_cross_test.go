@@ -38,13 +38,12 @@ func useCachedWitness(t *testing.T) string {
 	pristine.once.Do(func() {
 		p := filepath.Join("testdata", "witnessed", "u80.json")
 		ev := readEvidence(t, p)
-		dir := filepath.Dir(p)
-		real, err := filepath.EvalSymlinks(dir)
+		real, err := filepath.EvalSymlinks(filepath.Dir(p))
 		if err != nil {
 			pristine.err = err
 			return
 		}
-		ws, rs, missing := readWitnessSet(context.Background(), ev, dir, real)
+		ws, rs, missing := readWitnessSet(context.Background(), ev, p, real)
 		if len(rs) > 0 || len(missing) > 0 || ws.db == nil || ws.broker == nil {
 			pristine.err = fmt.Errorf("the witnessed fixture's witnesses do not read cleanly: %+v", rs)
 		}
@@ -104,7 +103,7 @@ func witnessedScenario(t *testing.T, scenario string) string {
 				scenarioCopies.err = err
 				return
 			}
-			only(t, filepath.Join(dir, "u80.json"), sc.ID)
+			onlyWitnessed(t, filepath.Join(dir, "u80.json"), sc.ID)
 		}
 	})
 	if scenarioCopies.err != nil {
@@ -199,7 +198,7 @@ func TestWitnessedScenariosPass(t *testing.T) {
 	for _, sc := range readEvidence(t, filepath.Join("testdata", "witnessed", "u80.json")).Scenarios {
 		t.Run(sc.ID, func(t *testing.T) {
 			v := verify(t, witnessedScenario(t, sc.ID))
-			if !clean(v) {
+			if slices.ContainsFunc(v.Reasons, func(r Reason) bool { return r.Rule != "boundary-not-run" }) {
 				t.Fatalf("reasons %v: %+v", rules(v), v.Reasons)
 			}
 			if len(v.Witnessed) != 1 || v.Witnessed[0].Scenario != sc.ID || v.Witnessed[0].Summary == "" {

@@ -27,7 +27,7 @@ func readCopyWitnesses(t *testing.T, edit func(dir string, ev *evidence.Evidence
 	if edit != nil {
 		edit(dir, ev)
 	}
-	ws, rs, _ := readWitnessSet(t.Context(), ev, dir, dir)
+	ws, rs, _ := readWitnessSet(t.Context(), ev, p, dir)
 	return ws, rs
 }
 
@@ -110,6 +110,11 @@ func TestWitnessFiles(t *testing.T) {
 		}, "witness-file-missing", true},
 		{"file outside the witness directory", func(t *testing.T, dir string, ev *evidence.Evidence) {
 			ev.Witness.Database.Files[0].Path = "u80/normalChain/orders.jsonl"
+		}, "witness-path", true},
+		{"witness beside another log directory", func(t *testing.T, dir string, ev *evidence.Evidence) {
+			os.MkdirAll(filepath.Join(dir, "other", "witness"), 0o755)
+			os.Rename(filepath.Join(dir, "u80/witness/db"), filepath.Join(dir, "other/witness/db"))
+			ev.Witness.Database.Files[0].Path = "other/witness/db/binlog.000001"
 		}, "witness-path", true},
 		{"dot-dot in path", func(t *testing.T, dir string, ev *evidence.Evidence) {
 			ev.Witness.Database.Files[0].Path = "u80/witness/db/../db/binlog.000001"
@@ -287,6 +292,7 @@ func TestWitnessMissing(t *testing.T) {
 	ev := readEvidence(t, p)
 	ev.Witness.Broker = nil
 	ev.Witness.Missing = []string{"broker: the broker was lost during the run"}
+	ev.ProofBoundary = evidence.ComputeProofBoundary(ev)
 	writeEvidence(t, p, ev)
 	useCachedWitness(t)
 	v := verify(t, p)
