@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
+	"github.com/orderflow-audit/orderflow-audit/witness/binlog"
 )
 
 // The cross-checks, each against testdata/witnessed: a clean run of every
@@ -277,6 +278,11 @@ func TestWitnessCommitBoundary(t *testing.T) {
 		{"seed outbox payload", "txBoundaryRollback", "scenario.jsonl", 2, set("payload_sha256", strings.Repeat("0", 64)), "witness-write", 2, nil},
 		{"seed outbox version", "txBoundaryRollback", "scenario.jsonl", 2, set("claim_version", 1), "witness-write", 2, nil},
 		{"unlogged seed", "normalChain", "scenario.jsonl", 1, drop, "witness-unlogged-write", 0, nil},
+		{"advance to another status", "orderLifecycle", "scenario.jsonl", 2, set("order_status", "SHIPPED"), "witness-order-tx", 2, nil},
+		{"advance of another version", "orderLifecycle", "scenario.jsonl", 2, set("aggregate_version", 3), "witness-order-tx", 2, nil},
+		{"advance writes", "orderLifecycle", "scenario.jsonl", 2, set("writes", []string{"outbox", "orders"}), "witness-order-tx", 2, nil},
+		{"advance never made", "orderLifecycle", "scenario.jsonl", 2, set("event_id", "e-1-v9"), "witness-order-tx", 2, nil},
+		{"unlogged advance", "orderLifecycle", "scenario.jsonl", 2, drop, "witness-unlogged-write", 0, nil},
 		{"unlogged order", "placement", "orders.jsonl", 1, drop, "witness-unlogged-write", 0, nil},
 	})
 }
@@ -321,6 +327,11 @@ func TestWitnessAckBoundary(t *testing.T) {
 		{"notification of a reject", "normalChain", "consumer-1.jsonl", 3, drop, "witness-reject-wrote", 6, nil},
 		{"reject that wrote", "normalChain", "consumer-1.jsonl", 2, set("kind", "inbox_reject"), "witness-reject-wrote", 2,
 			[]lineEdit{{3, drop}}},
+		{"effect in another transaction", "effectDbError", "consumer-1.jsonl", 5, set("trx_id", "0-1-1"), "witness-effect-tx", 5, nil},
+		{"inbox row in another transaction", "effectDbError", "consumer-1.jsonl", 4, set("trx_id", "0-1-1"), "witness-effect-tx", 5, nil},
+		{"inbox row under another key", "effectDbError", "consumer-1.jsonl", 4, set("inbox_key", "e-9"), "witness-effect-tx", 5, nil},
+		{"rolled-back effect that wrote", "effectDbError", "consumer-1.jsonl", 10, drop, "witness-reject-wrote", 8,
+			[]lineEdit{{11, drop}}},
 	})
 }
 
@@ -334,10 +345,83 @@ func TestWitnessBroker(t *testing.T) {
 		{"publish with another event id", "normalChain", "relay-a.jsonl", 2, set("record_event_id", "e-2"), "witness-publish", 2, nil},
 		{"publish refused but appended", "normalChain", "relay-a.jsonl", 2, refused, "witness-publish-refused", 2, nil},
 		{"unlogged record", "normalChain", "relay-a.jsonl", 2, drop, "witness-unlogged-record", 0, nil},
-		{"unknown publish of another token", "publishFailures", "relay-a.jsonl", 5, set("claim_id", "relay-z"), "witness-unlogged-record", 0, nil},
+		{"unknown publish of another token", "publishFailures", "relay-a.jsonl", 4, set("claim_id", "relay-z"), "witness-unlogged-record", 0, nil},
 		{"receive of no record", "normalChain", "consumer-1.jsonl", 1, set("offset", 5), "witness-receive", 1, nil},
 		{"receive of another event", "normalChain", "consumer-1.jsonl", 1, set("event_id", "e-2"), "witness-receive", 1, nil},
 		{"last offset commit", "normalChain", "consumer-1.jsonl", 7, set("offset", 2), "witness-offset", 7, nil},
 		{"offset commit of another group", "normalChain", "consumer-1.jsonl", 7, set("consumer", "other-group"), "witness-offset", 7, nil},
 	})
+}
+
+// TestWitnessUnknownCommit: an effect commit of unknown outcome is
+// resolved by the binlog: not committed in the fixture (the record was
+// replayed and applied); committed when the rows of its record are there
+// and no effect explains them.
+func TestWitnessUnknownCommit(t *testing.T) {
+	useCachedWitness(t)
+	for _, tc := range []struct {
+		name  string
+		drops []int64
+		want  string
+	}{
+		{"not committed", nil, "1 commit of unknown outcome: 0 committed"},
+		{"committed", []int64{4, 5}, "1 commit of unknown outcome: 1 committed (GTID 0-1-"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := witnessedScenario(t, "effectDbError")
+			for _, seq := range tc.drops {
+				editEvent(t, p, "u80/effectDbError/consumer-1.jsonl", seq, drop)
+			}
+			v := verify(t, p)
+			if len(v.Witnessed) != 1 || !strings.Contains(v.Witnessed[0].Summary, tc.want) || hasRule(v, "witness-unlogged-write") {
+				t.Fatalf("witnessed %+v, rules %v; want %q and no unlogged write", v.Witnessed, rules(v), tc.want)
+			}
+		})
+	}
+}
+
+// TestWitnessCASTransactions: a claim's or a mark's transaction holds
+// claims (marks) and nothing else; real runs never write anything else in
+// them, so the binlog is made up here.
+func TestWitnessCASTransactions(t *testing.T) {
+	row := func(state string, v int64, id any) map[string]binlog.Value {
+		return map[string]binlog.Value{"event_id": "e-1", "state": state, "claim_version": v, "claim_id": id, "lease_until": nil}
+	}
+	stock := binlog.RowChange{Table: "stock", Op: binlog.Update, Before: map[string]binlog.Value{"sku": "S", "quantity": int64(2)},
+		After: map[string]binlog.Value{"sku": "S", "quantity": int64(1)}}
+	claim := binlog.RowChange{Table: "outbox", Op: binlog.Update, Before: row("PENDING", 0, nil), After: row("CLAIMED", 1, "r")}
+	mark := binlog.RowChange{Table: "outbox", Op: binlog.Update, Before: row("CLAIMED", 1, "r"), After: row("SENT", 1, "r")}
+	v1, rows := int64(1), int64(1)
+	for _, tc := range []struct {
+		name  string
+		tx    []binlog.RowChange
+		event evidence.Event
+		rule  string
+	}{
+		{"claim alone", []binlog.RowChange{claim}, evidence.Event{Kind: evidence.KindClaim, EventID: "e-1", ClaimVersion: &v1, ClaimID: "r",
+			StateBefore: "PENDING"}, ""},
+		{"claim with a stock write", []binlog.RowChange{claim, stock}, evidence.Event{Kind: evidence.KindClaim, EventID: "e-1",
+			ClaimVersion: &v1, ClaimID: "r", StateBefore: "PENDING"}, "witness-claim"},
+		{"mark alone", []binlog.RowChange{mark}, evidence.Event{Kind: evidence.KindMark, EventID: "e-1", ClaimVersion: &v1, ClaimID: "r",
+			Rows: &rows}, ""},
+		{"mark with a stock write", []binlog.RowChange{mark, stock}, evidence.Event{Kind: evidence.KindMark, EventID: "e-1",
+			ClaimVersion: &v1, ClaimID: "r", Rows: &rows}, "witness-mark"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := newScenarioDB("ofa_x_s", []binlog.Transaction{{GTID: binlog.GTID{Server: 1, Seq: 7}, File: "binlog.000001", Changes: tc.tx}})
+			s := &scenarioCheck{db: db, events: []wEvent{{e: tc.event}}}
+			s.claims()
+			s.marks()
+			got := ""
+			for _, r := range s.reasons {
+				got = r.Rule
+				if !strings.Contains(r.Message, "also wrote stock update") || r.Witness != "GTID 0-1-7 (binlog.000001@0)" {
+					t.Errorf("reason %+v; want the stock write named, at GTID 0-1-7", r)
+				}
+			}
+			if got != tc.rule || len(s.reasons) > 1 {
+				t.Errorf("reasons %+v; want %q", s.reasons, tc.rule)
+			}
+		})
+	}
 }

@@ -66,7 +66,15 @@ func (s *scenarioCheck) effects() {
 		tx := found[0].tx
 		chs := s.db.byTx[tx]
 		s.db.use(chs...)
-		if problems := effectProblems(p, chs); len(problems) > 0 {
+		problems := effectProblems(p, chs)
+		for _, w := range []*wEvent{&p.effect, p.inbox} {
+			if w != nil {
+				if t := sameTrx(w.e, tx); t != "" {
+					problems = append(problems, t)
+				}
+			}
+		}
+		if len(problems) > 0 {
 			s.add(p.effect.reason("witness-effect-tx", txWhere(*tx), "the effect of %s is not one transaction of its inbox row "+
 				"and its notification: %s", e.EventID, strings.Join(problems, "; ")))
 			continue
@@ -81,16 +89,55 @@ func (s *scenarioCheck) effects() {
 			continue
 		}
 		s.db.use(found[0])
+		if t := sameTrx(w.e, found[0].tx); t != "" {
+			s.add(w.reason("witness-effect-tx", txWhere(*found[0].tx), "the inbox row of %s: %s", w.e.EventID, t))
+		}
 	}
 }
 
-// inboxRow matches the inbox insert an inbox_insert or inbox_reject names.
+// unknownCommits resolves each effect transaction whose COMMIT got no
+// answer: its inbox row and notification, which no effect event explains,
+// are in the binlog (it committed) or they are not.
+func (s *scenarioCheck) unknownCommits() {
+	for _, w := range s.kinds(evidence.KindCommitUnknown) {
+		e := w.e
+		inbox := s.db.find(func(c *binlog.RowChange) bool {
+			a := c.After
+			return is(c, "inbox", binlog.Insert) && eqStr(a["consumer"], e.Consumer) && eqStr(a["topic"], e.Topic) &&
+				eqInt(a["part"], int64(i32(e.Partition))) && eqInt(a["msg_offset"], i64(e.Offset))
+		})
+		if len(inbox) == 0 {
+			s.sum.unknownCommits++
+			continue
+		}
+		chs := s.db.byTx[inbox[0].tx]
+		s.db.use(chs...)
+		s.sum.unknownCommitted = append(s.sum.unknownCommitted, inbox[0].tx.GTID)
+	}
+}
+
+// inboxRow matches the inbox insert an inbox_insert names: its consumer,
+// the key it was written under (inbox_key, which a consumer logs when it
+// says so; the event id otherwise), and the record.
 func inboxRow(e evidence.Event) func(*binlog.RowChange) bool {
+	key := e.InboxKey
+	if key == "" {
+		key = e.EventID
+	}
 	return func(c *binlog.RowChange) bool {
 		a := c.After
-		return is(c, "inbox", binlog.Insert) && eqStr(a["consumer"], e.Consumer) && eqStr(a["event_id"], e.EventID) &&
+		return is(c, "inbox", binlog.Insert) && eqStr(a["consumer"], e.Consumer) && eqStr(a["event_id"], key) &&
 			eqStr(a["topic"], e.Topic) && eqInt(a["part"], int64(i32(e.Partition))) && eqInt(a["msg_offset"], i64(e.Offset))
 	}
+}
+
+// sameTrx holds an event's trx_id (the GTID its consumer read back after
+// the commit, @@last_gtid) against the transaction: "" when it says none.
+func sameTrx(e evidence.Event, tx *binlog.Transaction) string {
+	if e.TrxID == "" || e.TrxID == tx.GTID.String() {
+		return ""
+	}
+	return fmt.Sprintf("the log says %s was committed by transaction %s, the binlog has it in %s", e.Kind, e.TrxID, tx.GTID)
 }
 
 // effectProblems compares an effect's transaction with the effect and
@@ -132,16 +179,20 @@ func effectProblems(p effectPair, chs []*change) []string {
 	return problems
 }
 
-// rejects: an inbox_reject rolled its transaction back, so nothing of it
-// is in the binlog: no inbox row or notification of that event beyond the
-// effect's.
+// rejects: an inbox_reject, or an effect transaction the log says rolled
+// back (effect_rolled_back), left nothing in the binlog: no inbox row or
+// notification of that event beyond the effect's.
 func (s *scenarioCheck) rejects() {
-	for _, w := range s.kinds(evidence.KindInboxReject) {
+	for _, w := range s.kinds(evidence.KindInboxReject, evidence.KindEffectRolledBack) {
 		e := w.e
 		found := s.db.find(func(c *binlog.RowChange) bool {
 			return (is(c, "inbox", binlog.Insert) || is(c, "notification", binlog.Insert)) &&
 				eqStr(c.After["event_id"], e.EventID) && eqStr(c.After["consumer"], e.Consumer)
 		})
+		if len(found) == 0 && e.Kind == evidence.KindEffectRolledBack {
+			s.sum.rolledBackEffects++
+			continue
+		}
 		if len(found) == 0 {
 			s.sum.rejects++
 			continue
@@ -149,8 +200,12 @@ func (s *scenarioCheck) rejects() {
 		for _, ch := range found {
 			s.db.use(s.db.byTx[ch.tx]...)
 		}
-		s.add(w.reason("witness-reject-wrote", txWhere(*found[0].tx), "the log says the inbox rejected %s at %s, but the binlog "+
-			"has %s of that event that no effect explains: the duplicate was not rejected", e.EventID,
+		what := "the inbox rejected"
+		if e.Kind == evidence.KindEffectRolledBack {
+			what = "the effect transaction rolled back for"
+		}
+		s.add(w.reason("witness-reject-wrote", txWhere(*found[0].tx), "the log says %s %s at %s, but the binlog "+
+			"has %s of that event that no effect explains: it was not rolled back", what, e.EventID,
 			recordWhere(e.Topic, i32(e.Partition), i64(e.Offset)), txDescribe(found)))
 	}
 }

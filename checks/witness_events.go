@@ -25,6 +25,7 @@ var witnessKinds = map[evidence.Kind]bool{
 	evidence.KindClaim: true, evidence.KindPublish: true, evidence.KindPublishUnknown: true, evidence.KindMark: true,
 	evidence.KindLeaseExpired: true, evidence.KindReceive: true, evidence.KindInboxInsert: true,
 	evidence.KindInboxReject: true, evidence.KindEffect: true, evidence.KindOffsetCommit: true,
+	evidence.KindOrderAdvanced: true, evidence.KindEffectRolledBack: true, evidence.KindCommitUnknown: true,
 }
 
 // keepEvent copies e if a witness can speak to it.
@@ -43,6 +44,7 @@ func keepEvent(out []wEvent, e *evidence.Event, src Source) []wEvent {
 	c.Quantity = clonePtr(e.Quantity)
 	c.Stock = clonePtr(e.Stock)
 	c.LeaseMS = clonePtr(e.LeaseMS)
+	c.AggregateVersion = clonePtr(e.AggregateVersion)
 	c.Writes = slices.Clone(e.Writes)
 	return append(out, wEvent{e: c, src: src})
 }

@@ -166,14 +166,74 @@ func orderRow(e evidence.Event, id int64, c *binlog.RowChange) (problem string, 
 		}
 	case is(c, "outbox", binlog.Insert):
 		if !eqStr(a["event_id"], e.EventID) || !eqInt(a["aggregate_id"], id) || !eqStr(a["state"], evidence.StatePending) ||
-			!eqInt(a["claim_version"], 0) {
-			return fmt.Sprintf("the outbox intent is %s of aggregate %s (%s, claim_version %s), the log says %s of order %d (PENDING, 0)",
-				show(a["event_id"]), show(a["aggregate_id"]), show(a["state"]), show(a["claim_version"]), e.EventID, id), true
+			!eqInt(a["claim_version"], 0) || !eqInt(a["aggregate_version"], 1) {
+			return fmt.Sprintf("the outbox intent is %s of aggregate %s version %s (%s, claim_version %s), the log says %s of order %d "+
+				"version 1 (PENDING, 0)", show(a["event_id"]), show(a["aggregate_id"]), show(a["aggregate_version"]), show(a["state"]),
+				show(a["claim_version"]), e.EventID, id), true
 		}
 	default:
 		return "", false
 	}
 	return "", true
+}
+
+// advances: every order_advanced is one transaction of the order row's
+// status change and the intent of that version, and nothing else.
+func (s *scenarioCheck) advances() {
+	for _, w := range s.kinds(evidence.KindOrderAdvanced) {
+		e := w.e
+		found := s.db.find(func(c *binlog.RowChange) bool {
+			return is(c, "outbox", binlog.Insert) && eqStr(c.After["event_id"], e.EventID)
+		})
+		if len(found) != 1 {
+			s.add(w.reason("witness-order-tx", "", "the log says order %d advanced to %s with intent %s, but %d transactions of the "+
+				"binlog insert that intent", i64(e.OrderID), e.OrderStatus, e.EventID, len(found)))
+			continue
+		}
+		tx := found[0].tx
+		chs := s.db.byTx[tx]
+		s.db.use(chs...)
+		if problems := advanceProblems(e, chs); len(problems) > 0 {
+			s.add(w.reason("witness-order-tx", txWhere(*tx), "order %d's advance to %s is not what the log says: %s",
+				i64(e.OrderID), e.OrderStatus, strings.Join(problems, "; ")))
+			continue
+		}
+		s.sum.orderTx(tx, len(chs))
+	}
+}
+
+// advanceProblems compares an advance's transaction with its event.
+func advanceProblems(e evidence.Event, chs []*change) []string {
+	var problems []string
+	if got := tablesInOrder(chs); !slices.Equal(got, e.Writes) {
+		problems = append(problems, fmt.Sprintf("it writes %s, the log lists %s", strings.Join(got, ", "), strings.Join(e.Writes, ", ")))
+	}
+	id := i64(e.OrderID)
+	orders, intents := 0, 0
+	for _, ch := range chs {
+		c, a := ch.c, ch.c.After
+		switch {
+		case is(c, "orders", binlog.Update) && eqInt(c.Before["id"], id):
+			orders++
+			if !eqStr(a["status"], e.OrderStatus) {
+				problems = append(problems, fmt.Sprintf("the order's status became %s, the log says %s", show(a["status"]), e.OrderStatus))
+			}
+		case is(c, "outbox", binlog.Insert):
+			intents++
+			if !eqInt(a["aggregate_id"], id) || !eqInt(a["aggregate_version"], i64(e.AggregateVersion)) ||
+				!eqStr(a["state"], evidence.StatePending) || !eqInt(a["claim_version"], 0) {
+				problems = append(problems, fmt.Sprintf("the intent is of aggregate %s version %s (%s, claim_version %s), the log says "+
+					"order %d version %d (PENDING, 0)", show(a["aggregate_id"]), show(a["aggregate_version"]), show(a["state"]),
+					show(a["claim_version"]), id, i64(e.AggregateVersion)))
+			}
+		default:
+			problems = append(problems, "it also "+describe(c)+"s a row")
+		}
+	}
+	if orders != 1 || intents != 1 {
+		problems = append(problems, fmt.Sprintf("%d order update(s) and %d intent(s) where an advance writes one of each", orders, intents))
+	}
+	return problems
 }
 
 // rollbacks: a request the log calls rolled back has no transaction: no

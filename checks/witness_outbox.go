@@ -2,6 +2,7 @@ package checks
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -92,10 +93,12 @@ func showTime(t *time.Time) string {
 	return t.UTC().Format("2006-01-02T15:04:05.999999Z")
 }
 
-// marks: a mark of 1 row is the outbox update CLAIMED -> SENT under the
-// logged token, alone in its transaction; a mark of 0 rows has no such
-// change.
+// marks: a mark of 1 row is the outbox update CLAIMED -> SENT of its row
+// under the logged token; a mark of 0 rows has no such change. A relay
+// may mark a batch in one statement: a mark's transaction holds marks
+// (CLAIMED -> SENT changes) and nothing else.
 func (s *scenarioCheck) marks() {
+	var markTxs []*binlog.Transaction
 	for _, w := range s.kinds(evidence.KindMark) {
 		e := w.e
 		v := i64(e.ClaimVersion)
@@ -116,14 +119,33 @@ func (s *scenarioCheck) marks() {
 		default:
 			ch := found[0]
 			s.db.use(ch)
-			if p := onlyChanged(ch.c, "state", "sent_at"); p != "" || len(s.db.byTx[ch.tx]) != 1 || rows != 1 {
-				s.add(w.reason("witness-mark", txWhere(*ch.tx), "the mark of %s (%s, %d row(s) logged) is not one CAS of one row: "+
-					"its transaction writes %s %s", e.EventID, tokenText(v, e.ClaimID), rows, txDescribe(s.db.byTx[ch.tx]), p))
+			if !slices.Contains(markTxs, ch.tx) {
+				markTxs = append(markTxs, ch.tx)
+			}
+			if p := onlyChanged(ch.c, "state", "sent_at"); p != "" || rows != 1 {
+				s.add(w.reason("witness-mark", txWhere(*ch.tx), "the mark of %s (%s, %d row(s) logged) is not one CAS of one row: %s",
+					e.EventID, tokenText(v, e.ClaimID), rows, orDefault(p, "one row changed")))
 				continue
 			}
 			s.sum.marks++
 		}
 	}
+	for _, tx := range markTxs {
+		for _, ch := range s.db.byTx[tx] {
+			if !markLike(ch.c) {
+				s.db.use(ch)
+				s.add(Reason{Rule: "witness-mark", Status: Fail, Witness: txWhere(*tx),
+					Message: fmt.Sprintf("a mark's transaction also wrote %s: a mark transaction holds marks and nothing else", describe(ch.c))})
+			}
+		}
+	}
+}
+
+// markLike tells whether c sets an outbox row CLAIMED -> SENT under an
+// unchanged token.
+func markLike(c *binlog.RowChange) bool {
+	return is(c, "outbox", binlog.Update) && eqStr(c.Before["state"], evidence.StateClaimed) && eqStr(c.After["state"], evidence.StateSent) &&
+		show(c.Before["claim_version"]) == show(c.After["claim_version"]) && show(c.Before["claim_id"]) == show(c.After["claim_id"])
 }
 
 // leases: a lease expiry of 1 row moves lease_until back under an

@@ -68,11 +68,13 @@ func (s *scenarioCheck) run() {
 		s.payloads = intentPayloads(s.db)
 		s.seeds()
 		s.orders()
+		s.advances()
 		s.rollbacks()
 		s.claims()
 		s.marks()
 		s.leases()
 		s.effects()
+		s.unknownCommits()
 		s.rejects()
 		s.unloggedWrites()
 	}

@@ -17,20 +17,25 @@ type WitnessedScenario struct {
 
 // witnessSummary counts what the cross-checks confirmed.
 type witnessSummary struct {
-	orderGTIDs    []binlog.GTID
-	orderWrites   []int
-	rolledBack    int
-	claims        int
-	marks         int
-	zeroMarks     int
-	leases        int
-	effectTx      int
-	rejects       int
-	published     []recordKey
-	unknownLanded []recordKey
-	unknownLost   int
-	received      int
-	offsets       []string
+	orderGTIDs        []binlog.GTID
+	orderWrites       []int
+	rolledBack        int
+	claims            int
+	marks             int
+	zeroMarks         int
+	leases            int
+	effectTx          int
+	rejects           int
+	rolledBackEffects int
+	// unknownCommits are effect commits of unknown outcome that did not
+	// commit; unknownCommitted the GTIDs of those that did.
+	unknownCommits   int
+	unknownCommitted []binlog.GTID
+	published        []recordKey
+	unknownLanded    []recordKey
+	unknownLost      int
+	received         int
+	offsets          []string
 }
 
 func (w *witnessSummary) orderTx(tx *binlog.Transaction, writes int) {
@@ -111,6 +116,16 @@ func (w *witnessSummary) ack() string {
 	if w.rejects > 0 {
 		parts = append(parts, plural(w.rejects, "rejected duplicate", "rejected duplicates")+" with no row change")
 	}
+	if w.rolledBackEffects > 0 {
+		parts = append(parts, plural(w.rolledBackEffects, "rolled-back effect", "rolled-back effects")+" with no row change")
+	}
+	if n := w.unknownCommits + len(w.unknownCommitted); n > 0 {
+		u := fmt.Sprintf("%s: %d committed", plural(n, "commit of unknown outcome", "commits of unknown outcome"), len(w.unknownCommitted))
+		for _, g := range w.unknownCommitted {
+			u += " (GTID " + g.String() + ")"
+		}
+		parts = append(parts, u)
+	}
 	if len(parts) == 0 {
 		return ""
 	}
@@ -154,6 +169,12 @@ func offsetRanges(ks []recordKey) string {
 		}
 		by[key] = append(by[key], k.offset)
 	}
+	slices.SortStableFunc(order, func(a, b tp) int {
+		if a.t != b.t {
+			return strings.Compare(a.t, b.t)
+		}
+		return int(a.p - b.p)
+	})
 	var parts []string
 	for i, key := range order {
 		offs := by[key]

@@ -34,6 +34,12 @@ const (
 	// own, after its order (only the planted bug "outbox-outside-tx" does
 	// this). event_id, order_id.
 	KindOutboxWritten Kind = "outbox_written"
+	// KindOrderAdvanced: an order moved on to its next status and the
+	// intent of that status change was written in the same transaction.
+	// order_id, event_id (e-<order_id>-v<aggregate_version>),
+	// aggregate_version (2 or more: the order's placement is 1),
+	// order_status (the status written), writes (orders, outbox).
+	KindOrderAdvanced Kind = "order_advanced"
 	// KindOrderRolledBack: the order transaction failed and was rolled
 	// back. order_id (the id it had been given, if any), event_id (the
 	// intent it tried to write, if any), key, status, err.
@@ -76,14 +82,29 @@ const (
 	// event_id, order_id, topic, partition, offset, consumer (group).
 	KindReceive Kind = "receive"
 	// KindInboxInsert: the effect transaction committed an inbox row.
-	// event_id, consumer, topic, partition, offset.
+	// event_id, consumer, topic, partition, offset; inbox_key (the event
+	// id column the row was written with, when the consumer says so);
+	// trx_id (the database transaction that wrote it, when known).
 	KindInboxInsert Kind = "inbox_insert"
 	// KindInboxReject: the inbox unique key rejected a duplicate; the effect
-	// transaction rolled back. event_id, consumer, topic, partition, offset.
+	// transaction rolled back. event_id, consumer, topic, partition, offset;
+	// inbox_key as for inbox_insert.
 	KindInboxReject Kind = "inbox_reject"
 	// KindEffect: the effect transaction committed a notification. event_id,
-	// order_id, notification_id, consumer.
+	// order_id, notification_id, consumer; trx_id (the database transaction
+	// that wrote it, when known).
 	KindEffect Kind = "effect"
+	// KindEffectRolledBack: a statement of the effect transaction, or its
+	// COMMIT, was answered with an error: the transaction rolled back as a
+	// whole (no inbox row, no notification) and the record is not settled.
+	// event_id, consumer, topic, partition, offset, err.
+	KindEffectRolledBack Kind = "effect_rolled_back"
+	// KindCommitUnknown: the COMMIT of the effect transaction got no answer
+	// (its connection died): it may or may not have committed. Neither a
+	// rollback nor a success; the record is not settled and is replayed,
+	// and the inbox decides. event_id, consumer, topic, partition, offset,
+	// err.
+	KindCommitUnknown Kind = "commit_unknown"
 	// KindOffsetCommit: the consumer group committed an offset (the next
 	// offset to read, as Kafka defines it). topic, partition, offset,
 	// consumer.
@@ -105,6 +126,7 @@ var Kinds = []Kind{
 	KindClaim, KindPublish, KindMark, KindLeaseExpired,
 	KindPublishUnknown,
 	KindReceive, KindInboxInsert, KindInboxReject, KindEffect, KindOffsetCommit,
+	KindOrderAdvanced, KindEffectRolledBack, KindCommitUnknown,
 	KindObserve, KindFault, KindInvariant,
 }
 
@@ -148,6 +170,14 @@ type Event struct {
 	LeaseMS       *int64 `json:"lease_ms,omitempty"`
 	RecordKey     string `json:"record_key,omitempty"`
 	RecordEventID string `json:"record_event_id,omitempty"`
+	// AggregateVersion is the version of an intent within its aggregate
+	// (order_advanced); OrderStatus the order status it wrote.
+	AggregateVersion *int64 `json:"aggregate_version,omitempty"`
+	OrderStatus      string `json:"order_status,omitempty"`
+	// InboxKey is the event id column an inbox row was written (or
+	// rejected) under; TrxID the database transaction that wrote a row.
+	InboxKey string `json:"inbox_key,omitempty"`
+	TrxID    string `json:"trx_id,omitempty"`
 }
 
 // Ptr returns a pointer to v, for the optional numeric fields.
@@ -172,3 +202,12 @@ const (
 
 // EventIDFor is the outbox event id of an order's intent.
 func EventIDFor(orderID int64) string { return "e-" + strconv.FormatInt(orderID, 10) }
+
+// EventIDForVersion is the outbox event id of version v of an order's
+// intents: e-<orderId> for its placement (v 1), e-<orderId>-v<v> after.
+func EventIDForVersion(orderID, v int64) string {
+	if v <= 1 {
+		return EventIDFor(orderID)
+	}
+	return EventIDFor(orderID) + "-v" + strconv.FormatInt(v, 10)
+}

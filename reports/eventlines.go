@@ -39,6 +39,8 @@ func eventLines(e logEvent, a, over string, fn footnoter) []string {
 		return msg(a, "->>", aliasDB, fmt.Sprintf("commit order %s + %s, stock %s", i64(e.OrderID), e.EventID, i64(e.Stock)))
 	case evidence.KindOutboxWritten:
 		return msg(a, "->>", aliasDB, fmt.Sprintf("intent %s, own tx", e.EventID))
+	case evidence.KindOrderAdvanced:
+		return msg(a, "->>", aliasDB, fmt.Sprintf("order %s %s + %s", i64(e.OrderID), e.OrderStatus, e.EventID))
 	case evidence.KindOrderRolledBack:
 		what := "rollback"
 		if e.OrderID != nil {
@@ -88,6 +90,10 @@ func eventLines(e logEvent, a, over string, fn footnoter) []string {
 		return msg(a, "-x", aliasDB, "inbox rejects "+e.EventID)
 	case evidence.KindEffect:
 		return msg(a, "->>", aliasDB, fmt.Sprintf("notification %s (%s)", i64(e.NotificationID), e.EventID))
+	case evidence.KindEffectRolledBack:
+		return msg(a, "-x", aliasDB, fmt.Sprintf("effect %s rolled back%s", e.EventID, fn(e.Err)))
+	case evidence.KindCommitUnknown:
+		return msg(a, "-x", aliasDB, fmt.Sprintf("commit %s: outcome unknown%s", e.EventID, fn(e.Err)))
 	case evidence.KindOffsetCommit:
 		return msg(a, "->>", aliasKafka, fmt.Sprintf("commit p%s next %s", i32(e.Partition), i64(e.Offset)))
 	case evidence.KindObserve:

@@ -238,7 +238,9 @@ func TestWitnessLine(t *testing.T) {
 		want []string
 	}{
 		{"confirmed", func(ev *evidence.Evidence, v *checks.Verdict) {}, []string{
-			"· witnesses: confirmed</summary>", "- **witnesses**: confirmed commit boundary: 1 transaction of 5 row writes, GTID 0-1-"}},
+			"- **witnesses**: confirmed commit boundary: 1 transaction of 5 row writes, GTID 0-1-"}},
+		{"confirmed, the evidence not accepted", func(ev *evidence.Evidence, v *checks.Verdict) { v.Status = checks.Inconclusive },
+			[]string{"· witnesses: confirmed</summary>"}},
 		{"disagree", func(ev *evidence.Evidence, v *checks.Verdict) {
 			v.Status = checks.Fail
 			v.Reasons = append(v.Reasons, checks.Reason{Rule: "witness-mark", Status: checks.Fail, Scenario: "sendBeforeMarkCrash",
@@ -249,13 +251,16 @@ func TestWitnessLine(t *testing.T) {
 			v.Witnessed = nil
 			v.Unwitnessed = []string{"broker: the external broker's log could not be read"}
 		}, []string{"# PASS (unwitnessed): orderflow-audit run", "accepted them UNWITNESSED (--allow-unwitnessed)",
-			"· witnesses: unwitnessed (allowed)</summary>", "- **witnesses**: UNWITNESSED (allowed): broker: the external broker"}},
+			"- **witnesses**: UNWITNESSED (allowed): broker: the external broker"}},
+		{"unwitnessed, the evidence not accepted", func(ev *evidence.Evidence, v *checks.Verdict) {
+			v.Status, v.Witnessed, v.Unwitnessed = checks.Inconclusive, nil, []string{"broker: lost"}
+		}, []string{"· witnesses: unwitnessed (allowed)</summary>"}},
 		{"none recorded", func(ev *evidence.Evidence, v *checks.Verdict) {
-			v.Witnessed = nil
+			v.Status, v.Witnessed = checks.Inconclusive, nil
 			ev.Witness = &evidence.Witness{Missing: []string{"database: x", "broker: y"}}
 		}, []string{"· witnesses: none recorded</summary>", "- **witnesses**: none: the evidence records neither"}},
 		{"recorded, not confirmed", func(ev *evidence.Evidence, v *checks.Verdict) {
-			v.Witnessed = nil
+			v.Status, v.Witnessed = checks.Inconclusive, nil
 		}, []string{"· witnesses: not confirmed</summary>", "but the verifier could not hold this scenario against them"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

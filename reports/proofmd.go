@@ -39,19 +39,26 @@ func (p *printer) proof() {
 // proofLists writes what the run had and what cannot be inferred; under
 // fault injection, the commit boundary's caveat when the matrix lacks it.
 func (p *printer) proofLists(row evidence.ProofRow) {
-	if row.Category == evidence.CategoryFaults {
-		p.printf("This run had:\n\n")
-		p.bullets(row.Had, p.linkScenarios)
-	} else {
-		// What the environment was is also in the run's record; the
-		// list stays one click away so that the limits lead.
-		p.printf("<details><summary>This run had (%d)</summary>\n\n", len(row.Had))
-		p.bullets(row.Had, p.linkScenarios)
-		p.printf("</details>\n\n")
+	// What the environment was is also in the run's record, and the
+	// faults are in each scenario's section: the lists stay one click
+	// away so that the page stays short as scenarios are added, and
+	// their summaries give the counts.
+	p.printf("<details><summary>This run had (%d)</summary>\n\n", len(row.Had))
+	p.bullets(row.Had, p.linkScenarios)
+	p.printf("</details>\n\n")
+	faults := row.Category == evidence.CategoryFaults
+	caveat := faults && p.ranPoint(stockCaveat.label) && !p.matrixSays("observed by another connection")
+	cannot := len(row.CannotInfer)
+	if caveat {
+		cannot++
 	}
-	p.printf("What it cannot show:\n\n")
-	caveat := row.Category == evidence.CategoryFaults && p.ranPoint(stockCaveat.label) &&
-		!p.matrixSays("observed by another connection")
+	if faults {
+		// One limit or more per injected fault: a long list.
+		p.printf("<details><summary>What it cannot show (%d)</summary>\n\n", cannot)
+		defer p.printf("</details>\n\n")
+	} else {
+		p.printf("What it cannot show:\n\n")
+	}
 	if !caveat {
 		p.bullets(row.CannotInfer, inline)
 		return
@@ -109,11 +116,12 @@ func (p *printer) proofCase(notRun []string) {
 	}
 	p.printf("### Not covered by this tool\n\n")
 	p.printf("*(report)* Listed by the original case as not covered; no scenario of this tool runs them in any configuration, " +
-		"so nothing here is shown as passed:\n\n")
+		"so nothing here is shown as passed.\n\n")
+	p.printf("<details><summary>The %d items</summary>\n\n", len(items))
 	for _, c := range items {
 		p.printf("- **%s**: %s. It would need %s.\n", inline(c.label), inline(c.cannot), inline(c.needs))
 	}
-	p.printf("\n")
+	p.printf("\n</details>\n\n")
 }
 
 // bullets writes xs as a list, each rendered by md; "none" when empty.

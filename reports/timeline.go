@@ -40,7 +40,7 @@ type logEvent struct {
 func notable(e logEvent) bool {
 	switch e.Kind {
 	case evidence.KindFault, evidence.KindLeaseExpired, evidence.KindInboxReject, evidence.KindOrderRolledBack,
-		evidence.KindPublishUnknown:
+		evidence.KindPublishUnknown, evidence.KindEffectRolledBack, evidence.KindCommitUnknown:
 		return true
 	case evidence.KindMark:
 		return e.Rows != nil && *e.Rows == 0

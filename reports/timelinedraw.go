@@ -194,6 +194,8 @@ func kindNoun(k evidence.Kind) string {
 		return "seeds"
 	case evidence.KindOrderCommitted:
 		return "orders"
+	case evidence.KindOrderAdvanced:
+		return "order status changes"
 	case evidence.KindOrderReplayed:
 		return "replayed orders"
 	case evidence.KindOrderRejected:

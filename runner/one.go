@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	mrand "math/rand/v2"
 	"path/filepath"
@@ -178,13 +179,42 @@ func (rs *runScope) release(rec *evidence.Scenario, scratch *infra.Scratch, topi
 	}
 }
 
-// safeRun turns a panic in a scenario into an error, so that one broken
-// scenario cannot take the run (and its cleanup) down.
-func safeRun(ctx context.Context, env *Env, sc Scenario) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("scenario panicked: %v", r)
-		}
+// safeRun turns a panic in a scenario into an error, and a scenario that
+// does not return after its context ended into errAbandoned, so that one
+// broken scenario cannot take the run (and its cleanup) down or hang it.
+func safeRun(ctx context.Context, env *Env, sc Scenario) error {
+	done := make(chan error, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				done <- fmt.Errorf("scenario panicked: %v", r)
+			}
+		}()
+		done <- sc.Run(ctx, env)
 	}()
-	return sc.Run(ctx, env)
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	// The scenario's context is done (its timeout, or an interrupt): it
+	// has abandonGrace to notice and return. One that does not is stuck
+	// in something that ignores its context; the run abandons it (its
+	// goroutine is left behind, writes to its closed logs fail) rather
+	// than hang for ever.
+	t := time.NewTimer(abandonGrace)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		return fmt.Errorf("%w: it did not return %s after its context ended (%v)", errAbandoned, abandonGrace, context.Cause(ctx))
+	}
 }
+
+// abandonGrace is how long a scenario whose context ended may take to
+// return before the run abandons it.
+var abandonGrace = 5 * time.Second
+
+// errAbandoned marks a scenario the run gave up waiting for.
+var errAbandoned = errors.New("scenario abandoned")

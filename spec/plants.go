@@ -74,6 +74,18 @@ var Plants = []Plant{
 		[]Exposure{{"publishFailures", []string{"publish-event-id-mismatch"}}}},
 	{"publish-without-key", "relay publishes records without a key",
 		[]Exposure{{"normalChain", []string{"publish-key-mismatch"}}}},
+	{"inbox-and-effect-separate-tx", "consumer commits the inbox row and the notification in two transactions",
+		[]Exposure{{"effectDbError", []string{"effect-outside-inbox-tx", "reject-without-inbox"}}}},
+	{"effect-error-swallowed", "consumer swallows a failed effect transaction and commits the offset anyway",
+		[]Exposure{{"effectDbError", []string{"offset-before-effect"}}}},
+	{"batch-out-of-order", "consumer handles the records of a polled batch last first",
+		[]Exposure{{"orderLifecycle", []string{"receive-out-of-order"}}}},
+	{"duplicate-offset-not-committed", "consumer does not commit the offset of a duplicate its inbox rejected",
+		[]Exposure{{"consumerRestart", []string{"settled-not-committed"}}}},
+	{"offset-not-plus-one", "consumer commits a record's own offset instead of the next one",
+		[]Exposure{{"consumerRestart", []string{"offset-off-by-one"}}}},
+	{"dedupe-on-wrong-key", "consumer keys its inbox by the record key (the order id) instead of the event id",
+		[]Exposure{{"orderLifecycle", []string{"dedupe-wrong-key"}}}},
 }
 
 // LookupPlant returns the planted bug named bug.

@@ -17,6 +17,7 @@ func (m *Model) Finish(truncated bool) {
 	m.checkObserved(truncated)
 	m.checkStock(truncated)
 	m.checkReceived(truncated)
+	m.checkOffsets(truncated)
 }
 
 // checkObserved (delivery, harness): every observation is of a row in a
@@ -118,4 +119,8 @@ func (m *Model) Release() {
 	m.pending, m.pendingHeaps = nil, nil
 	m.decrements = nil
 	m.notifIDs = nil
+	m.consumerState = consumerState{lag: m.lag, splitAggregates: m.splitAggregates, effectsOutOfOrder: m.effectsOutOfOrder, partitions: m.partitions,
+		rolledBackEffects: m.rolledBackEffects, unknownCommits: m.unknownCommits, resolvedCommits: m.resolvedCommits,
+		faultCommit: m.faultCommit, members: m.members, memberOrder: m.memberOrder}
+	m.inboxTrx, m.openCommits = nil, nil
 }

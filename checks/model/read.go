@@ -180,6 +180,22 @@ type Counts struct {
 	// LeasesOffClaim: claims whose lease is not their time plus their
 	// lease (lease-off-claim).
 	LeasesOffClaim int64
+
+	// Partitions: distinct partitions holding a record the history knows.
+	Partitions int64
+	// SplitAggregates: orders with records on two partitions of a topic.
+	SplitAggregates int64
+	// EffectsOutOfOrder: effects committed after an effect of a higher
+	// version of their aggregate (same inbox consumer).
+	EffectsOutOfOrder int64
+	// Lag: the sum over groups and partitions of end offset minus the
+	// group's last commit, for the topics the group committed on (after
+	// Finish).
+	Lag int64
+	// RolledBackEffects and UnknownCommits count effect_rolled_back and
+	// commit_unknown events; ResolvedCommits the unknown commits a
+	// replay's inbox_reject showed to have committed.
+	RolledBackEffects, UnknownCommits, ResolvedCommits int64
 }
 
 // Counts returns the model's counters.
@@ -190,6 +206,8 @@ func (m *Model) Counts() Counts {
 		Intents: int64(len(m.rows)), InboxRows: int64(len(m.inbox)), Notifications: int64(len(m.notifs)),
 		RefusedPublishes: m.refusedPublishes, UnknownPublishes: m.unknownPublishes, MarksAfterFailure: m.marksAfterFailure,
 		Takeovers: m.takeovers, SelfTakeovers: m.selfTakeovers, Overlaps: m.overlaps, LeasesOffClaim: m.leasesOffClaim,
+		Partitions: m.partitions, SplitAggregates: m.splitAggregates, EffectsOutOfOrder: m.effectsOutOfOrder, Lag: m.lag,
+		RolledBackEffects: m.rolledBackEffects, UnknownCommits: m.unknownCommits, ResolvedCommits: m.resolvedCommits,
 	}
 }
 

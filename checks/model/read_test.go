@@ -72,11 +72,56 @@ func TestSourceString(t *testing.T) {
 	}
 }
 
+// TestConsumerCounts pins the consumer-side counters the derivations
+// read, on the histories that move them.
+func TestConsumerCounts(t *testing.T) {
+	for _, c := range []struct {
+		history string
+		want    [6]int64
+	}{
+		{"ok-order-lifecycle", [6]int64{2, 0, 0, 0, 0, 0}},
+		{"aggregate-on-two-partitions", [6]int64{2, 1, 0, 0, 0, 0}},
+		{"effect-out-of-order", [6]int64{1, 0, 1, 0, 0, 0}},
+		{"receive-out-of-version", [6]int64{1, 0, 0, 0, 0, 0}},
+		{"offset-lag", [6]int64{1, 0, 0, 1, 0, 0}},
+		{"ok-effect-db-error", [6]int64{1, 0, 0, 0, 1, 1}},
+	} {
+		n := replay(t, modeltest.Load(t, histories+"/"+c.history), nil).Counts()
+		got := [6]int64{n.Partitions, n.SplitAggregates, n.EffectsOutOfOrder, n.Lag, n.RolledBackEffects, n.UnknownCommits}
+		if got != c.want || n.ResolvedCommits != 0 {
+			t.Errorf("%s: partitions, split, out of order, lag, rolled back, unknown = %v (resolved %d); want %v (0)",
+				c.history, got, n.ResolvedCommits, c.want)
+		}
+	}
+	m := replay(t, modeltest.Load(t, histories+"/ok-effect-db-error"), nil)
+	m.Release()
+	for point, want := range map[string]int64{"effect-insert-error": 0, "effect-commit-killed": 1} {
+		if got, ok := m.CommittedAtFault(point); !ok || got != want {
+			t.Errorf("CommittedAtFault(%s) = %d, %v; want %d", point, got, ok, want)
+		}
+	}
+	if _, ok := m.CommittedAtFault("after-publish-before-mark"); ok {
+		t.Error("CommittedAtFault of a point without a fault says ok")
+	}
+	m = replay(t, modeltest.Load(t, histories+"/ok-consumer-restart"), nil)
+	m.Release() // the derivations read members after it
+	want := []MemberPartition{{Topic: "t", Partition: 0, FirstReceived: 3, LastCommitted: 4}}
+	if got := m.Member("consumer-2"); !slices.Equal(got, want) {
+		t.Errorf("Member(consumer-2) = %+v; want %+v", got, want)
+	}
+	if got := m.Member("consumer-1"); len(got) != 1 || got[0].FirstReceived != 0 || got[0].LastCommitted != 3 {
+		t.Errorf("Member(consumer-1) = %+v; want first 0, last commit 3", got)
+	}
+	if n := replay(t, modeltest.Load(t, histories+"/ok-commit-unknown-committed"), nil).Counts(); n.ResolvedCommits != 1 || n.InboxRows != 1 {
+		t.Errorf("ok-commit-unknown-committed: resolved %d, inbox rows %d; want 1, 1", n.ResolvedCommits, n.InboxRows)
+	}
+}
+
 // TestCounts pins the counters the derivations read.
 func TestCounts(t *testing.T) {
 	m := replay(t, modeltest.Load(t, histories+"/ok-offset-replay"), nil)
 	want := Counts{Events: 12, Claims: 1, Replays: 1, Received: 1, InboxRejects: 1, Intents: 1, InboxRows: 1, Notifications: 1,
-		Requests: 1, OKOrders: 1}
+		Requests: 1, OKOrders: 1, Partitions: 1}
 	if got := m.Counts(); got != want {
 		t.Errorf("Counts() = %+v; want %+v", got, want)
 	}

@@ -33,6 +33,18 @@ const (
 	RuleMarkAfterFailedPublish Rule = "mark-after-failed-publish"
 	RulePublishKeyMismatch     Rule = "publish-key-mismatch"
 	RulePublishEventIDMismatch Rule = "publish-event-id-mismatch"
+	// Delivery, consumer offsets, per-key order and the effect transaction.
+	RuleOffsetBackwards          Rule = "offset-backwards"
+	RuleOffsetSkipsRecord        Rule = "offset-skips-record"
+	RuleOffsetOffByOne           Rule = "offset-off-by-one"
+	RuleOffsetLag                Rule = "offset-lag"
+	RuleSettledNotCommitted      Rule = "settled-not-committed"
+	RuleReceiveOutOfOrder        Rule = "receive-out-of-order"
+	RuleReceiveOutOfVersion      Rule = "receive-out-of-version"
+	RuleEffectOutOfOrder         Rule = "effect-out-of-order"
+	RuleAggregateOnTwoPartitions Rule = "aggregate-on-two-partitions"
+	RuleEffectOutsideInboxTx     Rule = "effect-outside-inbox-tx"
+	RuleDedupeWrongKey           Rule = "dedupe-wrong-key"
 
 	// Claim tokens.
 	RuleClaimOnLiveLease       Rule = "claim-on-live-lease"
@@ -141,6 +153,39 @@ var Rules = []RuleInfo{
 	// record under another id is a new event to the inbox.
 	{RulePublishEventIDMismatch, spec.LayerDelivery,
 		"a publish or publish_unknown whose record_event_id (the record's event_id header) is not the claimed intent's event_id"},
+
+	// Delivery: a group's committed offset only moves forward.
+	{RuleOffsetBackwards, spec.LayerDelivery, "an offset_commit of a group below the group's previous commit of that partition"},
+	// Delivery: a commit of n passes every record below n; the group must
+	// have received each (settling them is offset-before-effect).
+	{RuleOffsetSkipsRecord, spec.LayerDelivery,
+		"an offset_commit of n passing a record of the partition (at or past the group's previous commit) that the group never received"},
+	// Delivery: Kafka's committed offset is the next record to read.
+	{RuleOffsetOffByOne, spec.LayerDelivery,
+		"a member whose last offset_commit on a partition is n, made after it settled the record at n: it must commit n+1 (end of scenario)"},
+	// Delivery: a group that consumed a topic ends with nothing left.
+	{RuleOffsetLag, spec.LayerDelivery,
+		"a group that committed offsets of a topic whose last commit on a partition of it is below the partition's end offset (end of scenario)"},
+	// Delivery: a duplicate's offset is committed too, or a restart replays it.
+	{RuleSettledNotCommitted, spec.LayerDelivery,
+		"a member that settled a record (effect or inbox_reject) and never committed an offset past it, without a fault in its log (end of scenario)"},
+	// Delivery: a polled batch is handled in offset order.
+	{RuleReceiveOutOfOrder, spec.LayerDelivery,
+		"a group's first receive of a record below an offset of that partition the group already received"},
+	// Delivery: per-key order reaches the consumer (aggregate_version).
+	{RuleReceiveOutOfVersion, spec.LayerDelivery,
+		"a group's first receive of a record of an aggregate's version below a version of that aggregate the group already received"},
+	// Delivery: effects follow aggregate_version.
+	{RuleEffectOutOfOrder, spec.LayerDelivery,
+		"an effect for an aggregate's version committed after the effect of a higher version of that aggregate (same inbox consumer)"},
+	// Delivery: records keyed by aggregate share its partition.
+	{RuleAggregateOnTwoPartitions, spec.LayerDelivery,
+		"records of one order on one topic on two partitions (publish or receive)"},
+	// Delivery: the inbox row and the effect commit together.
+	{RuleEffectOutsideInboxTx, spec.LayerDelivery,
+		"an effect whose trx_id differs from the trx_id of its inbox_insert (both said): two transactions"},
+	// Delivery: the dedupe key is the event id.
+	{RuleDedupeWrongKey, spec.LayerDelivery, "an inbox_insert or inbox_reject whose inbox_key is not its event_id"},
 
 	// Claim token: leases exist only in a relay that claims with them.
 	{RuleClaimOnLiveLease, spec.LayerClaimToken,

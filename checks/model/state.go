@@ -33,6 +33,7 @@ type eventState struct {
 	unknownOpen  int32 // publish_unknown events not yet matched to a record received
 
 	deliveries, effects, rejects int32
+	version                      int32 // aggregate_version (0: not said, 1)
 	pending                      []pendingKey
 	*observed                    // nil until seeded or observed
 }
@@ -128,6 +129,14 @@ type Order struct {
 	Row      bool   // wrote orders
 	Lines    bool   // wrote order_lines
 	Idem     bool   // wrote idempotency_records
+}
+
+// orderPart is the partition of an order's records, on the first topic
+// they were seen on, and whether a record of it was seen on another.
+type orderPart struct {
+	topic     string
+	partition int32
+	split     bool
 }
 
 type recordKey struct {

@@ -164,6 +164,7 @@ func commands() []command {
 		{name: "report", summary: "render an evidence file as Markdown", run: cmdReport},
 		{name: "scenarios", summary: "list the scenarios, their boundaries and what they accept", run: cmdScenarios},
 		{name: "clean", summary: "drop the scratch databases that runs no longer alive left on the server", run: cmdClean},
+		{name: "bench", summary: "measure the pipeline's throughput and latency on a scratch database, checking its own run", run: cmdBench},
 		{name: "broker", summary: "run the embedded Kafka-protocol broker (kfake) standalone", run: cmdBroker},
 		{name: "version", summary: "print the version and VCS revision", run: cmdVersion},
 		{name: "help", summary: "show help for a command", run: cmdHelp},

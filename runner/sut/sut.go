@@ -60,6 +60,9 @@ type RelayConfig struct {
 	Lease time.Duration
 	// PublishTimeout bounds one publish (0: the relay's default).
 	PublishTimeout time.Duration
+	// Batch is the number of intents one RunOnce claims, publishes and
+	// marks together (0: the relay's default).
+	Batch int
 	// Now is the relay's own clock (nil: time.Now). A relay that keeps its
 	// leases on the database clock decides the same whatever it says.
 	Now func() time.Time

@@ -51,6 +51,25 @@ const (
 	RetryNewEventID Bug = "retry-new-event-id"
 	// PublishWithoutKey: records are published without a key.
 	PublishWithoutKey Bug = "publish-without-key"
+
+	// InboxAndEffectSeparateTx: the consumer commits the inbox row in a
+	// transaction of its own, then writes the notification in a second.
+	InboxAndEffectSeparateTx Bug = "inbox-and-effect-separate-tx"
+	// EffectErrorSwallowed: the consumer records a failed effect
+	// transaction and goes on: it commits the record's offset anyway.
+	EffectErrorSwallowed Bug = "effect-error-swallowed"
+	// BatchOutOfOrder: the consumer handles the records of a polled batch
+	// last first.
+	BatchOutOfOrder Bug = "batch-out-of-order"
+	// DuplicateOffsetNotCommitted: the consumer does not commit the offset
+	// of a record its inbox rejected as a duplicate.
+	DuplicateOffsetNotCommitted Bug = "duplicate-offset-not-committed"
+	// OffsetNotPlusOne: the consumer commits a record's own offset, not
+	// the next one.
+	OffsetNotPlusOne Bug = "offset-not-plus-one"
+	// DedupeOnWrongKey: the consumer keys its inbox row by the record key
+	// (the order id) instead of the event id.
+	DedupeOnWrongKey Bug = "dedupe-on-wrong-key"
 )
 
 // Parse returns the Bug named s ("" is None); spec.Plants lists the bugs.
