@@ -425,3 +425,30 @@ func TestWitnessCASTransactions(t *testing.T) {
 		})
 	}
 }
+
+// TestWitnessEffectApart: an effect whose inbox row was committed by
+// another transaction (the planted inbox-and-effect-separate-tx) is named
+// with both transactions, and the inbox row is not reported again as an
+// unlogged write.
+func TestWitnessEffectApart(t *testing.T) {
+	inbox := binlog.RowChange{Table: "inbox", Op: binlog.Insert, After: map[string]binlog.Value{"consumer": "c", "event_id": "e-1",
+		"topic": "t", "part": int64(0), "msg_offset": int64(0)}}
+	note := binlog.RowChange{Table: "notification", Op: binlog.Insert, After: map[string]binlog.Value{"id": int64(1), "event_id": "e-1",
+		"order_id": int64(1), "consumer": "c"}}
+	db := newScenarioDB("ofa_x_s", []binlog.Transaction{
+		{GTID: binlog.GTID{Server: 1, Seq: 7}, File: "binlog.000001", Pos: 700, Changes: []binlog.RowChange{inbox}},
+		{GTID: binlog.GTID{Server: 1, Seq: 8}, File: "binlog.000001", Pos: 800, Changes: []binlog.RowChange{note}},
+	})
+	p, o, n := int32(0), int64(0), int64(1)
+	s := &scenarioCheck{db: db, events: []wEvent{
+		{e: evidence.Event{Kind: evidence.KindInboxInsert, Actor: "c1", EventID: "e-1", Consumer: "c", Topic: "t", Partition: &p, Offset: &o, TrxID: "0-1-7"}},
+		{e: evidence.Event{Kind: evidence.KindEffect, Actor: "c1", EventID: "e-1", Consumer: "c", OrderID: &n, NotificationID: &n, TrxID: "0-1-8"}},
+	}}
+	s.effects()
+	s.unloggedWrites()
+	if len(s.reasons) != 1 || s.reasons[0].Rule != "witness-effect-tx" || s.reasons[0].Witness != "GTID 0-1-8 (binlog.000001@800)" ||
+		!strings.Contains(s.reasons[0].Message, "its inbox row is in another transaction, GTID 0-1-7 (binlog.000001@700)") ||
+		strings.Contains(s.reasons[0].Message, "committed by transaction") {
+		t.Fatalf("reasons %+v; want one witness-effect-tx naming both transactions (the trx_ids agree with them)", s.reasons)
+	}
+}

@@ -2,6 +2,7 @@ package checks
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
@@ -67,11 +68,20 @@ func (s *scenarioCheck) effects() {
 		chs := s.db.byTx[tx]
 		s.db.use(chs...)
 		problems := effectProblems(p, chs)
-		for _, w := range []*wEvent{&p.effect, p.inbox} {
-			if w != nil {
-				if t := sameTrx(w.e, tx); t != "" {
-					problems = append(problems, t)
-				}
+		inboxTx := tx
+		if p.inbox != nil && !slices.ContainsFunc(chs, func(ch *change) bool { return is(ch.c, "inbox", binlog.Insert) }) {
+			if apart := s.db.find(inboxRow(p.inbox.e)); len(apart) > 0 {
+				s.db.use(apart[0])
+				inboxTx = apart[0].tx
+				problems = append(problems, "its inbox row is in another transaction, "+txWhere(*inboxTx))
+			}
+		}
+		if t := sameTrx(e, tx); t != "" {
+			problems = append(problems, t)
+		}
+		if p.inbox != nil {
+			if t := sameTrx(p.inbox.e, inboxTx); t != "" {
+				problems = append(problems, t)
 			}
 		}
 		if len(problems) > 0 {
