@@ -20,6 +20,8 @@ const (
 	RuleBoundaryMismatch      Rule = "boundary-mismatch"
 	RuleProofBoundaryMismatch Rule = "proof-boundary-mismatch"
 	RuleSUTMismatch           Rule = "sut-mismatch"
+	RuleBuildInfo             Rule = "build-info"
+	RuleSourceDigest          Rule = "source-digest"
 
 	// A scenario against the spec.
 	RuleScenarioDuplicate Rule = "scenario-duplicate"
@@ -129,6 +131,8 @@ var Rules = []RuleInfo{
 	{RuleBoundaryMismatch, "the boundary table differs from the one the scenarios give"},
 	{RuleProofBoundaryMismatch, "the proof-boundary matrix differs from the one this verifier derives from the evidence"},
 	{RuleSUTMismatch, "the system under test's layers do not follow from its features, or a scenario ran that needs a feature it does not claim"},
+	{RuleBuildInfo, "tool.build is not the shape of a Go build stamp (toolchain version, module, a commit id or none), or its revision disagrees with tool.revision"},
+	{RuleSourceDigest, "the system under test's source digest is not a sha256 of at least one file of the module's directories (the reference: its packages), or is missing from evidence that records tool.build"},
 
 	{RuleScenarioDuplicate, "a scenario is listed twice"},
 	{RuleScenarioMismatch, "a known scenario's suite, boundary or fault points differ from the spec"},
@@ -173,7 +177,7 @@ var Rules = []RuleInfo{
 	{RuleFaultNotInjected, "a PASS at a boundary whose fault injection the events do not show"},
 	{RuleScenarioNotExercised, "a PASS whose events do not show the situation the scenario exists to provoke (inconclusive)"},
 	{RuleStatusNotRecomputable, "a PASS that needs a metric the events cannot determine"},
-	{RuleStatusMismatch, "a PASS whose recomputed metrics do not meet the acceptance"},
+	{RuleStatusMismatch, "a PASS whose recomputed metrics do not meet the acceptance, or whose events show a condition it needs beyond its metrics failed"},
 	{RuleLineMismatch, "the observation line differs from what the status and the (claimed or recomputed) metrics say"},
 	{RulePlantedMismatch, "run.planted differs from the bug run.args plant"},
 	{RulePlantedUnknown, "run.planted names a bug the verifier's table of negative controls does not know"},

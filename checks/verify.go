@@ -353,12 +353,28 @@ func (c *checker) metrics(sc *evidence.Scenario, s spec.Scenario, d derivation, 
 				Message: "the scenario claims PASS, but its events do not show what it exists to provoke: " + why})
 		}
 	}
+	c.status(sc, s, d, f, rec)
+}
+
+// status recomputes a known scenario's status from its recomputed metrics
+// rec and the conditions it needs beyond them, and compares it, and the
+// line it gives, with the claims.
+func (c *checker) status(sc *evidence.Scenario, s spec.Scenario, d derivation, f facts, rec []metricValue) {
+	id := sc.ID
 	pass, decided := accepted(s, rec)
+	var failed []string
+	if d.conditions != nil {
+		failed = d.conditions(f)
+	}
 	recStatus := evidence.StatusFail
-	if pass {
+	if pass && len(failed) == 0 {
 		recStatus = evidence.StatusPass
 	}
 	switch {
+	case sc.Status == evidence.StatusPass && len(failed) > 0:
+		c.endState(Reason{Rule: "status-mismatch", Status: Fail, Scenario: id, Field: "status", Claimed: sc.Status,
+			Recomputed: evidence.StatusFail, Message: "the scenario claims PASS, but its events show a condition it needs failed: " +
+				strings.Join(failed, "; ")})
 	case sc.Status == evidence.StatusPass && !decided:
 		c.endState(Reason{Rule: "status-not-recomputable", Status: Fail, Scenario: id, Field: "status", Claimed: sc.Status,
 			Message: "PASS cannot be confirmed: a metric its acceptance needs cannot be recomputed from the events"})

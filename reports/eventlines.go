@@ -54,6 +54,8 @@ func eventLines(e logEvent, a, over string, fn footnoter) []string {
 		return msg(aliasDB, "-->>", a, fmt.Sprintf("replay order %s, no writes", i64(e.OrderID)))
 	case evidence.KindOrderRejected:
 		return note(a, fmt.Sprintf("HTTP %d: %s", e.Status, brief(e.Reason, fn)))
+	case evidence.KindOrderRequest:
+		return note(a, requestText(e, fn))
 	case evidence.KindClaim:
 		text := fmt.Sprintf("claim %s %s", e.EventID, token(e.Event))
 		if e.StateBefore != "" && e.StateBefore != evidence.StatePending {
@@ -108,6 +110,20 @@ func eventLines(e logEvent, a, over string, fn footnoter) []string {
 		return note(aliasDB, fmt.Sprintf("%s: %s rows", e.Invariant, i64(e.Rows)))
 	}
 	return note(a, brief(string(e.Kind), fn)+" (unknown kind)")
+}
+
+// requestText is the client's record of a request: what it sent as whom
+// and what it got.
+func requestText(e logEvent, fn footnoter) string {
+	who := "no token"
+	if e.Principal != "" {
+		who = "as " + e.Principal
+	}
+	got := fmt.Sprintf("HTTP %d", e.Status)
+	if e.OrderID != nil {
+		got += ", order " + i64(e.OrderID)
+	}
+	return fmt.Sprintf("POST %s %s: %s", brief(e.Key, fn), brief(who, fn), got)
 }
 
 // brief is s when it is short, else a footnote marker in its place.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -392,6 +393,8 @@ func (p *printer) run() {
 		{"interrupted", yesNo(r.Run.Interrupted)},
 		{"seed, arguments", strconv.FormatInt(r.Run.Seed, 10) + ", " + args},
 		{"tool", fmt.Sprintf("%s %s (revision %s)", r.Tool.Name, r.Tool.Version, orDash(r.Tool.Revision))},
+		{"build", buildRow(r.Tool.Build)},
+		{"system under test", sutRow(env.SUT)},
 		{"database", fmt.Sprintf("%s %s, isolation %s, DSN %s (redacted)", env.Database.Flavour, env.Database.Version, env.Database.Isolation, env.Database.DSN)},
 		{"broker", fmt.Sprintf("%s: %s; brokers %s", env.Kafka.Mode, env.Kafka.Implementation, strings.Join(env.Kafka.Brokers, ", "))},
 		{"actors", actors},
@@ -399,7 +402,8 @@ func (p *printer) run() {
 		{"scenarios", counts},
 	}
 	if c := containersRow(env); c != "" {
-		rows = append(rows[:9], append([][]string{{"containers", c}}, rows[9:]...)...)
+		at := slices.IndexFunc(rows, func(row []string) bool { return row[0] == "Go, OS/arch" })
+		rows = slices.Insert(rows, at, []string{"containers", c})
 	}
 	if !r.Verified || len(r.Refuted) > 0 {
 		rows = append(rows, []string{"claimed passes refuted by the verifier", claimedOf(r.Refuted, r.Counts.Passed)})

@@ -86,6 +86,22 @@ var Plants = []Plant{
 		[]Exposure{{"consumerRestart", []string{"offset-off-by-one"}}}},
 	{"dedupe-on-wrong-key", "consumer keys its inbox by the record key (the order id) instead of the event id",
 		[]Exposure{{"orderLifecycle", []string{"dedupe-wrong-key"}}}},
+	{"idem-key-across-users", "order service looks an idempotency record up by its key alone, not by user and key",
+		[]Exposure{{"twoUsersOneKey", []string{"cross-principal-answer"}}}},
+	{"token-alg-none", "order service accepts unsigned tokens (alg none)",
+		[]Exposure{{"tokenClaims", []string{"bad-token-accepted"}}}},
+	{"token-no-exp", "order service accepts tokens without exp",
+		[]Exposure{{"tokenClaims", []string{"bad-token-accepted"}}}},
+	{"token-nbf-ignored", "order service checks exp by hand with the library's claim checks off: nbf (and iss, aud) go unchecked",
+		[]Exposure{{"tokenClaims", []string{"bad-token-accepted"}}}},
+	{"token-iss-unchecked", "order service does not check the token's issuer",
+		[]Exposure{{"tokenClaims", []string{"bad-token-accepted"}}}},
+	{"token-aud-unchecked", "order service does not check the token's audience",
+		[]Exposure{{"tokenClaims", []string{"bad-token-accepted"}}}},
+	{"amount-ignores-quantity", "order amount adds one unit's price per line, whatever the quantity",
+		[]Exposure{{"orderAmounts", []string{"amount-mismatch"}}}},
+	{"created-on-rollback", "order service answers 201 with the prepared order after its transaction rolled back",
+		[]Exposure{{"txBoundaryRollback", []string{"created-on-rollback"}}}},
 }
 
 // LookupPlant returns the planted bug named bug.

@@ -20,6 +20,9 @@ func (m *Model) stepSeedStock(e *evidence.Event, _ Source) {
 		m.seedStock[sku] = val(e.Stock)
 		m.skus = append(m.skus, sku)
 	}
+	if e.PriceCents != nil {
+		m.seedPrice[sku] = *e.PriceCents
+	}
 	m.stock[sku] = val(e.Stock)
 }
 

@@ -75,6 +75,16 @@ type Model struct {
 	rolledBack   []string // event ids of rolled-back order transactions (capped)
 	events       int64
 
+	// The business layer's own (answers.go): the client's requests, the
+	// orders whose transaction rolled back, the seeded unit prices.
+	clientReqs       []ClientRequest // first maxClientRequests kept
+	nClientReqs      int64
+	clientStatus     map[int64]int64 // the client's answers by status
+	clientOKOrders   map[int64]bool  // order ids of the client's 2xx answers (capped)
+	rolledBackDup    []string        // event ids of rollbacks on a duplicate key (1062; capped)
+	rolledBackOrders map[int64]bool  // capped at maxRolledBackOrders
+	seedPrice        map[string]int64
+
 	violations []Violation
 	perRule    map[Rule]int
 	suppressed map[Rule]int
@@ -126,6 +136,11 @@ func New(layers []spec.Layer, faultPoints []string) *Model {
 		perRule:     map[Rule]int{},
 		suppressed:  map[Rule]int{},
 		lastClaim:   map[string]claimRef{},
+
+		rolledBackOrders: map[int64]bool{},
+		clientStatus:     map[int64]int64{},
+		clientOKOrders:   map[int64]bool{},
+		seedPrice:        map[string]int64{},
 	}
 }
 
@@ -146,6 +161,7 @@ var handlers = map[evidence.Kind]handler{
 	evidence.KindOrderRolledBack: (*Model).stepOrderRolledBack, // business.go
 	evidence.KindOrderReplayed:   (*Model).stepOrderAnswered,   // business.go
 	evidence.KindOrderRejected:   (*Model).stepOrderAnswered,   // business.go
+	evidence.KindOrderRequest:    (*Model).stepOrderRequest,    // answers.go
 	evidence.KindOrderAdvanced:   (*Model).stepOrderAdvanced,   // ordering.go
 
 	evidence.KindClaim:        (*Model).stepClaim,        // claimtoken.go

@@ -62,6 +62,11 @@ const (
 	RuleIntentIDMismatch     Rule = "intent-id-mismatch"
 	RuleDuplicateOrder       Rule = "duplicate-order"
 	RuleStockMismatch        Rule = "stock-mismatch"
+	RuleAmountMismatch       Rule = "amount-mismatch"
+	RuleLinesMismatch        Rule = "lines-mismatch"
+	RuleCrossPrincipalAnswer Rule = "cross-principal-answer"
+	RuleBadTokenAccepted     Rule = "bad-token-accepted"
+	RuleCreatedOnRollback    Rule = "created-on-rollback"
 )
 
 // RuleInfo describes a rule: the layer it belongs to and, in one line,
@@ -222,6 +227,21 @@ var Rules = []RuleInfo{
 	// Business: stock.
 	{RuleStockMismatch, spec.LayerBusiness,
 		"orders whose stock values do not chain from the seed by their quantities (end of scenario; ordered by stock)"},
+	// Business: an order's amount is what its lines cost.
+	{RuleAmountMismatch, spec.LayerBusiness,
+		"an order_committed whose amount_cents is not the sum of its lines' quantity x price_cents, or whose line price is not its SKU's seeded price"},
+	// Business: an order holds what was asked for.
+	{RuleLinesMismatch, spec.LayerBusiness,
+		"an order_committed whose lines do not parse or disagree with its sku and quantity, or a 2xx answer whose order's lines are not the ones the client asked for (end of scenario)"},
+	// Business: idempotency keys belong to a user.
+	{RuleCrossPrincipalAnswer, spec.LayerBusiness,
+		"an order_replayed, or a 2xx answer the client recorded, naming an order that another principal committed (the client's: end of scenario)"},
+	// Business: the bearer-token policy (spec.TokenAlg, TokenIssuer, TokenAudience).
+	{RuleBadTokenAccepted, spec.LayerBusiness,
+		"an order_request whose token breaks the policy (none, alg not HS256, not the service's key, no sub or exp, expired more than 2 s before the record, nbf after it, wrong iss or aud) answered other than 401"},
+	// Business: a 2xx answer stands for a committed order.
+	{RuleCreatedOnRollback, spec.LayerBusiness,
+		"a 2xx answer the client recorded naming an order whose transaction rolled back, or that no order_committed created (end of scenario)"},
 }
 
 // ruleLayer maps each rule to its layer.

@@ -364,9 +364,12 @@ type toolInfo struct {
 	Modified  bool   // the working tree had local changes
 	GoVersion string
 	Platform  string // GOOS/GOARCH
+	// Build is the build information the evidence records.
+	Build evidence.BuildInfo
 }
 
-// buildInfo reads the version and the VCS stamp of this binary.
+// buildInfo reads the version and the VCS stamp of this binary: the Go
+// toolchain's (runtime/debug.ReadBuildInfo), else the one -ldflags passed.
 func buildInfo() toolInfo {
 	ti := toolInfo{
 		Name:      progName,
@@ -374,21 +377,25 @@ func buildInfo() toolInfo {
 		Revision:  "unknown",
 		GoVersion: runtime.Version(),
 		Platform:  runtime.GOOS + "/" + runtime.GOARCH,
+		Build:     evidence.BuildInfo{GoVersion: runtime.Version(), Stamp: evidence.StampNone},
 	}
 	if revision != "" {
 		ti.Revision, ti.Modified = revision, revisionModified == "true"
+		ti.Build.VCSRevision, ti.Build.VCSModified, ti.Build.Stamp = revision, ti.Modified, evidence.StampLDFlags
 	}
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range bi.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				if s.Value != "" {
-					ti.Revision = s.Value
-				}
-			case "vcs.modified":
-				ti.Modified = s.Value == "true"
-			}
-		}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return ti
+	}
+	ti.Build.GoVersion, ti.Build.Module, ti.Build.ModuleVersion = bi.GoVersion, bi.Main.Path, bi.Main.Version
+	vcs := map[string]string{}
+	for _, s := range bi.Settings {
+		vcs[s.Key] = s.Value
+	}
+	if r := vcs["vcs.revision"]; r != "" {
+		ti.Revision, ti.Modified = r, vcs["vcs.modified"] == "true"
+		ti.Build.VCSRevision, ti.Build.VCSModified, ti.Build.Stamp = r, ti.Modified, evidence.StampVCS
+		ti.Build.VCSTime = vcs["vcs.time"]
 	}
 	return ti
 }

@@ -15,6 +15,7 @@ func Reference() Implementation {
 	return Implementation{
 		Name:     spec.ReferenceSUT,
 		Features: spec.AllFeatures,
+		Source:   ReferenceSource,
 		NewOrders: func(c OrdersConfig) (OrderService, error) {
 			return orders.New(orders.Config{DB: c.DB, Secret: c.Secret, Log: c.Log, Actor: c.Name, Plant: c.Plant, Faults: c.Faults})
 		},

@@ -126,4 +126,7 @@ type Implementation struct {
 	NewOrders   func(OrdersConfig) (OrderService, error)
 	NewRelay    func(RelayConfig) (Relay, error)
 	NewConsumer func(ctx context.Context, cfg ConsumerConfig) (Consumer, error)
+	// Source digests the implementation's code as built into this binary
+	// (the evidence records it); nil when the implementation cannot say.
+	Source func() (evidence.SourceDigest, error)
 }
