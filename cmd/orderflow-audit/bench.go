@@ -53,6 +53,7 @@ orderflow-audit bench --history 1000000 --mysql-dsn 'root@tcp(127.0.0.1:3306)/'`
 	fs.IntVar(&o.History, "history", 0, "SENT rows already in the outbox before the first order")
 	fs.IntVar(&o.Clients, "clients", bench.DefaultClients, "concurrent placement clients")
 	fs.BoolVar(&o.RelayOnly, "relay-only", false, "run the relay phase alone, on intents written into the outbox by SQL\n(no orders, no consumers: what scripts/bench-peers.sh compares with a peer)")
+	fs.BoolVar(&o.ConsumerPerRecord, "consumer-per-record", false, "the consumers settle each record in its own transaction and offset commit, as in\nthe scenarios (default: a polled batch in one transaction, per record on a failure)")
 	fs.DurationVar(&o.Linger, "linger", 0, "the relays' producer linger (0: none)")
 	fs.StringVar(&bf.dsn, "mysql-dsn", "", "external MySQL/MariaDB `DSN` (env "+infra.EnvMySQLDSN+"; default: a private mariadbd)")
 	fs.StringVar(&bf.brokers, "kafka-brokers", "", "external Kafka brokers `host:port,...` (env "+infra.EnvKafkaBrokers+"; default: embedded kfake)")

@@ -191,7 +191,7 @@ func (p *pipeline) startConsumers(ctx context.Context) error {
 			return err
 		}
 		c, err := consumer.New(ctx, consumer.Config{DB: p.db, ClientOpts: p.kafka.ClientOpts(), Topic: p.topic,
-			Group: "ofa-bench-" + p.runID, Member: member, Log: log})
+			Group: "ofa-bench-" + p.runID, Member: member, Log: log, BatchEffects: !p.opts.ConsumerPerRecord})
 		if err != nil {
 			return err
 		}

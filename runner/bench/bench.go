@@ -72,6 +72,11 @@ type Options struct {
 	// orders, and drained by the relays; the check then asks every intent
 	// SENT and on the topic, and nothing more.
 	RelayOnly bool
+	// ConsumerPerRecord runs the consumers with one effect transaction and
+	// one offset commit per record, as the scenarios do; by default they
+	// settle each polled batch in one transaction (consumer.Config.
+	// BatchEffects).
+	ConsumerPerRecord bool
 	// Linger is the relays' producer linger (0: none; the client still
 	// packs what is buffered while a request is in flight).
 	Linger time.Duration

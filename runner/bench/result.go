@@ -9,18 +9,21 @@ import (
 // Result is what a run measured; `orderflow-audit bench --json` prints it
 // as one object (README.md documents every field).
 type Result struct {
-	RunID      string  `json:"run_id"`
-	Events     int     `json:"events"`
-	Relays     int     `json:"relays"`
-	Consumers  int     `json:"consumers"`
-	Batch      int     `json:"batch"`
-	Partitions int     `json:"partitions"`
-	History    int     `json:"history"`
-	Clients    int     `json:"clients"`
-	RelayOnly  bool    `json:"relay_only"`
-	LingerMS   float64 `json:"linger_ms"`
-	Database   string  `json:"database"`
-	Broker     string  `json:"broker"`
+	RunID      string `json:"run_id"`
+	Events     int    `json:"events"`
+	Relays     int    `json:"relays"`
+	Consumers  int    `json:"consumers"`
+	Batch      int    `json:"batch"`
+	Partitions int    `json:"partitions"`
+	History    int    `json:"history"`
+	Clients    int    `json:"clients"`
+	RelayOnly  bool   `json:"relay_only"`
+	// ConsumerBatch: the consumers settle a polled batch in one
+	// transaction (else one per record).
+	ConsumerBatch bool    `json:"consumer_batch"`
+	LingerMS      float64 `json:"linger_ms"`
+	Database      string  `json:"database"`
+	Broker        string  `json:"broker"`
 
 	PlacementEventsPerS float64 `json:"placement_events_per_s"`
 	RelayEventsPerS     float64 `json:"relay_events_per_s"`

@@ -31,7 +31,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	defer p.close()
 	res := &Result{RunID: runID, Events: opts.Events, Relays: opts.Relays, Consumers: opts.Consumers, Batch: opts.Batch,
-		Partitions: opts.Partitions, History: opts.History, Clients: opts.Clients, RelayOnly: opts.RelayOnly,
+		Partitions: opts.Partitions, History: opts.History, Clients: opts.Clients, RelayOnly: opts.RelayOnly, ConsumerBatch: !opts.ConsumerPerRecord,
 		LingerMS: float64(opts.Linger) / float64(time.Millisecond),
 		Database: p.server.Info.Flavour + " " + p.server.Info.Version, Broker: p.kafka.Implementation}
 	if p.private != nil {
@@ -172,6 +172,12 @@ func (p *pipeline) endToEnd(ctx context.Context, res *Result) error {
 		return perr
 	}
 	if err != nil {
+		return err
+	}
+	// A record can become its effect before the relay that published it
+	// has marked it: the relays go on until every intent is SENT (not
+	// part of the end-to-end time, which ends at the last effect).
+	if err := p.waitFor(ctx, "the relays' marks", func() int64 { return p.marked.Load() }, int64(2*o.Events)); err != nil {
 		return err
 	}
 	p.stopLoops()

@@ -73,6 +73,13 @@ type Config struct {
 	// Plant is a planted bug (negative control); None is the correct
 	// consumer.
 	Plant plant.Bug
+	// BatchEffects commits the effects of a polled batch of records in one
+	// transaction and their offsets in one commit (batch.go), falling back
+	// to one transaction per record when the batch's fails. Off (one
+	// transaction and one offset commit per record) by default, and
+	// ignored with a planted bug: the scenarios audit the per-record
+	// consumer; `orderflow-audit bench` runs this one.
+	BatchEffects bool
 }
 
 var idRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$`)
@@ -235,11 +242,20 @@ func (c *Consumer) count(f func(*Stats)) {
 // PollOnce hold the others).
 func (c *Consumer) Handle(ctx context.Context, r *kgo.Record) (Outcome, error) {
 	var out Outcome
+	id, err := c.receive(r)
+	if err != nil {
+		return out, err
+	}
+	return c.settle(ctx, r, id)
+}
+
+// receive parses r's identity, keeps r for Handled, counts it and emits
+// receive.
+func (c *Consumer) receive(r *kgo.Record) (Identity, error) {
 	id, err := ParseIdentity(r)
 	if err != nil {
-		return out, fmt.Errorf("consumer %s: record %s/%d@%d: %w", c.cfg.Member, r.Topic, r.Partition, r.Offset, err)
+		return id, fmt.Errorf("consumer %s: record %s/%d@%d: %w", c.cfg.Member, r.Topic, r.Partition, r.Offset, err)
 	}
-	out.Identity = id
 	c.mu.Lock()
 	c.handled = append(c.handled, r)
 	if len(c.handled) > handledKeep {
@@ -247,7 +263,7 @@ func (c *Consumer) Handle(ctx context.Context, r *kgo.Record) (Outcome, error) {
 	}
 	c.stats.Received++
 	c.mu.Unlock()
-	if err := c.emit(evidence.Event{
+	return id, c.emit(evidence.Event{
 		Kind:      evidence.KindReceive,
 		EventID:   id.EventID,
 		OrderID:   evidence.Ptr(id.OrderID),
@@ -255,10 +271,14 @@ func (c *Consumer) Handle(ctx context.Context, r *kgo.Record) (Outcome, error) {
 		Partition: evidence.Ptr(r.Partition),
 		Offset:    evidence.Ptr(r.Offset),
 		Consumer:  c.cfg.Group,
-	}); err != nil {
-		return out, err
-	}
+	})
+}
 
+// settle is Handle after the receive: the effect transaction, the fault
+// point, the offset commit.
+func (c *Consumer) settle(ctx context.Context, r *kgo.Record, id Identity) (Outcome, error) {
+	out := Outcome{Identity: id}
+	var err error
 	if c.cfg.Plant == plant.OffsetBeforeEffect {
 		if err := c.commitOffset(ctx, r); err != nil {
 			return out, err

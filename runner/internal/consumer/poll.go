@@ -41,18 +41,14 @@ func (c *Consumer) PollOnce(ctx context.Context) (Stats, error) {
 	if c.cfg.Plant == plant.BatchOutOfOrder {
 		slices.Reverse(recs)
 	}
-	for i, r := range recs {
-		if _, err := c.Handle(ctx, r); err != nil {
-			if !errors.Is(err, ErrEffectFailed) {
-				return c.Stats().sub(before), err
-			}
-			c.rewind(recs[i:])
-			select {
-			case <-ctx.Done():
-			case <-time.After(RetryBackoff):
-			}
-			return c.Stats().sub(before), ctx.Err()
-		}
+	handle := c.handleEach
+	if c.cfg.BatchEffects && c.cfg.Plant == plant.None && len(recs) > 1 {
+		handle = c.handleBatch
+	}
+	if err := handle(ctx, recs); errors.Is(err, errRewound) {
+		return c.Stats().sub(before), ctx.Err()
+	} else if err != nil {
+		return c.Stats().sub(before), err
 	}
 	if ferr != nil {
 		return c.Stats().sub(before), ferr
@@ -61,6 +57,45 @@ func (c *Consumer) PollOnce(ctx context.Context) (Stats, error) {
 		return c.Stats().sub(before), err
 	}
 	return c.Stats().sub(before), nil
+}
+
+// errRewound: an effect transaction did not commit; the partitions of
+// the records left were rewound for the next poll, after RetryBackoff.
+var errRewound = errors.New("rewound after a failed effect transaction")
+
+// handleEach handles recs one by one (Handle). An effect transaction that
+// did not commit stops it: the partitions of the records left are rewound
+// and it returns errRewound after RetryBackoff; any other error stops it
+// and is returned.
+func (c *Consumer) handleEach(ctx context.Context, recs []*kgo.Record) error {
+	return c.each(ctx, recs, func(r *kgo.Record) error {
+		_, err := c.Handle(ctx, r)
+		return err
+	})
+}
+
+// each calls handle for each record of recs in order, stopping as
+// handleEach says.
+func (c *Consumer) each(ctx context.Context, recs []*kgo.Record, handle func(*kgo.Record) error) error {
+	for i, r := range recs {
+		if err := handle(r); err != nil {
+			if !errors.Is(err, ErrEffectFailed) {
+				return err
+			}
+			c.rewind(recs[i:])
+			c.backoff(ctx)
+			return errRewound
+		}
+	}
+	return nil
+}
+
+// backoff waits RetryBackoff or until ctx ends.
+func (c *Consumer) backoff(ctx context.Context) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(RetryBackoff):
+	}
 }
 
 // rewind sets each partition of rest to its first record in rest: the
