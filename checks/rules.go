@@ -96,6 +96,7 @@ const (
 	RuleWitnessWrite            Rule = "witness-write"
 	RuleWitnessOrderTx          Rule = "witness-order-tx"
 	RuleWitnessRollbackWrote    Rule = "witness-rollback-wrote"
+	RuleWitnessAnswer           Rule = "witness-answer"
 	RuleWitnessClaim            Rule = "witness-claim"
 	RuleWitnessMark             Rule = "witness-mark"
 	RuleWitnessLeaseExpired     Rule = "witness-lease-expired"
@@ -200,6 +201,7 @@ var Rules = []RuleInfo{
 	{RuleWitnessWrite, "a logged seed or outbox write is not a transaction of that one row in the binlog"},
 	{RuleWitnessOrderTx, "a committed (or advanced) order is not exactly one binlog transaction of its writes with the logged values and nothing else"},
 	{RuleWitnessRollbackWrote, "a request the log calls rolled back has a committed transaction in the binlog"},
+	{RuleWitnessAnswer, "a 2xx answer the client recorded names an order the binlog does not hold under its key (and principal), or a body other than the stored answer"},
 	{RuleWitnessClaim, "a logged claim is not an outbox row change with its state before and its token and lease after, in a transaction of claims"},
 	{RuleWitnessMark, "a mark of 1 row has no CLAIMED -> SENT change under its token in the binlog (or one in a transaction of other writes), or a mark of 0 rows has one"},
 	{RuleWitnessLeaseExpired, "a logged lease expiry is not an outbox change that moves lease_until back under the same token (or 0 rows has one)"},

@@ -20,8 +20,8 @@ func TestCleanFixturePasses(t *testing.T) {
 	if v.Status != Pass || len(v.Reasons) != 0 {
 		t.Fatalf("verdict %s with reasons %+v; want PASS with none", v.Status, v.Reasons)
 	}
-	if v.Scenarios != 5 || v.Events != 109 || len(v.Invariants) != 5*7 {
-		t.Errorf("checked %d scenarios, %d events, %d invariants; want 5, 109, 35", v.Scenarios, v.Events, len(v.Invariants))
+	if v.Scenarios != 5 || v.Events != 116 || len(v.Invariants) != 5*7 {
+		t.Errorf("checked %d scenarios, %d events, %d invariants; want 5, 116, 35 (the lines of testdata/u80)", v.Scenarios, v.Events, len(v.Invariants))
 	}
 	for _, c := range v.Invariants {
 		if c.Live != 0 || c.Replayed != 0 {

@@ -25,7 +25,7 @@ var witnessKinds = map[evidence.Kind]bool{
 	evidence.KindClaim: true, evidence.KindPublish: true, evidence.KindPublishUnknown: true, evidence.KindMark: true,
 	evidence.KindLeaseExpired: true, evidence.KindReceive: true, evidence.KindInboxInsert: true,
 	evidence.KindInboxReject: true, evidence.KindEffect: true, evidence.KindOffsetCommit: true,
-	evidence.KindOrderAdvanced: true, evidence.KindEffectRolledBack: true, evidence.KindCommitUnknown: true,
+	evidence.KindOrderRequest: true, evidence.KindOrderAdvanced: true, evidence.KindEffectRolledBack: true, evidence.KindCommitUnknown: true,
 }
 
 // keepEvent copies e if a witness can speak to it.
@@ -45,6 +45,9 @@ func keepEvent(out []wEvent, e *evidence.Event, src Source) []wEvent {
 	c.Stock = clonePtr(e.Stock)
 	c.LeaseMS = clonePtr(e.LeaseMS)
 	c.AggregateVersion = clonePtr(e.AggregateVersion)
+	c.PriceCents = clonePtr(e.PriceCents)
+	c.AmountCents = clonePtr(e.AmountCents)
+	c.Lines = slices.Clone(e.Lines)
 	c.Writes = slices.Clone(e.Writes)
 	return append(out, wEvent{e: c, src: src})
 }

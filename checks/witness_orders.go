@@ -35,8 +35,12 @@ func (s *scenarioCheck) seeds() {
 		switch e.Kind {
 		case evidence.KindSeedStock:
 			what = fmt.Sprintf("stock row %s = %d", e.SKU, i64(e.Stock))
+			if e.PriceCents != nil {
+				what += fmt.Sprintf(" at %d cents", *e.PriceCents)
+			}
 			match = func(c *binlog.RowChange) bool {
-				return c.Table == "stock" && c.Op != binlog.Delete && eqStr(c.After["sku"], e.SKU) && eqInt(c.After["quantity"], i64(e.Stock))
+				return c.Table == "stock" && c.Op != binlog.Delete && eqStr(c.After["sku"], e.SKU) && eqInt(c.After["quantity"], i64(e.Stock)) &&
+					(e.PriceCents == nil || eqInt(c.After["price_cents"], *e.PriceCents))
 			}
 		case evidence.KindSeedOutbox:
 			what = fmt.Sprintf("outbox row %s (aggregate %d, %s, claim_version %d, payload sha256 %.12s)", e.EventID, i64(e.OrderID),
@@ -293,6 +297,39 @@ func advanceProblems(e evidence.Event, chs []*change) []string {
 		problems = append(problems, fmt.Sprintf("%d order update(s) and %d intent(s) where an advance writes one of each", orders, intents))
 	}
 	return problems
+}
+
+// answers: every 2xx answer the client recorded (order_request) names an
+// order the binlog has under the client's key (and principal), and its
+// body is the answer the database stored for that key, byte for byte.
+// The rows are not consumed: the order's own event explains them.
+func (s *scenarioCheck) answers() {
+	for _, w := range s.kinds(evidence.KindOrderRequest) {
+		e := w.e
+		if e.Status < 200 || e.Status > 299 || e.OrderID == nil {
+			continue
+		}
+		var rec *binlog.RowChange
+		for _, ch := range s.db.changes {
+			if is(ch.c, "idempotency_records", binlog.Insert) && eqStr(ch.c.After["idem_key"], e.Key) &&
+				(e.Principal == "" || ch.c.After["principal"] == nil || eqStr(ch.c.After["principal"], e.Principal)) {
+				rec = ch.c
+			}
+		}
+		switch {
+		case rec == nil:
+			s.add(w.reason("witness-answer", "", "the client got %d naming order %d for key %q, but the binlog has no idempotency "+
+				"record of that key", e.Status, *e.OrderID, e.Key))
+		case !eqInt(rec.After["order_id"], *e.OrderID):
+			s.add(w.reason("witness-answer", "", "the client got order %d for key %q, but the binlog records order %s under that key",
+				*e.OrderID, e.Key, show(rec.After["order_id"])))
+		case e.PayloadSHA256 != "" && rec.After["response_body"] != nil && payloadSHA256(rec.After["response_body"]) != e.PayloadSHA256:
+			s.add(w.reason("witness-answer", "", "the body the client got for key %q (sha256 %.12s) is not the answer the database "+
+				"stored for it (sha256 %.12s)", e.Key, e.PayloadSHA256, payloadSHA256(rec.After["response_body"])))
+		default:
+			s.sum.answers++
+		}
+	}
 }
 
 // rollbacks: a request the log calls rolled back has no transaction: no

@@ -69,6 +69,7 @@ func (s *scenarioCheck) run() {
 		s.seeds()
 		s.orders()
 		s.advances()
+		s.answers()
 		s.rollbacks()
 		s.claims()
 		s.marks()

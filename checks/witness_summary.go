@@ -20,6 +20,7 @@ type witnessSummary struct {
 	orderGTIDs        []binlog.GTID
 	orderWrites       []int
 	rolledBack        int
+	answers           int
 	claims            int
 	marks             int
 	zeroMarks         int
@@ -81,6 +82,9 @@ func (w *witnessSummary) commit() string {
 	}
 	if w.rolledBack > 0 {
 		parts = append(parts, plural(w.rolledBack, "rolled-back request", "rolled-back requests")+" with no transaction")
+	}
+	if w.answers > 0 {
+		parts = append(parts, plural(w.answers, "answer", "answers")+" as stored")
 	}
 	if len(parts) == 0 {
 		return ""
