@@ -339,6 +339,7 @@ func (m *Model) stepEffect(e *evidence.Event, src Source) {
 // read) of a partition: it must have received record n-1, and every record
 // below n it received must be settled (effect or inbox_reject).
 func (m *Model) stepOffsetCommit(e *evidence.Event, src Source) {
+	m.noteCommit(e)
 	next := val(e.Offset)
 	if next > 0 {
 		r := m.records[recordKey{e.Topic, val(e.Partition), next - 1}]

@@ -17,6 +17,7 @@ func (m *Model) Finish(truncated bool) {
 	m.checkObserved(truncated)
 	m.checkStock(truncated)
 	m.checkReceived(truncated)
+	m.finishChaos()
 }
 
 // checkObserved (delivery, harness): every observation is of a row in a

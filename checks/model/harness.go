@@ -75,6 +75,7 @@ func (m *Model) stepFault(e *evidence.Event, src Source) {
 	if len(m.faults) < maxFaults {
 		m.faults = append(m.faults, strings.Clone(e.Point))
 	}
+	m.countFault(e)
 }
 
 // stepInvariant: a live invariant query ran; the checker compares its
