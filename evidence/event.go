@@ -110,7 +110,7 @@ const (
 	// detail (the slot and why: first start, or restart after what).
 	KindProcessStart Kind = "process_start"
 	// KindProcessExit: an actor process ended. target, pid, detail (how:
-	// "killed by SIGKILL", "exit 1: <its last error>").
+	// "killed by signal 9 (killed)", "exit 1: <its last error>").
 	KindProcessExit Kind = "process_exit"
 )
 

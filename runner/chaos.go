@@ -102,7 +102,9 @@ func ChaosArgs(c nemesis.Config) []string {
 		}
 		args = append(args, "--faults", strings.Join(kinds, ","))
 	}
-	if len(c.Only) > 0 {
+	if slices.Equal(c.Only, nemesis.NoFaults) {
+		args = append(args, "--only-faults", "none")
+	} else if len(c.Only) > 0 {
 		only := make([]string, len(c.Only))
 		for i, n := range c.Only {
 			only[i] = strconv.Itoa(n)

@@ -24,7 +24,7 @@ func (cf *chaosFlags) register(fs *flagSet) {
 	fs.IntVar(&cf.relays, "relays", d.Relays, "chaos: relay processes")
 	fs.IntVar(&cf.consumers, "consumers", d.Consumers, "chaos: consumer processes (one group)")
 	fs.StringVar(&cf.faults, "faults", "all", "chaos: fault `kinds` the nemesis draws from, comma-separated:\n"+nemesis.KindList())
-	fs.StringVar(&cf.only, "only-faults", "", "chaos: keep only these `numbers` of the seed's schedule (comma-separated;\nwhat explore's shrinking prints)")
+	fs.StringVar(&cf.only, "only-faults", "", "chaos: keep only these `numbers` of the seed's schedule (comma-separated, or none;\nwhat explore's shrinking prints)")
 }
 
 // config checks the flags and returns the configuration (seed left out:
@@ -38,7 +38,9 @@ func (cf *chaosFlags) config() (nemesis.Config, error) {
 	if cf.orders < 1 || cf.relays < 1 || cf.consumers < 1 {
 		return c, usageErrorf("--orders, --relays and --consumers must be at least 1")
 	}
-	if cf.only != "" {
+	if cf.only == "none" {
+		c.Only = nemesis.NoFaults
+	} else if cf.only != "" {
 		for _, p := range strings.Split(cf.only, ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(p))
 			if err != nil || n < 1 {

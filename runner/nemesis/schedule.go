@@ -117,7 +117,7 @@ type Config struct {
 	// Kinds are the fault kinds that may be drawn (default: all).
 	Kinds []Kind
 	// Only keeps the faults with these 1-based numbers of the generated
-	// schedule (empty: all of them); shrinking uses it.
+	// schedule (empty: all of them; NoFaults: none); shrinking uses it.
 	Only []int
 }
 
@@ -167,12 +167,16 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--consumers %d: at most %d", c.Consumers, MaxConsumers)
 	}
 	for _, n := range c.Only {
-		if n < 1 {
+		if n < 1 && !slices.Equal(c.Only, NoFaults) {
 			return fmt.Errorf("--only-faults %d: fault numbers start at 1", n)
 		}
 	}
 	return nil
 }
+
+// NoFaults as Config.Only keeps no fault of the schedule (--only-faults
+// none): the load alone.
+var NoFaults = []int{0}
 
 // Fault is one planned fault: what, on what, when and for how long.
 type Fault struct {
