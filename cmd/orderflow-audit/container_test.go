@@ -109,8 +109,8 @@ func runBinary(t *testing.T, d time.Duration, env []string, name string, args ..
 	return code, out.String(), errb.String()
 }
 
-// TestRunInContainers is the acceptance test of the container mode: a full
-// default run with the database and the broker in containers of the
+// TestRunInContainers is the acceptance test of the container mode: a run
+// of every scenario that can run against an external broker, with the database and the broker in containers of the
 // images scripts/container-images.sh builds passes, verify passes, the
 // evidence records the images with their digests, both witnesses are
 // taken through the protocols (the binlog streamed, the broker dumped), the
@@ -119,13 +119,26 @@ func TestRunInContainers(t *testing.T) {
 	infratest.RequireContainers(t)
 	nets := networkIDs(t)
 	out := filepath.Join(t.TempDir(), "u80.json")
+	// Every scenario but those that tell the embedded broker to fail
+	// requests: the broker in its container is out of the run's reach
+	// (selected, they would be NOT_RUN and the verdict INCONCLUSIVE).
+	var ids []string
+	for _, sc := range spec.All() {
+		if !sc.BrokerControlled() {
+			ids = append(ids, sc.ID)
+		}
+	}
+	if len(ids) == len(spec.All()) || len(ids) < 15 {
+		t.Fatalf("%d of %d scenarios run against a broker in a container: the selection is wrong", len(ids), len(spec.All()))
+	}
 	code, stdout, stderr := runBinary(t, 5*time.Minute, os.Environ(), binary(t), "run",
-		"--db", "container:"+infratest.LocalMariaDB, "--kafka", "container:"+infratest.LocalBroker, "--out", out)
+		"--db", "container:"+infratest.LocalMariaDB, "--kafka", "container:"+infratest.LocalBroker,
+		"--scenarios", strings.Join(ids, ","), "--out", out)
 	if code != exitOK {
 		t.Fatalf("run: exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	if n := strings.Count(stdout, "=PASS "); n != len(spec.All()) {
-		t.Errorf("%d scenarios passed; want all %d:\n%s", n, len(spec.All()), stdout)
+	if n := strings.Count(stdout, "=PASS "); n != len(ids) {
+		t.Errorf("%d scenarios passed; want all %d selected:\n%s", n, len(ids), stdout)
 	}
 	if code, vout, verr := runCLI(t, "verify", out); code != exitOK {
 		t.Fatalf("verify: exit %d\n%s\n%s", code, vout, verr)
