@@ -17,6 +17,7 @@ func (m *Model) Finish(truncated bool) {
 	m.checkObserved(truncated)
 	m.checkStock(truncated)
 	m.checkReceived(truncated)
+	m.checkWaiting(truncated)
 	m.finishChaos()
 }
 

@@ -76,6 +76,7 @@ type Model struct {
 	suppressed map[Rule]int
 
 	chaosState // the chaos scenario's figures (chaos.go)
+	logOrder   // events waiting for their cause (logorder.go)
 }
 
 // New returns the empty state of a scenario that declares faultPoints (as
