@@ -173,10 +173,10 @@ func syntheticLog(runID, scenario string, evs []resolved) *evidence.MergeLog {
 // that depend on an unlogged one happened.
 type loggedIndex struct {
 	orders   map[int64]bool
-	claims   map[string]bool // event id / claim version
-	marks    map[string]bool // event id (a mark that hit a row)
-	inbox    map[string]bool // consumer / event id
-	effects  map[int64]bool  // notification id
+	claims   map[string]bool      // event id / claim version
+	marks    map[string]bool      // event id (a mark that hit a row)
+	inbox    map[string]bool      // consumer / event id
+	effects  map[int64]bool       // notification id
 	first    map[string]time.Time // the first event naming an event id
 	tokenUse map[string]time.Time // the first publish or mark of event id / version / claim id
 	lastPub  map[string]time.Time // the last publish of event id / version / claim id
@@ -184,7 +184,9 @@ type loggedIndex struct {
 	leaseMS  int64                // a lease the relays logged (for a claim's time)
 }
 
-func tokenKey(e string, v int64, id string) string { return e + "/" + strconv.FormatInt(v, 10) + "/" + id }
+func tokenKey(e string, v int64, id string) string {
+	return e + "/" + strconv.FormatInt(v, 10) + "/" + id
+}
 
 func indexLogged(evs []evidence.Event) *loggedIndex {
 	ix := &loggedIndex{orders: map[int64]bool{}, claims: map[string]bool{}, marks: map[string]bool{}, inbox: map[string]bool{},
