@@ -167,7 +167,7 @@ var brokerFaults = map[nemesis.Kind]struct {
 	what string
 }{
 	nemesis.ProduceRefused: {infra.FaultProduceRefused, "answers INVALID_RECORD to every produce request on the topic, appending nothing"},
-	nemesis.ProduceTimeout: {infra.FaultProduceTimeout, "leaves every produce request on the topic unanswered, appending nothing"},
+	nemesis.ProduceTimeout: {infra.FaultProduceTimeout, "leaves every produce request unanswered, appending nothing"},
 	nemesis.AckLost:        {infra.FaultAckLost, "appends every produce request on the topic and answers REQUEST_TIMED_OUT"},
 	nemesis.FetchError:     {infra.FaultFetchError, "answers NOT_LEADER_OR_FOLLOWER to every fetch of the topic"},
 	nemesis.Rebalance:      {infra.FaultRebalance, "answers REBALANCE_IN_PROGRESS to every heartbeat of the group"},
@@ -209,21 +209,31 @@ func (cr *chaosRun) restartBroker(ctx context.Context) (string, error) {
 }
 
 // killConnection kills a connection of the scenario's database that is
-// inside a transaction (whoever holds it: the processlist does not say
-// which process is behind a proxied connection), and says what it was
-// doing.
+// inside a transaction, or else one running a statement (whoever holds
+// it: the processlist does not say which process is behind a proxied
+// connection), and says what it was doing.
 func (cr *chaosRun) killConnection(ctx context.Context, f nemesis.Fault) (string, error) {
 	var id int64
 	var command, state, info sql.NullString
 	var age sql.NullInt64
-	err := cr.e.DB.QueryRowContext(ctx, `SELECT p.ID, p.COMMAND, p.STATE, p.INFO, TIMESTAMPDIFF(MICROSECOND, t.trx_started, NOW(6))
-  FROM information_schema.INNODB_TRX t JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id
-  WHERE p.DB = ? ORDER BY p.ID LIMIT 1`, cr.e.Scratch.Name).Scan(&id, &command, &state, &info, &age)
-	if err == sql.ErrNoRows {
-		return "", nil // no transaction open at this moment
-	}
-	if err != nil {
-		return "", fmt.Errorf("find a connection in a transaction: %w", err)
+	// Transactions last milliseconds: look for one for a little while.
+	deadline := time.Now().Add(connKillSearch)
+	for {
+		err := cr.e.DB.QueryRowContext(ctx, `SELECT p.ID, p.COMMAND, p.STATE, p.INFO,
+    TIMESTAMPDIFF(MICROSECOND, t.trx_started, NOW(6))
+  FROM information_schema.PROCESSLIST p LEFT JOIN information_schema.INNODB_TRX t ON p.ID = t.trx_mysql_thread_id
+  WHERE p.DB = ? AND p.ID <> CONNECTION_ID() AND (t.trx_id IS NOT NULL OR p.COMMAND <> 'Sleep')
+  ORDER BY t.trx_id IS NULL, p.ID LIMIT 1`, cr.e.Scratch.Name).Scan(&id, &command, &state, &info, &age)
+		if err == nil {
+			break
+		}
+		if err != sql.ErrNoRows {
+			return "", fmt.Errorf("find a connection in a transaction: %w", err)
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return "", nil // no transaction open meanwhile: nothing to kill
+		}
+		time.Sleep(2 * time.Millisecond)
 	}
 	if _, err := cr.e.DB.ExecContext(ctx, "KILL CONNECTION "+fmt.Sprint(id)); err != nil {
 		return "", fmt.Errorf("kill connection %d: %w", id, err)
@@ -232,9 +242,16 @@ func (cr *chaosRun) killConnection(ctx context.Context, f nemesis.Fault) (string
 	if what == "" {
 		what = "between statements"
 	}
-	return fmt.Sprintf("KILL CONNECTION %d, in a transaction for %d µs, command %s, state %q: %s",
-		id, age.Int64, command.String, state.String, clip(what, 200)), nil
+	trx := "running a statement (no InnoDB transaction listed for it)"
+	if age.Valid {
+		trx = fmt.Sprintf("in a transaction for %d µs", age.Int64)
+	}
+	return fmt.Sprintf("KILL CONNECTION %d, %s, command %s, state %q: %s",
+		id, trx, command.String, state.String, clip(what, 200)), nil
 }
+
+// connKillSearch is how long conn-kill looks for an open transaction.
+const connKillSearch = 500 * time.Millisecond
 
 func clip(s string, n int) string {
 	if len(s) > n {

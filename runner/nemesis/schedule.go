@@ -119,6 +119,10 @@ type Config struct {
 	// Only keeps the faults with these 1-based numbers of the generated
 	// schedule (empty: all of them; NoFaults: none); shrinking uses it.
 	Only []int
+	// Plan, when set, is the schedule instead of the seed's (tests that
+	// need every kind of fault in one run); Only and Duration still apply.
+	// No flag sets it: a run with a plan cannot be replayed by flags.
+	Plan []Fault
 }
 
 // SetDefaults fills the zero fields.
@@ -235,6 +239,16 @@ const (
 // schedule of a shorter duration is a prefix of a longer one's: shrinking
 // the duration drops the last faults and moves none.
 func Schedule(cfg Config) []Fault {
+	if cfg.Plan != nil {
+		var out []Fault
+		for i, f := range cfg.Plan {
+			f.N = i + 1
+			if f.At < cfg.Duration && (len(cfg.Only) == 0 || slices.Contains(cfg.Only, f.N)) {
+				out = append(out, f)
+			}
+		}
+		return out
+	}
 	r := rand.New(rand.NewPCG(uint64(cfg.Seed), streamSchedule))
 	var out []Fault
 	at := time.Duration(0)

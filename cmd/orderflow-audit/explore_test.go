@@ -1,0 +1,104 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/orderflow-audit/orderflow-audit/runner/infra/infratest"
+)
+
+func TestParseSeeds(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []int64
+	}{
+		{"7", []int64{7}},
+		{"1..3", []int64{1, 2, 3}},
+		{"5,1..2,5", []int64{5, 1, 2}},
+	} {
+		got, err := parseSeeds(tc.in)
+		if err != nil || !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("parseSeeds(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+		}
+	}
+	for _, bad := range []string{"", "0", "3..1", "a", "1..", "1..b", "-2"} {
+		if _, err := parseSeeds(bad); err == nil {
+			t.Errorf("parseSeeds(%q) accepted", bad)
+		}
+	}
+}
+
+func TestExploreBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"--seeds", "0"},
+		{"--seeds", "5..3"},
+		{"--faults", "kill,nope"},
+		{"--progress", "sometimes"},
+		{"--orders", "0"},
+		{"--duration", "1ms"},
+		{"--plant", "no-such-bug"},
+		{"--only-faults", "0,2"},
+		{"stray"},
+	} {
+		code, _, stderr := runCLI(t, append([]string{"explore", "--out-dir", t.TempDir()}, args...)...)
+		if code != exitUsage || !strings.Contains(stderr, "explore") {
+			t.Errorf("explore %v: exit %d, stderr %q; want exit 2 naming the problem", args, code, stderr)
+		}
+	}
+}
+
+// TestExploreInterruptLeavesNothing: Ctrl-C in the middle of a seed's run
+// stops explore after the run's cleanup: exit 4, no actor process and no
+// private server left, the server's directory and the seed's working
+// directory removed.
+func TestExploreInterruptLeavesNothing(t *testing.T) {
+	infratest.RequireMariaDB(t)
+	if testing.Short() {
+		t.Skip("runs a chaos scenario")
+	}
+	tmp, out := t.TempDir(), t.TempDir()
+	binary(t)
+	t.Setenv("TMPDIR", tmp)
+	p := startProc(t, "explore", "--seeds", "1..3", "--duration", "3s", "--progress", "off", "--out-dir", out)
+	deadline := time.Now().Add(60 * time.Second)
+	for len(actorsOf(out)) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no actor process of the exploration within 60 s; stderr:\n%s", p.stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(1500 * time.Millisecond) // in the middle of the faults
+	if err := p.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	code := p.wait(t, 30*time.Second)
+	if code != exitInconclusive {
+		t.Errorf("exit %d after SIGINT; want %d; stderr:\n%s", code, exitInconclusive, p.stderr.String())
+	}
+	if pids := actorsOf(out); len(pids) > 0 {
+		t.Errorf("actor processes left: %v", pids)
+	}
+	privateGone(t, tmp)
+	es, _ := os.ReadDir(out)
+	for _, e := range es {
+		t.Errorf("left in --out-dir: %s", e.Name())
+	}
+}
+
+// actorsOf lists the pids of processes whose command line names dir (the
+// actors log into it).
+func actorsOf(dir string) []string {
+	var out []string
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err == nil && strings.Contains(string(b), dir) && strings.Contains(string(b), "actor") {
+			out = append(out, filepath.Base(filepath.Dir(p)))
+		}
+	}
+	return out
+}
