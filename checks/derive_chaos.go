@@ -20,8 +20,8 @@ import (
 //   - unknownResolved: publishes of unknown outcome whose outcome the
 //     records received settle, over all of them (model/chaos.go).
 //
-// Beyond the metrics, a PASS needs its faults to have happened
-// (fault-not-injected when none did).
+// Beyond the metrics, a PASS without any fault is inconclusive
+// (scenario-not-exercised).
 func init() {
 	derive("chaos", derivation{
 		metrics: func(f facts) []metricValue {
@@ -41,9 +41,11 @@ func init() {
 				text("unknownResolved", fmt.Sprintf("%d/%d", resolved, unknown)),
 			}
 		},
-		injected: func(f facts) string {
+		// A run without a fault (--only-faults none, or nothing to hit)
+		// shows the load alone: its PASS says nothing about faults.
+		exercised: func(f facts) string {
 			if len(f.m.FaultKinds()) == 0 {
-				return "no fault event of the nemesis"
+				return "no fault event of the nemesis: the load ran without faults"
 			}
 			return ""
 		},

@@ -59,7 +59,8 @@ func init() {
 		Description: "N orders from several users placed concurrently over HTTP through the order service, R relays and C " +
 			"consumers of one group, each its own OS process, while a nemesis applies a seeded random schedule of faults " +
 			"(--faults); then every fault is healed and the chain left to settle: every committed event has exactly one " +
-			"effect and the group's lag is 0",
+			"effect and the group's lag is 0. The schedule and the request order follow from the seed; the OS scheduler and the " +
+			"network (which relay claims what, how requests interleave, where a kill lands) do not, and are recorded as they happened",
 		Metrics: []Metric{{"orders", ""}, {"events", ""}, {"deliveries", ""}, {"duplicatesAbsorbed", ""}, {"effects", ""},
 			{"missing", "0"}, {"lag", "0"}, {"faults", ""}, {"unknownResolved", ""}},
 		Needs: []Feature{FeatureProcesses, FeatureOrderService, FeatureClaimTokens},
@@ -92,8 +93,8 @@ var chaosFaults = []Fault{
 	{
 		FaultRef: FaultRef{NemesisProduceTimeout, InjectBroker}, Actor: ActorRelay,
 		Simulates: "a broker that stops answering produce requests for a while",
-		How: "the embedded broker read the produce requests on the topic and left them unanswered and unappended for a while " +
-			"(kfake ControlKey on Produce)",
+		How: "the embedded broker read every produce request and left it unanswered and unappended for a while " +
+			"(kfake ControlKey on Produce; the scenario's relays are the only producers)",
 		CannotInfer: "a request the broker appends after the relay gave up on it",
 	},
 	{

@@ -10,8 +10,8 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/runner/nemesis"
 )
 
-// Shrinking a failure: fewer faults, then fewer orders, then a shorter
-// duration, each step kept only when the run fails again with the same
+// Shrinking a failure: fewer faults, then a shorter duration, then fewer
+// orders, each step kept only when the run fails again with the same
 // rule, within a budget of runs. The schedule of a seed is a pure
 // function of the seed and the flags (runner/nemesis): --only-faults
 // keeps some of its faults, --orders does not move them, and a shorter
@@ -42,8 +42,8 @@ func (x *exploration) shrink(ctx context.Context, r seedResult, budget int) {
 	s := &shrinker{x: x, seed: r.seed, rule: rule, budget: budget, best: r.cfg}
 	fmt.Fprintf(x.stderr, "shrinking seed %d (rule %s, at most %d runs)...\n", r.seed, rule, budget)
 	s.faults(ctx)
-	s.orders(ctx)
 	s.duration(ctx)
+	s.orders(ctx)
 	faults := nemesis.Schedule(s.best)
 	var parts []string
 	for _, f := range faults {
