@@ -1,14 +1,17 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/orderflow-audit/orderflow-audit/runner/infra/infratest"
+	"github.com/orderflow-audit/orderflow-audit/runner/nemesis"
 )
 
 func TestParseSeeds(t *testing.T) {
@@ -101,4 +104,64 @@ func actorsOf(dir string) []string {
 		}
 	}
 	return out
+}
+
+// TestShrink: with a run that fails (rule r) exactly when the schedule
+// holds fault #3 and at least 4 orders, shrinking keeps fault #3 alone, cuts
+// the duration to just after it and halves the orders down to what still
+// fails.
+func TestShrink(t *testing.T) {
+	c := nemesis.Config{Seed: 5, Duration: 10 * time.Second}
+	c.SetDefaults()
+	all := nemesis.Schedule(c)
+	if len(all) < 5 {
+		t.Fatalf("seed 5 has %d faults; the test needs 5", len(all))
+	}
+	runs := 0
+	fake := func(_ context.Context, c nemesis.Config) seedResult {
+		runs++
+		has3 := slices.ContainsFunc(nemesis.Schedule(c), func(f nemesis.Fault) bool { return f.N == 3 })
+		if has3 && c.Orders >= 4 {
+			return seedResult{status: statusFail, rules: []string{"r"}}
+		}
+		return seedResult{status: statusPass}
+	}
+	var stderr strings.Builder
+	x := &exploration{stderr: &stderr, bar: &progressBar{}}
+	s := &shrinker{x: x, run: fake, seed: 5, rule: "r", budget: 40, best: c}
+	s.shrink(context.Background())
+	got := nemesis.Schedule(s.best)
+	if len(got) != 1 || got[0].N != 3 {
+		t.Fatalf("shrunk schedule %v; want fault #3 alone\n%s", got, stderr.String())
+	}
+	if want := (all[2].At + all[2].For + 300*time.Millisecond).Round(100 * time.Millisecond); s.best.Duration != max(want, time.Second) {
+		t.Errorf("duration %v; want %v", s.best.Duration, max(want, time.Second))
+	}
+	if s.best.Orders != 5 { // 40, 20, 10, 5 fail; 2 passes
+		t.Errorf("orders %d; want 5", s.best.Orders)
+	}
+	if s.runs != runs || runs > 40 {
+		t.Errorf("%d runs counted, %d made", s.runs, runs)
+	}
+	args := strings.Join(replayArgs(5, s.best, ""), " ")
+	if !strings.Contains(args, "--only-faults 3") || !strings.Contains(args, "--seed 5") {
+		t.Errorf("replay args %q do not name the seed and fault #3", args)
+	}
+}
+
+// TestShrinkBudget: shrinking stops at its budget of runs.
+func TestShrinkBudget(t *testing.T) {
+	c := nemesis.Config{Seed: 5, Duration: 10 * time.Second}
+	c.SetDefaults()
+	runs := 0
+	fake := func(context.Context, nemesis.Config) seedResult {
+		runs++
+		return seedResult{status: statusFail, rules: []string{"r"}}
+	}
+	var stderr strings.Builder
+	s := &shrinker{x: &exploration{stderr: &stderr, bar: &progressBar{}}, run: fake, seed: 5, rule: "r", budget: 3, best: c}
+	s.shrink(context.Background())
+	if runs != 3 {
+		t.Fatalf("%d runs; want the budget, 3", runs)
+	}
 }

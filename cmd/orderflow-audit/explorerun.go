@@ -66,6 +66,7 @@ func (r seedResult) eventsPerSecond() float64 {
 // under the output directory, verifies it, and keeps the evidence only
 // when it failed.
 func (x *exploration) runSeed(ctx context.Context, seed int64, cfg nemesis.Config) (res seedResult) {
+	cfg.Seed = seed // the schedule is the seed's (the runner sets it too)
 	res = seedResult{seed: seed, cfg: cfg}
 	t0 := time.Now()
 	defer func() { res.wall = time.Since(t0) }()

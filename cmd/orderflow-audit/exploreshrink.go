@@ -21,6 +21,7 @@ import (
 // shrinker holds the search.
 type shrinker struct {
 	x      *exploration
+	run    func(ctx context.Context, c nemesis.Config) seedResult // one chaos run of the seed
 	seed   int64
 	rule   string
 	budget int
@@ -39,11 +40,10 @@ func (x *exploration) shrink(ctx context.Context, r seedResult, budget int) {
 			}
 		}
 	}
-	s := &shrinker{x: x, seed: r.seed, rule: rule, budget: budget, best: r.cfg}
+	s := &shrinker{x: x, seed: r.seed, rule: rule, budget: budget, best: r.cfg,
+		run: func(ctx context.Context, c nemesis.Config) seedResult { return x.runSeed(ctx, r.seed, c) }}
 	fmt.Fprintf(x.stderr, "shrinking seed %d (rule %s, at most %d runs)...\n", r.seed, rule, budget)
-	s.faults(ctx)
-	s.duration(ctx)
-	s.orders(ctx)
+	s.shrink(ctx)
 	faults := nemesis.Schedule(s.best)
 	var parts []string
 	for _, f := range faults {
@@ -58,6 +58,13 @@ func (x *exploration) shrink(ctx context.Context, r seedResult, budget int) {
 	fmt.Fprintln(x.stdout, "orderflow-audit run "+strings.Join(replayArgs(r.seed, s.best, x.plant), " "))
 }
 
+// shrink runs the three steps.
+func (s *shrinker) shrink(ctx context.Context) {
+	s.faults(ctx)
+	s.duration(ctx)
+	s.orders(ctx)
+}
+
 // try runs c and tells whether it fails with the rule; it spends one run
 // of the budget.
 func (s *shrinker) try(ctx context.Context, c nemesis.Config) bool {
@@ -65,8 +72,7 @@ func (s *shrinker) try(ctx context.Context, c nemesis.Config) bool {
 		return false
 	}
 	s.runs++
-	s.x.bar.clear()
-	r := s.x.runSeed(ctx, s.seed, c)
+	r := s.run(ctx, c)
 	ok := r.status == statusFail && slices.Contains(r.rules, s.rule)
 	verdict := r.status
 	if len(r.rules) > 0 {
