@@ -16,6 +16,12 @@ import (
 // finally, every intent SENT, every intent with its effect, and the
 // group's committed offsets at the end of every partition.
 
+// chaosStuck ends settling early: a chain whose figures (intents not
+// SENT, intents without an effect, the group's lag) have not moved for
+// this long, with every fault healed, is not going to settle (a correct
+// one moves within a lease or two).
+const chaosStuck = 8 * time.Second
+
 // settled is what settling found.
 type settled struct {
 	ok   bool
@@ -35,6 +41,8 @@ func (cr *chaosRun) settle(ctx context.Context, loaded <-chan loadStats, healed 
 	case <-ctx.Done():
 		return ls, settled{last: "interrupted"}
 	}
+	var last string
+	lastChange := time.Now()
 	for {
 		qctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		what, err := cr.quiescent(qctx)
@@ -45,7 +53,13 @@ func (cr *chaosRun) settle(ctx context.Context, loaded <-chan loadStats, healed 
 		if err != nil {
 			what = err.Error()
 		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
+		if what != last {
+			last, lastChange = what, time.Now()
+		}
+		if stuck := time.Since(lastChange) > chaosStuck; stuck || time.Now().After(deadline) || ctx.Err() != nil {
+			if stuck {
+				what += fmt.Sprintf(" (no progress for %v)", chaosStuck)
+			}
 			return ls, settled{took: time.Since(healed), last: what}
 		}
 		select {
