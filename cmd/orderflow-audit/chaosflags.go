@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -54,4 +55,21 @@ func (cf *chaosFlags) config() (nemesis.Config, error) {
 		return c, usageErrorf("%v", err)
 	}
 	return c, nil
+}
+
+// chaosFlagNames are the flags register defines.
+var chaosFlagNames = []string{"duration", "orders", "relays", "consumers", "faults", "only-faults"}
+
+// setWithout returns a chaos flag that was set although ids do not select
+// the chaos scenario ("" when none was).
+func (cf *chaosFlags) setWithout(set map[string]bool, ids []string) string {
+	if slices.Contains(ids, "chaos") {
+		return ""
+	}
+	for _, n := range chaosFlagNames {
+		if set[n] {
+			return n
+		}
+	}
+	return ""
 }

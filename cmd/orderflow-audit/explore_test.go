@@ -165,3 +165,15 @@ func TestShrinkBudget(t *testing.T) {
 		t.Fatalf("%d runs; want the budget, 3", runs)
 	}
 }
+
+// A chaos flag without the chaos scenario selected is refused.
+func TestRunChaosFlagsNeedChaos(t *testing.T) {
+	code, _, stderr := runCLI(t, "run", "--scenarios", "placement", "--orders", "5", "--out", filepath.Join(t.TempDir(), "u80.json"))
+	if code != exitUsage || !strings.Contains(stderr, "--orders configures the chaos scenario") {
+		t.Fatalf("exit %d, stderr %q; want exit 2 naming --orders", code, stderr)
+	}
+	code, _, stderr = runCLI(t, "run", "--scenarios", "chaos", "--orders", "0", "--out", filepath.Join(t.TempDir(), "u80.json"))
+	if code != exitUsage {
+		t.Fatalf("--orders 0: exit %d, stderr %q; want 2", code, stderr)
+	}
+}

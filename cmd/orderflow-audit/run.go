@@ -140,6 +140,9 @@ func (rf *runFlags) check(fs *flagSet, args []string) (runner.Options, error) {
 	if err != nil {
 		return opts, err
 	}
+	if name := rf.chaos.setWithout(set, rf.ids); name != "" {
+		return opts, usageErrorf("--%s configures the chaos scenario, which this run does not select (add --scenarios chaos)", name)
+	}
 	if !set["timeout"] {
 		rf.timeout = max(rf.timeout, runner.ChaosTimeout(chaos))
 	}
