@@ -184,7 +184,7 @@ type loggedIndex struct {
 	leaseMS  int64                // a lease the relays logged (for a claim's time)
 }
 
-func tokenKey(e string, v int64, id string) string {
+func settleTokenKey(e string, v int64, id string) string {
 	return e + "/" + strconv.FormatInt(v, 10) + "/" + id
 }
 
@@ -216,12 +216,12 @@ func indexLogged(evs []evidence.Event) *loggedIndex {
 				ix.leaseMS = *e.LeaseMS
 			}
 		case evidence.KindPublish, evidence.KindPublishUnknown:
-			early(ix.tokenUse, tokenKey(e.EventID, v, e.ClaimID), e.Time)
-			if t := ix.lastPub[tokenKey(e.EventID, v, e.ClaimID)]; e.Time.After(t) {
-				ix.lastPub[tokenKey(e.EventID, v, e.ClaimID)] = e.Time
+			early(ix.tokenUse, settleTokenKey(e.EventID, v, e.ClaimID), e.Time)
+			if t := ix.lastPub[settleTokenKey(e.EventID, v, e.ClaimID)]; e.Time.After(t) {
+				ix.lastPub[settleTokenKey(e.EventID, v, e.ClaimID)] = e.Time
 			}
 		case evidence.KindMark:
-			early(ix.tokenUse, tokenKey(e.EventID, v, e.ClaimID), e.Time)
+			early(ix.tokenUse, settleTokenKey(e.EventID, v, e.ClaimID), e.Time)
 			if e.Rows != nil && *e.Rows > 0 {
 				ix.marks[e.EventID] = true
 			}
@@ -230,19 +230,19 @@ func indexLogged(evs []evidence.Event) *loggedIndex {
 		case evidence.KindEffect:
 			ix.effects[*e.NotificationID] = true
 		case evidence.KindReceive:
-			early(ix.recv, recordID(e.Topic, *e.Partition, *e.Offset), e.Time)
+			early(ix.recv, settleRecordID(e.Topic, *e.Partition, *e.Offset), e.Time)
 		}
 	}
 	return ix
 }
 
-func recordID(topic string, p int32, off int64) string {
+func settleRecordID(topic string, p int32, off int64) string {
 	return topic + "/" + strconv.Itoa(int(p)) + "@" + strconv.FormatInt(off, 10)
 }
 
 // before is a moment just before t (the first event that needs the
 // unlogged one), or at when that is earlier.
-func before(at time.Time, t time.Time, ok bool) time.Time {
+func placeBefore(at time.Time, t time.Time, ok bool) time.Time {
 	if ok && !t.After(at) {
 		return t.Add(-time.Microsecond)
 	}

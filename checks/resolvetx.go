@@ -57,24 +57,24 @@ func (ix *loggedIndex) unloggedOrder(t binlog.Transaction) (resolved, bool) {
 		a := ch.After
 		switch {
 		case ch.Table == "orders" && ch.Op == binlog.Insert:
-			id, ok := colInt(a["id"])
+			id, ok := binlogInt(a["id"])
 			if !ok || ix.orders[id] {
 				return resolved{}, false
 			}
 			found = true
 			e.OrderID, e.EventID = evidence.Ptr(id), evidence.EventIDFor(id)
 			e.SKU, _ = a["sku"].(string)
-			if q, ok := colInt(a["quantity"]); ok {
+			if q, ok := binlogInt(a["quantity"]); ok {
 				e.Quantity = evidence.Ptr(q)
 			}
 			at, _ = a["created_at"].(time.Time)
 		case ch.Table == "stock" && ch.Op == binlog.Update:
-			if q, ok := colInt(a["quantity"]); ok {
+			if q, ok := binlogInt(a["quantity"]); ok {
 				e.Stock = evidence.Ptr(q)
 			}
 		case ch.Table == "idempotency_records" && ch.Op == binlog.Insert:
 			e.Key, _ = a["idem_key"].(string)
-			if s, ok := colInt(a["status_code"]); ok {
+			if s, ok := binlogInt(a["status_code"]); ok {
 				e.Status = int(s)
 			}
 		case ch.Table == "outbox" && ch.Op == binlog.Insert:
@@ -88,7 +88,7 @@ func (ix *loggedIndex) unloggedOrder(t binlog.Transaction) (resolved, bool) {
 	}
 	e.Kind = evidence.KindOrderCommitted
 	first, ok := ix.first[e.EventID]
-	return resolved{ev: e, at: before(at, first, ok)}, true
+	return resolved{ev: e, at: placeBefore(at, first, ok)}, true
 }
 
 // unloggedOutbox: a claim (the claim_version moved) or a mark (the row
@@ -96,9 +96,9 @@ func (ix *loggedIndex) unloggedOrder(t binlog.Transaction) (resolved, bool) {
 func (ix *loggedIndex) unloggedOutbox(ch binlog.RowChange) []resolved {
 	b, a := ch.Before, ch.After
 	id, _ := a["event_id"].(string)
-	agg, okAgg := colInt(a["aggregate_id"])
-	vb, ok1 := colInt(b["claim_version"])
-	va, ok2 := colInt(a["claim_version"])
+	agg, okAgg := binlogInt(a["aggregate_id"])
+	vb, ok1 := binlogInt(b["claim_version"])
+	va, ok2 := binlogInt(a["claim_version"])
 	claimID, _ := a["claim_id"].(string)
 	state, _ := a["state"].(string)
 	stateBefore, _ := b["state"].(string)
@@ -114,15 +114,15 @@ func (ix *loggedIndex) unloggedOutbox(ch binlog.RowChange) []resolved {
 				leaseMS = 1000
 			}
 			at := lease.Add(-time.Duration(leaseMS) * time.Millisecond)
-			use, ok := ix.tokenUse[tokenKey(id, va, claimID)]
-			out = append(out, resolved{at: before(at, use, ok), ev: evidence.Event{Kind: evidence.KindClaim, EventID: id,
+			use, ok := ix.tokenUse[settleTokenKey(id, va, claimID)]
+			out = append(out, resolved{at: placeBefore(at, use, ok), ev: evidence.Event{Kind: evidence.KindClaim, EventID: id,
 				OrderID: evidence.Ptr(agg), ClaimVersion: evidence.Ptr(va), ClaimID: claimID,
 				LeaseUntil: evidence.Ptr(lease.UTC()), StateBefore: stateBefore}})
 		}
 	}
 	if state == evidence.StateSent && stateBefore != evidence.StateSent && !ix.marks[id] {
 		at, _ := a["sent_at"].(time.Time)
-		if last, ok := ix.lastPub[tokenKey(id, va, claimID)]; ok && !at.After(last) {
+		if last, ok := ix.lastPub[settleTokenKey(id, va, claimID)]; ok && !at.After(last) {
 			at = last.Add(time.Microsecond)
 		}
 		if !at.IsZero() && claimID != "" {
@@ -140,13 +140,13 @@ func (ix *loggedIndex) unloggedInbox(ch binlog.RowChange) (resolved, bool) {
 	consumer, _ := a["consumer"].(string)
 	id, _ := a["event_id"].(string)
 	topic, _ := a["topic"].(string)
-	part, ok1 := colInt(a["part"])
-	off, ok2 := colInt(a["msg_offset"])
+	part, ok1 := binlogInt(a["part"])
+	off, ok2 := binlogInt(a["msg_offset"])
 	at, _ := a["received_at"].(time.Time)
 	if consumer == "" || id == "" || topic == "" || !ok1 || !ok2 || at.IsZero() || ix.inbox[consumer+"/"+id] {
 		return resolved{}, false
 	}
-	if r, ok := ix.recv[recordID(topic, int32(part), off)]; ok && !at.After(r) {
+	if r, ok := ix.recv[settleRecordID(topic, int32(part), off)]; ok && !at.After(r) {
 		at = r.Add(time.Microsecond)
 	}
 	return resolved{at: at, ev: evidence.Event{Kind: evidence.KindInboxInsert, EventID: id, Consumer: consumer, Topic: topic,
@@ -157,8 +157,8 @@ func (ix *loggedIndex) unloggedInbox(ch binlog.RowChange) (resolved, bool) {
 // the inbox row of its transaction.
 func (ix *loggedIndex) unloggedEffect(ch binlog.RowChange, inboxAt time.Time) (resolved, bool) {
 	a := ch.After
-	nid, ok1 := colInt(a["id"])
-	order, ok2 := colInt(a["order_id"])
+	nid, ok1 := binlogInt(a["id"])
+	order, ok2 := binlogInt(a["order_id"])
 	consumer, _ := a["consumer"].(string)
 	id, _ := a["event_id"].(string)
 	at, _ := a["created_at"].(time.Time)
@@ -173,7 +173,7 @@ func (ix *loggedIndex) unloggedEffect(ch binlog.RowChange, inboxAt time.Time) (r
 }
 
 // intOf reads an integer column.
-func colInt(v any) (int64, bool) {
+func binlogInt(v any) (int64, bool) {
 	switch x := v.(type) {
 	case int64:
 		return x, true
