@@ -240,7 +240,7 @@ func settleRecordID(topic string, p int32, off int64) string {
 	return topic + "/" + strconv.Itoa(int(p)) + "@" + strconv.FormatInt(off, 10)
 }
 
-// before is a moment just before t (the first event that needs the
+// placeBefore is a moment just before t (the first event that needs the
 // unlogged one), or at when that is earlier.
 func placeBefore(at time.Time, t time.Time, ok bool) time.Time {
 	if ok && !t.After(at) {
