@@ -22,6 +22,7 @@ type chaosState struct {
 	unknown    int64             // publish_unknown events
 	resolved   int64             // of those, resolved by the records received
 	outOfOrder int64             // effects applied before an earlier event of their aggregate
+	effectSrc  map[string]Source // where each event's first effect is
 }
 
 // countFault counts a nemesis fault event by its kind.
@@ -58,7 +59,7 @@ func (m *Model) noteCommit(e *evidence.Event) {
 }
 
 // finishChaos takes the figures that come from the records.
-func (m *Model) finishChaos() {
+func (m *Model) finishChaos(truncated bool) {
 	m.ends = map[partKey]int64{}
 	extra := map[*eventState]int64{}
 	for k, r := range m.records {
@@ -84,13 +85,23 @@ func (m *Model) finishChaos() {
 			m.resolved += u
 		}
 	}
-	m.outOfOrder = m.effectsOutOfOrder()
+	m.outOfOrder = m.effectsOutOfOrder(truncated)
 }
 
-// effectsOutOfOrder counts the effects applied after an effect of a later
-// event of the same aggregate (events ordered as their intents were
-// created).
-func (m *Model) effectsOutOfOrder() int64 {
+// noteEffect keeps where an event's first effect is.
+func (m *Model) noteEffect(eventID string, src Source) {
+	if m.effectSrc == nil {
+		m.effectSrc = map[string]Source{}
+	}
+	if _, ok := m.effectSrc[eventID]; !ok {
+		m.effectSrc[eventID] = src
+	}
+}
+
+// effectsOutOfOrder reports (effect-out-of-order) and counts the events
+// whose first effect came after the first effect of a later event of the
+// same aggregate (events ordered as their intents were created).
+func (m *Model) effectsOutOfOrder(truncated bool) int64 {
 	rank := map[string]int{}
 	perAgg := map[int64]int{}
 	for _, es := range m.rows {
@@ -109,6 +120,9 @@ func (m *Model) effectsOutOfOrder() int64 {
 		r := rank[nt.eventID]
 		if l, ok := last[es.aggregateID]; ok && r < l {
 			n++
+			m.report(truncated, RuleEffectOutOfOrder, m.effectSrc[nt.eventID], nt.eventID,
+				"the first effect of %s (event %d of aggregate %d) came after the effect of a later event of that aggregate",
+				nt.eventID, r+1, es.aggregateID)
 			continue
 		}
 		last[es.aggregateID] = r

@@ -331,6 +331,7 @@ func (m *Model) stepEffect(e *evidence.Event, src Source) {
 			"effect for %s committed with no inbox row for (%s, %s)", e.EventID, e.Consumer, e.EventID)
 	}
 	es.effects++
+	m.noteEffect(es.id, src)
 	if es.effects > 1 {
 		m.violate(RuleDuplicateEffect, src, e.EventID, "effect #%d for %s: the business effect happened more than once", es.effects, e.EventID)
 	}

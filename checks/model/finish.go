@@ -18,7 +18,7 @@ func (m *Model) Finish(truncated bool) {
 	m.checkStock(truncated)
 	m.checkReceived(truncated)
 	m.checkWaiting(truncated)
-	m.finishChaos()
+	m.finishChaos(truncated)
 }
 
 // checkObserved (delivery, harness): every observation is of a row in a

@@ -33,6 +33,7 @@ const (
 	RuleMarkAfterFailedPublish Rule = "mark-after-failed-publish"
 	RulePublishKeyMismatch     Rule = "publish-key-mismatch"
 	RulePublishEventIDMismatch Rule = "publish-event-id-mismatch"
+	RuleEffectOutOfOrder       Rule = "effect-out-of-order"
 
 	// Claim tokens.
 	RuleClaimOnLiveLease       Rule = "claim-on-live-lease"
@@ -141,6 +142,11 @@ var Rules = []RuleInfo{
 	// record under another id is a new event to the inbox.
 	{RulePublishEventIDMismatch, spec.LayerDelivery,
 		"a publish or publish_unknown whose record_event_id (the record's event_id header) is not the claimed intent's event_id"},
+
+	// Delivery: the events of one aggregate take effect in the order they
+	// were written (the reason they share a key and a partition).
+	{RuleEffectOutOfOrder, spec.LayerDelivery,
+		"an event's first effect after the first effect of a later event of the same aggregate (intents in creation order; end of scenario)"},
 
 	// Claim token: leases exist only in a relay that claims with them.
 	{RuleClaimOnLiveLease, spec.LayerClaimToken,
