@@ -11,6 +11,7 @@ import (
 
 	"github.com/orderflow-audit/orderflow-audit/checks"
 	"github.com/orderflow-audit/orderflow-audit/evidence"
+	"github.com/orderflow-audit/orderflow-audit/reports"
 	"github.com/orderflow-audit/orderflow-audit/runner"
 	"github.com/orderflow-audit/orderflow-audit/runner/nemesis"
 )
@@ -72,6 +73,17 @@ func TestChaosEveryFault(t *testing.T) {
 	for _, r := range v.Reasons {
 		if r.Rule != "boundary-not-run" {
 			t.Errorf("verifier: [%s] %s %s", r.Rule, r.Status, r.Message)
+		}
+	}
+	md, err := reports.FromFile(opts.Out, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The scenario's section lists each fault event under its timeline
+	// (the fault table names every point whatever happened: no proof).
+	for _, k := range nemesis.Kinds {
+		if !regexp.MustCompile(`- \d\d:\d\d:\d\d\.\d{3} FAULT nemesis-` + string(k) + ` `).Match(md) {
+			t.Errorf("the report does not list the fault nemesis-%s the nemesis injected", k)
 		}
 	}
 	t.Logf("%s", sc.Line)
