@@ -1,5 +1,7 @@
 package checks
 
+import "fmt"
+
 // The commit boundary (spec/commit.go).
 func init() {
 	derive("txBoundaryRollback", derivation{
@@ -22,10 +24,37 @@ func init() {
 			}
 			return "no order transaction rolled back on a seeded decoy's event id (the unique conflict)"
 		},
+		conditions: rolledBackWhole,
 	})
 	derive("orderCrashWindow", derivation{metrics: func(f facts) []metricValue {
 		orders, _, _ := f.countOrders()
 		return []metricValue{num("orders", orders), num("outbox", f.m.Counts().Intents),
 			f.invariant("ordersWithoutIntent", "order-without-intent")}
 	}})
+}
+
+// rolledBackWhole is what the runner checks of txBoundaryRollback beyond
+// its line: the client got 500, the order service rolled back on the
+// duplicate key (MySQL error 1062) of a decoy's event id, and no order or
+// order line is left.
+func rolledBackWhole(f facts) []string {
+	var out []string
+	if st := f.requestStatus("status", 0); !st.ok {
+		out = append(out, "no answer on record: "+st.why)
+	} else if st.value != "500" {
+		out = append(out, "the order was answered "+st.value+", not 500 (the unique conflict rolls it back)")
+	}
+	dup := false
+	for _, id := range f.m.RolledBackOnDuplicate() {
+		if in, ok := f.m.Intent(id); ok && in.Decoy {
+			dup = true
+		}
+	}
+	if !dup {
+		out = append(out, "no rollback on a duplicate key (1062) of a decoy's event id is on record")
+	}
+	if orders, lines, _ := f.countOrders(); orders+lines > 0 {
+		out = append(out, fmt.Sprintf("the rolled-back order left %d orders and %d order lines", orders, lines))
+	}
+	return out
 }

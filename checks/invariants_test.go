@@ -20,10 +20,11 @@ func invariantFixture() []TableRows {
 	s := func(v string) any { return v }
 	i := func(v int64) any { return v }
 	rows := map[string][][]any{
-		"stock":               {{s("SKU"), i(5)}},
-		"orders":              {{i(1), s("SKU"), i(1)}, {i(2), s("SKU"), i(1)}, {i(3), s("SKU"), i(1)}},
-		"order_lines":         {{i(1), s("SKU"), i(1)}},
-		"idempotency_records": {{s("k1"), i(1), i(201)}},
+		"stock": {{s("SKU"), i(5)}},
+		"orders": {{i(1), s("SKU"), i(1), s("alice"), i(1250)}, {i(2), s("SKU"), i(1), s("bob"), i(1250)},
+			{i(3), s("SKU"), i(1), nil, nil}},
+		"order_lines":         {{i(1), s("SKU"), i(1), i(1250)}},
+		"idempotency_records": {{s("k1"), i(1), i(201), s("alice")}},
 		"outbox": {
 			{s("e-1"), i(1), s("SENT"), i(1), s("relay-a")},
 			{s("e-2"), i(2), s("SENT"), i(1), s("relay-a")},

@@ -1,6 +1,7 @@
 package checks
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 
@@ -49,6 +50,12 @@ type derivation struct {
 	// faults. A PASS without it is inconclusive: nothing went wrong, and
 	// nothing was shown either.
 	exercised func(f facts) string
+	// conditions are what the scenario needs beyond its metrics, the
+	// conditions the runner checks outside its line (Result.Failf in
+	// runner/): each one the events show failed, in words. A PASS with
+	// one failed is a status-mismatch, so that no status rests on the
+	// runner's word. nil when the line's metrics say everything.
+	conditions func(f facts) []string
 }
 
 // derivations maps scenario ids to their derivation; the derive_*.go files
@@ -121,7 +128,7 @@ func (f facts) countOrders() (orders, lines, idem int64) {
 			orders++
 		}
 		if o.Lines {
-			lines++
+			lines += int64(len(o.OrderLines()))
 		}
 		if o.Idem {
 			idem++
@@ -159,8 +166,16 @@ func (f facts) seededStock(name string) metricValue {
 	return num(name, f.m.StockOf(skus[0]))
 }
 
-// requestStatus is the HTTP status of the i-th answer of the order service.
+// requestStatus is the HTTP status of the i-th answer: as the client
+// recorded it (order_request), or, in logs without the client's records,
+// as the order service logged it.
 func (f facts) requestStatus(name string, i int) metricValue {
+	if cl := f.m.ClientRequests(); len(cl) > 0 {
+		if i >= len(cl) {
+			return unknown(name, "the client recorded "+strconv.Itoa(len(cl))+" request(s)")
+		}
+		return num(name, cl[i].Status)
+	}
 	reqs := f.m.Requests()
 	if i >= len(reqs) {
 		return unknown(name, "the order service recorded "+strconv.Itoa(len(reqs))+" answer(s)")
@@ -188,6 +203,51 @@ func (f facts) seedUntouched() bool {
 		}
 	}
 	return decoys > 0
+}
+
+// answerCount is how many requests were answered: as the client recorded
+// them (order_request), or, in logs without the client's records, as the
+// order service logged them; answeredWith and answerStatuses read the
+// same, okOrders counts the distinct orders their 2xx answers named.
+func (f facts) answerCount() int64 {
+	if n := f.m.Counts(); n.ClientRequests > 0 {
+		return n.ClientRequests
+	}
+	return f.m.Counts().Requests
+}
+
+func (f facts) answeredWith(status int64) int64 {
+	if f.m.Counts().ClientRequests > 0 {
+		return f.m.ClientAnsweredWith(status)
+	}
+	return f.m.AnsweredWith(status)
+}
+
+func (f facts) answerStatuses() []int64 {
+	if f.m.Counts().ClientRequests > 0 {
+		return f.m.ClientStatuses()
+	}
+	return f.m.Statuses()
+}
+
+func (f facts) okOrders() int64 {
+	if n := f.m.Counts(); n.ClientRequests > 0 {
+		return n.ClientOKOrders
+	}
+	return f.m.Counts().OKOrders
+}
+
+// onlyStatuses is the condition that every answer had one of want.
+func onlyStatuses(want ...int64) func(f facts) []string {
+	return func(f facts) []string {
+		var out []string
+		for _, st := range f.answerStatuses() {
+			if !slices.Contains(want, st) {
+				out = append(out, fmt.Sprintf("%d request(s) answered %d, not one of %v", f.answeredWith(st), st, want))
+			}
+		}
+		return out
+	}
 }
 
 // accepted tells whether recomputed metrics meet the acceptance. ok is

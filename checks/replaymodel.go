@@ -1,6 +1,8 @@
 package checks
 
 import (
+	"slices"
+
 	"github.com/orderflow-audit/orderflow-audit/checks/model"
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 )
@@ -31,6 +33,23 @@ type tableSource struct {
 	spec evidence.DigestSpec
 	n    int
 	row  func(i int, dst []any) []any // appends row i's values (int64, string or nil)
+}
+
+// project returns a source of the columns cols of t (each one of t's).
+func (t tableSource) project(cols []string) tableSource {
+	idx := make([]int, len(cols))
+	for i, c := range cols {
+		idx[i] = slices.Index(t.spec.Columns, c)
+	}
+	spec := evidence.DigestSpec{Table: t.spec.Table, Columns: cols}
+	var buf []any
+	return tableSource{spec: spec, n: t.n, row: func(i int, d []any) []any {
+		buf = t.row(i, buf[:0])
+		for _, j := range idx {
+			d = append(d, buf[j])
+		}
+		return d
+	}}
 }
 
 // sources returns the model's replayed end state, one source per

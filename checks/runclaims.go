@@ -19,6 +19,7 @@ func (c *checker) evidenceLevel() {
 	}
 	c.selection()
 	c.layers = c.systemUnderTest()
+	c.codeThatRan()
 	if ev.Run.End.Before(ev.Run.Start) {
 		c.mismatch("", "time-outside-run", "run.end", ev.Run.End.Format(time.RFC3339Nano), "not before "+ev.Run.Start.Format(time.RFC3339Nano),
 			"the run ends before it starts: its times were edited, so the events' times cannot be checked against them")

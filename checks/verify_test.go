@@ -46,6 +46,10 @@ func TestPlantedFixtures(t *testing.T) {
 		{"no-inbox-dedupe", []string{"effect-without-inbox", "duplicate-effect", "duplicated-effects"}},
 		{"outbox-outside-tx", []string{"intent-outside-order-tx", "order-without-intent"}},
 		{"claim-without-lock", []string{"claim-on-live-lease"}},
+		{"created-on-rollback", []string{"created-on-rollback"}},
+		{"idem-key-across-users", []string{"cross-principal-answer"}},
+		{"amount-ignores-quantity", []string{"amount-mismatch"}},
+		{"token-alg-none", []string{"bad-token-accepted"}},
 	} {
 		t.Run(tc.bug, func(t *testing.T) {
 			v := verify(t, copyFixture(t, filepath.Join("planted", tc.bug)))

@@ -5,7 +5,9 @@
 package evidence
 
 import (
+	"fmt"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -17,7 +19,8 @@ type Kind string
 // after the statement returned or the transaction committed, after the
 // broker acknowledged.
 const (
-	// KindSeedStock: the scenario set the stock of a SKU. sku, stock.
+	// KindSeedStock: the scenario set the stock of a SKU. sku, stock;
+	// price_cents (its unit price, when the scenario says so).
 	KindSeedStock Kind = "seed_stock"
 	// KindSeedOutbox: the scenario inserted an outbox row directly (a decoy
 	// whose event_id collides with the next order's intent). event_id,
@@ -27,24 +30,46 @@ const (
 
 	// KindOrderCommitted: the order transaction committed. order_id,
 	// event_id (the outbox intent it wrote), key, sku, quantity, stock
-	// (quantity left after the decrement), status (HTTP), writes (the
-	// tables written inside that one transaction, in order).
+	// (the first line's SKU, the order's total quantity, the stock of that
+	// SKU left after its decrement), status (HTTP), writes (the tables
+	// written inside that one transaction, in order); principal, lines
+	// (every line as written: "quantity=<n> price_cents=<unit price>
+	// stock=<left> sku=<sku>") and amount_cents, when the service says
+	// so (logs of older versions do not).
 	KindOrderCommitted Kind = "order_committed"
 	// KindOutboxWritten: an outbox intent committed in a transaction of its
 	// own, after its order (only the planted bug "outbox-outside-tx" does
 	// this). event_id, order_id.
 	KindOutboxWritten Kind = "outbox_written"
+	// KindOrderAdvanced: an order moved on to its next status and the
+	// intent of that status change was written in the same transaction.
+	// order_id, event_id (e-<order_id>-v<aggregate_version>),
+	// aggregate_version (2 or more: the order's placement is 1),
+	// order_status (the status written), writes (orders, outbox).
+	KindOrderAdvanced Kind = "order_advanced"
 	// KindOrderRolledBack: the order transaction failed and was rolled
 	// back. order_id (the id it had been given, if any), event_id (the
-	// intent it tried to write, if any), key, status, err.
+	// intent it tried to write, if any), key, status, err; principal.
 	KindOrderRolledBack Kind = "order_rolled_back"
 	// KindOrderReplayed: an idempotent replay answered from the stored
-	// record, with no writes. order_id, key, status.
+	// record, with no writes. order_id, key, status; principal (whom it
+	// answered).
 	KindOrderReplayed Kind = "order_replayed"
 	// KindOrderRejected: the request was refused before or without any
 	// write (bad token, missing key, key reused with another body, key in
-	// flight, insufficient stock). key, status, reason.
+	// flight, insufficient stock). key, status, reason; principal (once
+	// the token named one).
 	KindOrderRejected Kind = "order_rejected"
+	// KindOrderRequest: the client's own record of one POST /orders,
+	// written by the scenario driver once the answer arrived, so that what
+	// the client sent and got is on record apart from the order service's
+	// claims. principal (the subject its token names; absent without a
+	// token), key, lines (what it asked for, "quantity=<n> sku=<sku>"),
+	// token_alg, token_key and token_claims (the token it sent: its alg
+	// header, which key signed it, its claims as JSON; absent without a
+	// token), status (the answer), order_id (the order a 201 names),
+	// payload_sha256 (the sha256 of the answer's body, byte for byte).
+	KindOrderRequest Kind = "order_request"
 
 	// KindClaim: a relay claimed an intent. event_id, order_id,
 	// claim_version, claim_id, lease_until, state_before (PENDING or
@@ -76,14 +101,29 @@ const (
 	// event_id, order_id, topic, partition, offset, consumer (group).
 	KindReceive Kind = "receive"
 	// KindInboxInsert: the effect transaction committed an inbox row.
-	// event_id, consumer, topic, partition, offset.
+	// event_id, consumer, topic, partition, offset; inbox_key (the event
+	// id column the row was written with, when the consumer says so);
+	// trx_id (the database transaction that wrote it, when known).
 	KindInboxInsert Kind = "inbox_insert"
 	// KindInboxReject: the inbox unique key rejected a duplicate; the effect
-	// transaction rolled back. event_id, consumer, topic, partition, offset.
+	// transaction rolled back. event_id, consumer, topic, partition, offset;
+	// inbox_key as for inbox_insert.
 	KindInboxReject Kind = "inbox_reject"
 	// KindEffect: the effect transaction committed a notification. event_id,
-	// order_id, notification_id, consumer.
+	// order_id, notification_id, consumer; trx_id (the database transaction
+	// that wrote it, when known).
 	KindEffect Kind = "effect"
+	// KindEffectRolledBack: a statement of the effect transaction, or its
+	// COMMIT, was answered with an error: the transaction rolled back as a
+	// whole (no inbox row, no notification) and the record is not settled.
+	// event_id, consumer, topic, partition, offset, err.
+	KindEffectRolledBack Kind = "effect_rolled_back"
+	// KindCommitUnknown: the COMMIT of the effect transaction got no answer
+	// (its connection died): it may or may not have committed. Neither a
+	// rollback nor a success; the record is not settled and is replayed,
+	// and the inbox decides. event_id, consumer, topic, partition, offset,
+	// err.
+	KindCommitUnknown Kind = "commit_unknown"
 	// KindOffsetCommit: the consumer group committed an offset (the next
 	// offset to read, as Kafka defines it). topic, partition, offset,
 	// consumer.
@@ -121,10 +161,11 @@ const ActorNemesis = "nemesis"
 // Kinds lists every kind, in a stable order.
 var Kinds = []Kind{
 	KindSeedStock, KindSeedOutbox,
-	KindOrderCommitted, KindOutboxWritten, KindOrderRolledBack, KindOrderReplayed, KindOrderRejected,
+	KindOrderCommitted, KindOutboxWritten, KindOrderRolledBack, KindOrderReplayed, KindOrderRejected, KindOrderRequest,
 	KindClaim, KindPublish, KindMark, KindLeaseExpired,
 	KindPublishUnknown,
 	KindReceive, KindInboxInsert, KindInboxReject, KindEffect, KindOffsetCommit,
+	KindOrderAdvanced, KindEffectRolledBack, KindCommitUnknown,
 	KindObserve, KindFault, KindInvariant,
 	KindHeal, KindProcessStart, KindProcessExit,
 }
@@ -169,6 +210,24 @@ type Event struct {
 	LeaseMS       *int64 `json:"lease_ms,omitempty"`
 	RecordKey     string `json:"record_key,omitempty"`
 	RecordEventID string `json:"record_event_id,omitempty"`
+	// The order service's business fields: the user a request was made
+	// for, the lines of an order (OrderLine's text), its amount, a SKU's
+	// seeded unit price, and the token a client sent.
+	Principal   string   `json:"principal,omitempty"`
+	Lines       []string `json:"lines,omitempty"`
+	AmountCents *int64   `json:"amount_cents,omitempty"`
+	PriceCents  *int64   `json:"price_cents,omitempty"`
+	TokenAlg    string   `json:"token_alg,omitempty"`
+	TokenKey    string   `json:"token_key,omitempty"`
+	TokenClaims string   `json:"token_claims,omitempty"`
+	// AggregateVersion is the version of an intent within its aggregate
+	// (order_advanced); OrderStatus the order status it wrote.
+	AggregateVersion *int64 `json:"aggregate_version,omitempty"`
+	OrderStatus      string `json:"order_status,omitempty"`
+	// InboxKey is the event id column an inbox row was written (or
+	// rejected) under; TrxID the database transaction that wrote a row.
+	InboxKey string `json:"inbox_key,omitempty"`
+	TrxID    string `json:"trx_id,omitempty"`
 	// Target is what a nemesis event is about: an actor incarnation, a
 	// component ("broker", "database") or a link ("relay-1>database").
 	Target string `json:"target,omitempty"`
@@ -198,3 +257,71 @@ const (
 
 // EventIDFor is the outbox event id of an order's intent.
 func EventIDFor(orderID int64) string { return "e-" + strconv.FormatInt(orderID, 10) }
+
+// OrderLine is one line of an order as the events carry it (the lines
+// field): "quantity=<n> sku=<sku>" as a client asked for it, and
+// "quantity=<n> price_cents=<unit price> stock=<left> sku=<sku>" as the
+// order transaction wrote it. The SKU comes last and runs to the end, so
+// that any SKU reads back unchanged.
+type OrderLine struct {
+	SKU      string
+	Quantity int64
+	// PriceCents is the unit price and Stock the SKU's stock left after
+	// the line's decrement; nil in a request line.
+	PriceCents, Stock *int64
+}
+
+// String is the line's text in the lines field.
+func (l OrderLine) String() string {
+	s := "quantity=" + strconv.FormatInt(l.Quantity, 10)
+	if l.PriceCents != nil && l.Stock != nil {
+		s += " price_cents=" + strconv.FormatInt(*l.PriceCents, 10) + " stock=" + strconv.FormatInt(*l.Stock, 10)
+	}
+	return s + " sku=" + l.SKU
+}
+
+// ParseOrderLine reads a line of the lines field (the inverse of String).
+func ParseOrderLine(s string) (OrderLine, error) {
+	var l OrderLine
+	rest := s
+	field := func(name string) (int64, bool) {
+		v, after, ok := strings.Cut(strings.TrimPrefix(rest, name+"="), " ")
+		if !ok || !strings.HasPrefix(rest, name+"=") {
+			return 0, false
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, false
+		}
+		rest = after
+		return n, true
+	}
+	q, ok := field("quantity")
+	if !ok {
+		return l, fmt.Errorf("order line %q: no quantity=<n> first", s)
+	}
+	l.Quantity = q
+	if strings.HasPrefix(rest, "price_cents=") {
+		p, ok1 := field("price_cents")
+		st, ok2 := field("stock")
+		if !ok1 || !ok2 {
+			return l, fmt.Errorf("order line %q: price_cents=<n> must be followed by stock=<n>", s)
+		}
+		l.PriceCents, l.Stock = &p, &st
+	}
+	sku, ok := strings.CutPrefix(rest, "sku=")
+	if !ok || sku == "" {
+		return l, fmt.Errorf("order line %q: no sku=<sku> last", s)
+	}
+	l.SKU = sku
+	return l, nil
+}
+
+// EventIDForVersion is the outbox event id of version v of an order's
+// intents: e-<orderId> for its placement (v 1), e-<orderId>-v<v> after.
+func EventIDForVersion(orderID, v int64) string {
+	if v <= 1 {
+		return EventIDFor(orderID)
+	}
+	return EventIDFor(orderID) + "-v" + strconv.FormatInt(v, 10)
+}

@@ -12,8 +12,17 @@ import (
 )
 
 // SchemaVersion is the value of schema_version this code reads and writes;
-// schemas/evidence.schema.json pins it with "const".
-const SchemaVersion = "orderflow-audit/evidence/v1"
+// schemas/evidence.schema.json pins it with "const". v2 made the witness
+// object required (the database's binlog and the broker's log in the
+// bundle); v1 evidence has none and is refused by name (Parse).
+const SchemaVersion = "orderflow-audit/evidence/v2"
+
+// schemaVersionsBefore are the versions this code no longer reads, with
+// why, so that a reader of an old file is told what to do.
+var schemaVersionsBefore = map[string]string{
+	"orderflow-audit/evidence/v1": "written before runs carried witnesses (the database's binlog and the broker's own log, " +
+		"which verify holds every actor event against)",
+}
 
 // Scenario statuses.
 const (
@@ -40,8 +49,10 @@ type Evidence struct {
 	Boundaries    []Boundary  `json:"boundaries"`
 	ProofBoundary []ProofRow  `json:"proof_boundary"`
 	Summary       Summary     `json:"summary"`
-	// Witness is what the database and the broker recorded themselves.
-	Witness *Witness `json:"witness,omitempty"`
+	// Witness is what the database and the broker recorded themselves
+	// (required since schema v2; a witness that could not be had is
+	// listed in Witness.Missing).
+	Witness *Witness `json:"witness"`
 }
 
 // Tool identifies the binary that produced the evidence.
@@ -49,6 +60,9 @@ type Tool struct {
 	Name     string `json:"name"`
 	Version  string `json:"version"`
 	Revision string `json:"revision"`
+	// Build is the binary's build information; absent in evidence of
+	// versions before it was recorded.
+	Build *BuildInfo `json:"build,omitempty"`
 }
 
 // Run describes one invocation of `orderflow-audit run`.
@@ -87,6 +101,10 @@ type SUTEnv struct {
 	Name     string   `json:"name"`
 	Features []string `json:"features"`
 	Layers   []string `json:"layers"`
+	// Source digests the system under test's code that ran, when the
+	// implementation can say (the reference embeds its own source);
+	// absent in evidence of versions before it was recorded.
+	Source *SourceDigest `json:"source,omitempty"`
 }
 
 // DatabaseEnv is the database server. DSN is always redacted.
@@ -253,10 +271,15 @@ func Summarize(scs []Scenario) Summary {
 }
 
 // DigestSpec names the identity columns of a table that its digest covers:
-// ids, states, versions, tokens; never clock values.
+// ids, states, versions, tokens, and the order's business values (its
+// user, amount, prices); never clock values.
 type DigestSpec struct {
 	Table   string
 	Columns []string
+	// Legacy are the columns that evidence of versions before the
+	// business columns digested (a prefix of Columns); nil when they were
+	// the same. The verifier accepts such a digest and says so.
+	Legacy []string
 }
 
 // DigestSpecs are the tables digested at the end of every scenario, in
@@ -264,9 +287,12 @@ type DigestSpec struct {
 // the replayed state; both go through DigestRows.
 var DigestSpecs = []DigestSpec{
 	{Table: "stock", Columns: []string{"sku", "quantity"}},
-	{Table: "orders", Columns: []string{"id", "sku", "quantity"}},
-	{Table: "order_lines", Columns: []string{"order_id", "sku", "quantity"}},
-	{Table: "idempotency_records", Columns: []string{"idem_key", "order_id", "status_code"}},
+	{Table: "orders", Columns: []string{"id", "sku", "quantity", "principal", "amount_cents"},
+		Legacy: []string{"id", "sku", "quantity"}},
+	{Table: "order_lines", Columns: []string{"order_id", "sku", "quantity", "price_cents"},
+		Legacy: []string{"order_id", "sku", "quantity"}},
+	{Table: "idempotency_records", Columns: []string{"idem_key", "order_id", "status_code", "principal"},
+		Legacy: []string{"idem_key", "order_id", "status_code"}},
 	{Table: "outbox", Columns: []string{"event_id", "aggregate_id", "state", "claim_version", "claim_id"}},
 	{Table: "inbox", Columns: []string{"consumer", "event_id"}},
 	{Table: "notification", Columns: []string{"id", "consumer", "event_id", "order_id"}},
@@ -298,3 +324,54 @@ func DigestRows(rows [][]*string) string {
 	sum := sha256.Sum256([]byte(strings.Join(lines, "\n")))
 	return hex.EncodeToString(sum[:])
 }
+
+// SourceDigest names the source code of a system under test: the sha256
+// over its files (one line per file, "<sha256 of the file>  <path>", sorted
+// by path), how many files that is, and the directories they are in.
+type SourceDigest struct {
+	SHA256   string   `json:"sha256"`
+	Files    int      `json:"files"`
+	Packages []string `json:"packages"`
+}
+
+// DigestSource digests files (path relative to the module root ->
+// content) of the directories dirs.
+func DigestSource(dirs []string, files map[string][]byte) SourceDigest {
+	paths := make([]string, 0, len(files))
+	for p := range files {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	h := sha256.New()
+	for _, p := range paths {
+		sum := sha256.Sum256(files[p])
+		h.Write([]byte(hex.EncodeToString(sum[:]) + "  " + p + "\n"))
+	}
+	ds := append([]string(nil), dirs...)
+	sort.Strings(ds)
+	return SourceDigest{SHA256: hex.EncodeToString(h.Sum(nil)), Files: len(paths), Packages: ds}
+}
+
+// BuildInfo is what the Go toolchain stamped into the binary that ran
+// (runtime/debug.ReadBuildInfo), with the revision passed by -ldflags when
+// the toolchain could not stamp one (a build in a git worktree).
+type BuildInfo struct {
+	GoVersion     string `json:"go_version"`
+	Module        string `json:"module"`
+	ModuleVersion string `json:"module_version"`
+	// VCSRevision and VCSModified say which commit was built and whether
+	// the tree had local changes; VCSTime is the commit's time. Stamp
+	// says where they come from: "vcs" (the toolchain), "ldflags"
+	// (-X main.revision) or "none" (not stamped: VCSRevision is "").
+	VCSRevision string `json:"vcs_revision"`
+	VCSTime     string `json:"vcs_time,omitempty"`
+	VCSModified bool   `json:"vcs_modified"`
+	Stamp       string `json:"stamp"`
+}
+
+// Build stamps.
+const (
+	StampVCS     = "vcs"
+	StampLDFlags = "ldflags"
+	StampNone    = "none"
+)

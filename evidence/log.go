@@ -30,9 +30,16 @@ var (
 // JSON Lines. Each event is one Write of one whole line, so a process killed
 // mid-run leaves at most a truncated last line. Log is safe for concurrent
 // use; seq is strictly increasing in file order.
+//
+// A Log made buffered (Buffer) collects lines in memory and writes them
+// when the buffer fills, at Flush and at Close: a process killed between
+// two flushes loses the lines since the last one (and may leave a cut
+// last line), so an actor that can be killed at a fault point flushes
+// before it.
 type Log struct {
 	mu       sync.Mutex
 	w        io.Writer
+	bw       *bufio.Writer // non-nil when buffered; writes to w
 	f        *os.File
 	runID    string
 	scenario string
@@ -84,7 +91,55 @@ func (l *Log) Emit(e Event) error {
 		l.err = fmt.Errorf("encode event: %w", err)
 		return l.err
 	}
-	if _, err := l.w.Write(l.buf.Bytes()); err != nil {
+	w := l.w
+	if l.bw != nil {
+		w = l.bw
+	}
+	if _, err := w.Write(l.buf.Bytes()); err != nil {
+		l.err = fmt.Errorf("write event: %w", err)
+		return l.err
+	}
+	return nil
+}
+
+// Buffer makes the Log buffer up to size bytes before writing (size <= 0:
+// unbuffered, the default), flushing what an earlier buffer holds first.
+// Call Flush or Close to write what is buffered.
+func (l *Log) Buffer(size int) error {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.flushLocked(); err != nil {
+		return err
+	}
+	l.bw = nil
+	if size > 0 {
+		l.bw = bufio.NewWriterSize(l.w, size)
+	}
+	return nil
+}
+
+// Flush writes what a buffered Log holds (nothing to do when unbuffered).
+// After the first write error every Flush returns that error.
+func (l *Log) Flush() error {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.flushLocked()
+}
+
+func (l *Log) flushLocked() error {
+	if l.err != nil {
+		return l.err
+	}
+	if l.bw == nil {
+		return nil
+	}
+	if err := l.bw.Flush(); err != nil {
 		l.err = fmt.Errorf("write event: %w", err)
 		return l.err
 	}
@@ -98,14 +153,25 @@ func (l *Log) Seq() int64 {
 	return l.seq
 }
 
-// Close syncs and closes the file of a Log made by CreateLog.
+// Close flushes a buffered Log, then syncs and closes the file of a Log
+// made by CreateLog.
 func (l *Log) Close() error {
-	if l == nil || l.f == nil {
+	if l == nil {
 		return nil
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	var ferr error
+	if l.bw != nil {
+		ferr = l.flushLocked()
+	}
+	if l.f == nil {
+		return ferr
+	}
 	err := l.f.Sync()
+	if ferr != nil {
+		err = ferr
+	}
 	if cerr := l.f.Close(); err == nil {
 		err = cerr
 	}

@@ -20,6 +20,12 @@ import (
 //go:embed *.sql
 var files embed.FS
 
+// Source is the package's source, its migrations and its Go files, for
+// the digest of the system under test's code (runner/sut.ReferenceSource).
+//
+//go:embed *.sql *.go
+var Source embed.FS
+
 // Migration is one parsed file.
 type Migration struct {
 	Version    int

@@ -39,6 +39,8 @@ func eventLines(e logEvent, a, over string, fn footnoter) []string {
 		return msg(a, "->>", aliasDB, fmt.Sprintf("commit order %s + %s, stock %s", i64(e.OrderID), e.EventID, i64(e.Stock)))
 	case evidence.KindOutboxWritten:
 		return msg(a, "->>", aliasDB, fmt.Sprintf("intent %s, own tx", e.EventID))
+	case evidence.KindOrderAdvanced:
+		return msg(a, "->>", aliasDB, fmt.Sprintf("order %s %s + %s", i64(e.OrderID), e.OrderStatus, e.EventID))
 	case evidence.KindOrderRolledBack:
 		what := "rollback"
 		if e.OrderID != nil {
@@ -52,6 +54,8 @@ func eventLines(e logEvent, a, over string, fn footnoter) []string {
 		return msg(aliasDB, "-->>", a, fmt.Sprintf("replay order %s, no writes", i64(e.OrderID)))
 	case evidence.KindOrderRejected:
 		return note(a, fmt.Sprintf("HTTP %d: %s", e.Status, brief(e.Reason, fn)))
+	case evidence.KindOrderRequest:
+		return note(a, requestText(e, fn))
 	case evidence.KindClaim:
 		text := fmt.Sprintf("claim %s %s", e.EventID, token(e.Event))
 		if e.StateBefore != "" && e.StateBefore != evidence.StatePending {
@@ -88,6 +92,10 @@ func eventLines(e logEvent, a, over string, fn footnoter) []string {
 		return msg(a, "-x", aliasDB, "inbox rejects "+e.EventID)
 	case evidence.KindEffect:
 		return msg(a, "->>", aliasDB, fmt.Sprintf("notification %s (%s)", i64(e.NotificationID), e.EventID))
+	case evidence.KindEffectRolledBack:
+		return msg(a, "-x", aliasDB, fmt.Sprintf("effect %s rolled back%s", e.EventID, fn(e.Err)))
+	case evidence.KindCommitUnknown:
+		return msg(a, "-x", aliasDB, fmt.Sprintf("commit %s: outcome unknown%s", e.EventID, fn(e.Err)))
 	case evidence.KindOffsetCommit:
 		return msg(a, "->>", aliasKafka, fmt.Sprintf("commit p%s next %s", i32(e.Partition), i64(e.Offset)))
 	case evidence.KindObserve:
@@ -108,6 +116,20 @@ func eventLines(e logEvent, a, over string, fn footnoter) []string {
 		return note(a, brief("end "+e.Target+" pid "+i64(e.PID), fn)+fn(e.Detail))
 	}
 	return note(a, brief(string(e.Kind), fn)+" (unknown kind)")
+}
+
+// requestText is the client's record of a request: what it sent as whom
+// and what it got.
+func requestText(e logEvent, fn footnoter) string {
+	who := "no token"
+	if e.Principal != "" {
+		who = "as " + e.Principal
+	}
+	got := fmt.Sprintf("HTTP %d", e.Status)
+	if e.OrderID != nil {
+		got += ", order " + i64(e.OrderID)
+	}
+	return fmt.Sprintf("POST %s %s: %s", brief(e.Key, fn), brief(who, fn), got)
 }
 
 // brief is s when it is short, else a footnote marker in its place.

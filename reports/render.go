@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -131,7 +132,7 @@ func (p *printer) status(id, s string) string {
 // title states the verdict and, in one line, why.
 func (p *printer) title() {
 	r := p.r
-	p.printf("# %s: orderflow-audit run %s\n\n", inline(string(r.Verdict.Status)), inline(r.Run.ID))
+	p.printf("# %s: orderflow-audit run %s\n\n", inline(r.Verdict.StatusLine()), inline(r.Run.ID))
 	p.printf("**Why:** %s\n\n", inline(p.why()))
 	if !r.Verified {
 		p.printf("> [!CAUTION]\n")
@@ -153,8 +154,12 @@ func (p *printer) title() {
 func (p *printer) why() string {
 	r := p.r
 	if r.Verdict.Status == checks.Pass {
-		return fmt.Sprintf("The verifier re-derived the %d %s from their %d logged events and accepted every claim of the evidence.",
-			r.Verdict.Scenarios, plural(int64(r.Verdict.Scenarios), "scenario", "scenarios"), r.Verdict.Events)
+		held := "held them against the witnesses (the database's binlog, the broker's log)"
+		if len(r.Verdict.Unwitnessed) > 0 {
+			held = "accepted them UNWITNESSED (--allow-unwitnessed): " + strings.Join(r.Verdict.Unwitnessed, "; ")
+		}
+		return fmt.Sprintf("The verifier re-derived the %d %s from their %d logged events, %s, and accepted every claim of the evidence.",
+			r.Verdict.Scenarios, plural(int64(r.Verdict.Scenarios), "scenario", "scenarios"), r.Verdict.Events, held)
 	}
 	// One entry per status and rule, with its scenarios, in reason order.
 	type group struct {
@@ -291,11 +296,14 @@ func (p *printer) reasons() {
 		if x.Seq != 0 {
 			where += " seq " + strconv.FormatInt(x.Seq, 10)
 		}
-		if x.Field != "" {
+		for _, more := range []string{x.Field, x.Witness} {
+			if more == "" {
+				continue
+			}
 			if where != "" {
 				where += ", "
 			}
-			where += x.Field
+			where += more
 		}
 		scenario := cell(x.Scenario)
 		if i, ok := r.index(x.Scenario); ok {
@@ -385,6 +393,8 @@ func (p *printer) run() {
 		{"interrupted", yesNo(r.Run.Interrupted)},
 		{"seed, arguments", strconv.FormatInt(r.Run.Seed, 10) + ", " + args},
 		{"tool", fmt.Sprintf("%s %s (revision %s)", r.Tool.Name, r.Tool.Version, orDash(r.Tool.Revision))},
+		{"build", buildRow(r.Tool.Build)},
+		{"system under test", sutRow(env.SUT)},
 		{"database", fmt.Sprintf("%s %s, isolation %s, DSN %s (redacted)", env.Database.Flavour, env.Database.Version, env.Database.Isolation, env.Database.DSN)},
 		{"broker", fmt.Sprintf("%s: %s; brokers %s", env.Kafka.Mode, env.Kafka.Implementation, strings.Join(env.Kafka.Brokers, ", "))},
 		{"actors", actors},
@@ -392,7 +402,8 @@ func (p *printer) run() {
 		{"scenarios", counts},
 	}
 	if c := containersRow(env); c != "" {
-		rows = append(rows[:9], append([][]string{{"containers", c}}, rows[9:]...)...)
+		at := slices.IndexFunc(rows, func(row []string) bool { return row[0] == "Go, OS/arch" })
+		rows = slices.Insert(rows, at, []string{"containers", c})
 	}
 	if !r.Verified || len(r.Refuted) > 0 {
 		rows = append(rows, []string{"claimed passes refuted by the verifier", claimedOf(r.Refuted, r.Counts.Passed)})

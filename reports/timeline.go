@@ -40,7 +40,7 @@ type logEvent struct {
 func notable(e logEvent) bool {
 	switch e.Kind {
 	case evidence.KindFault, evidence.KindLeaseExpired, evidence.KindInboxReject, evidence.KindOrderRolledBack,
-		evidence.KindPublishUnknown:
+		evidence.KindPublishUnknown, evidence.KindEffectRolledBack, evidence.KindCommitUnknown:
 		return true
 	case evidence.KindMark:
 		return e.Rows != nil && *e.Rows == 0
@@ -116,7 +116,7 @@ func (b *timelineBuilder) add(e logEvent) {
 	switch e.Kind {
 	case evidence.KindPublish, evidence.KindPublishUnknown, evidence.KindReceive, evidence.KindOffsetCommit:
 		b.usesKafka = true
-	case evidence.KindOrderRejected, evidence.KindFault:
+	case evidence.KindOrderRejected, evidence.KindOrderRequest, evidence.KindFault:
 	default:
 		b.usesDB = true
 	}

@@ -177,6 +177,8 @@ func similar(a, b logEvent) bool {
 	switch a.Kind {
 	case evidence.KindOrderRejected:
 		return a.Status == b.Status && a.Reason == b.Reason
+	case evidence.KindOrderRequest:
+		return a.Status == b.Status
 	case evidence.KindClaim:
 		return a.StateBefore == b.StateBefore
 	case evidence.KindMark, evidence.KindLeaseExpired:
@@ -194,10 +196,14 @@ func kindNoun(k evidence.Kind) string {
 		return "seeds"
 	case evidence.KindOrderCommitted:
 		return "orders"
+	case evidence.KindOrderAdvanced:
+		return "order status changes"
 	case evidence.KindOrderReplayed:
 		return "replayed orders"
 	case evidence.KindOrderRejected:
 		return "rejections like these"
+	case evidence.KindOrderRequest:
+		return "client requests like these"
 	case evidence.KindClaim:
 		return "claims"
 	case evidence.KindPublish:

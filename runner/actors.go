@@ -47,11 +47,6 @@ func (e *Env) Orders() (*orders.Client, error) {
 	return &orders.Client{BaseURL: srv.URL, HTTP: &http.Client{Timeout: 10 * time.Second}}, nil
 }
 
-// Token returns a valid HS256 token for the default principal.
-func (e *Env) Token() (string, error) {
-	return orders.SignToken(e.Secret, principal, time.Now().Add(5*time.Minute))
-}
-
 // Relay returns a relay of the system under test named actor (its claim id
 // is derived from it) with its own fault injector, publishing to topic.
 func (e *Env) Relay(actor, topic string, faults *fault.Injector) (sut.Relay, error) {
@@ -99,13 +94,18 @@ func (e *Env) Consumer(ctx context.Context, member, topic, group string, faults 
 	return c, nil
 }
 
-// SeedStock sets the stock of sku and records it.
+// SeedStock sets the stock of sku at the default price and records it.
 func (e *Env) SeedStock(ctx context.Context, sku string, qty int64) error {
+	return e.seedPriced(ctx, sku, qty, defaultPrice)
+}
+
+// seedPriced sets the stock and unit price of sku and records both.
+func (e *Env) seedPriced(ctx context.Context, sku string, qty, priceCents int64) error {
 	if _, err := e.DB.ExecContext(ctx,
-		`INSERT INTO stock (sku, quantity, price_cents) VALUES (?, ?, ?)`, sku, qty, defaultPrice); err != nil {
+		`INSERT INTO stock (sku, quantity, price_cents) VALUES (?, ?, ?)`, sku, qty, priceCents); err != nil {
 		return fmt.Errorf("seed stock: %w", err)
 	}
-	return e.Emit(evidence.Event{Kind: evidence.KindSeedStock, SKU: sku, Stock: evidence.Ptr(qty)})
+	return e.Emit(evidence.Event{Kind: evidence.KindSeedStock, SKU: sku, Stock: evidence.Ptr(qty), PriceCents: evidence.Ptr(priceCents)})
 }
 
 // outboxRow is a full outbox row, every column, for byte-level comparison.

@@ -17,13 +17,10 @@ func init() {
 	bind("businessInvariants", businessInvariants)
 }
 
-// placeOne places one order with a fresh idempotency key.
+// placeOne places one order of qty of the default SKU for the default
+// principal with idempotency key key.
 func (e *Env) placeOne(ctx context.Context, cl *orders.Client, key string, qty int) (orders.Result, error) {
-	tok, err := e.Token()
-	if err != nil {
-		return orders.Result{}, err
-	}
-	return cl.Place(ctx, tok, key, orders.PlaceRequest{SKU: defaultSKU, Quantity: qty})
+	return e.post(ctx, cl, e.userToken(principal), key, orders.PlaceRequest{SKU: defaultSKU, Quantity: qty})
 }
 
 // placeCommitted places one order and fails unless it was created.

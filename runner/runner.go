@@ -66,8 +66,10 @@ type Options struct {
 	Chaos nemesis.Config
 	// Args are the command-line arguments recorded in the evidence.
 	Args []string
-	// Version and Revision identify the tool.
+	// Version and Revision identify the tool, and Build is its build
+	// information (nil: not recorded).
 	Version, Revision string
+	Build             *evidence.BuildInfo
 	// Executable is this binary, for scenarios that run actors as OS
 	// processes (default os.Executable()).
 	Executable string
@@ -184,6 +186,10 @@ func Run(ctx context.Context, opts Options) (*evidence.Evidence, error) {
 	selected, _ := Select(opts.Scenarios)
 	start := opts.Now()
 	runID := NewRunID(start)
+	sutRec, err := sutEnv(opts.SUT)
+	if err != nil {
+		return nil, err
+	}
 
 	rs, err := openScope(ctx, &opts, runID)
 	if err != nil {
@@ -192,6 +198,7 @@ func Run(ctx context.Context, opts Options) (*evidence.Evidence, error) {
 	defer rs.close()
 
 	ev := newEvidence(&opts, rs, runID, start)
+	ev.Environment.SUT = sutRec
 	runCtx, cancelRun := context.WithCancelCause(ctx)
 	defer cancelRun(nil)
 	rs.watch = startWatchdog(runCtx, rs.server, rs.kafka, cancelRun)
@@ -233,8 +240,9 @@ func Run(ctx context.Context, opts Options) (*evidence.Evidence, error) {
 	return ev, rs.finish(runCtx, ev)
 }
 
-// sutEnv is what the evidence records of the system under test.
-func sutEnv(impl *sut.Implementation) *evidence.SUTEnv {
+// sutEnv is what the evidence records of the system under test: its name,
+// features, layers and, when it can say, the digest of its source.
+func sutEnv(impl *sut.Implementation) (*evidence.SUTEnv, error) {
 	env := &evidence.SUTEnv{Name: impl.Name, Features: []string{}, Layers: []string{}}
 	for _, f := range impl.Features {
 		env.Features = append(env.Features, string(f))
@@ -242,7 +250,14 @@ func sutEnv(impl *sut.Implementation) *evidence.SUTEnv {
 	for _, l := range impl.Features.Layers() {
 		env.Layers = append(env.Layers, string(l))
 	}
-	return env
+	if impl.Source != nil {
+		d, err := impl.Source()
+		if err != nil {
+			return nil, fmt.Errorf("digest the source of %s: %w", impl.Name, err)
+		}
+		env.Source = &d
+	}
+	return env, nil
 }
 
 func featureList(fs []spec.Feature) string {
@@ -273,6 +288,8 @@ func (rs *runScope) finish(runCtx context.Context, ev *evidence.Evidence) error 
 		runErr = &marked{fmt.Errorf("%s; %s records what ran (not a passing run)", interruption(runCtx), out), ErrInterrupted}
 	}
 	ev.Witness = rs.captureWitness(runCtx)
+	// The matrix lists the witnesses and what is unwitnessed: known now.
+	ev.ProofBoundary = evidence.ComputeProofBoundary(ev)
 	data, err := evidence.Marshal(ev)
 	if err != nil {
 		return err

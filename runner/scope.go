@@ -119,7 +119,7 @@ func newEvidence(opts *Options, rs *runScope, runID string, start time.Time) *ev
 	}
 	ev := &evidence.Evidence{
 		SchemaVersion: evidence.SchemaVersion,
-		Tool:          evidence.Tool{Name: "orderflow-audit", Version: opts.Version, Revision: opts.Revision},
+		Tool:          evidence.Tool{Name: "orderflow-audit", Version: opts.Version, Revision: opts.Revision, Build: opts.Build},
 		Run: evidence.Run{
 			ID: runID, Start: start.UTC(), Seed: opts.Seed,
 			Args: append([]string{}, opts.Args...), Planted: string(opts.Plant),
@@ -133,7 +133,6 @@ func newEvidence(opts *Options, rs *runScope, runID string, start time.Time) *ev
 				Mode: rs.kafka.Mode, Implementation: rs.kafka.Implementation, Brokers: rs.kafka.Brokers, Container: kc,
 			},
 			Go: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH,
-			SUT: sutEnv(opts.SUT),
 		},
 	}
 	if len(ev.Run.Args) == 0 {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/orders"
 )
 
@@ -14,30 +15,54 @@ func init() {
 	for _, tc := range tokenCases {
 		bind(tc.id, tokenScenario(tc.token))
 	}
+	bind("tokenClaims", tokenClaims)
 }
 
-// tokenCases are the four ways a bearer token must be refused.
+// otherKey is an HS256 secret of the right size that is not the
+// service's.
+var otherKey = []byte("another-key-of-32-bytes-length!!")
+
+// tokenCases are the four ways a bearer token must be refused that have a
+// scenario each; a nil token sends none.
 var tokenCases = []struct {
 	id    string
-	token func(secret []byte) (string, error)
+	token func(e *Env) *tokenSpec
 }{
-	{"tokenMissing",
-		func([]byte) (string, error) { return "", nil }},
-	{"tokenBadSignature",
-		func([]byte) (string, error) {
-			return orders.SignToken([]byte("another-key-of-32-bytes-length!!"), principal, time.Now().Add(time.Minute))
-		}},
-	{"tokenExpired",
-		func(secret []byte) (string, error) {
-			return orders.SignToken(secret, principal, time.Now().Add(-time.Minute))
-		}},
-	{"tokenWrongAlg",
-		func(secret []byte) (string, error) {
-			return orders.SignTokenWith(jwt.SigningMethodHS512, secret, principal, time.Now().Add(time.Minute))
-		}},
+	{"tokenMissing", func(*Env) *tokenSpec { return nil }},
+	{"tokenBadSignature", func(e *Env) *tokenSpec {
+		t := e.userToken(principal)
+		t.key, t.keyName = otherKey, keyOther
+		return t
+	}},
+	{"tokenExpired", func(e *Env) *tokenSpec {
+		t := e.userToken(principal)
+		t.claims.ExpiresAt = jwt.NewNumericDate(time.Now().Add(-time.Minute))
+		return t
+	}},
+	{"tokenWrongAlg", func(e *Env) *tokenSpec {
+		t := e.userToken(principal)
+		t.method = jwt.SigningMethodHS512
+		return t
+	}},
 }
 
-func tokenScenario(token func([]byte) (string, error)) func(context.Context, *Env) error {
+// claimCases are the tokens of tokenClaims, each signed as the service
+// wants but for one claim (or its alg), under the metric that reports its
+// answer; the metric's name is the request's idempotency key.
+var claimCases = []struct {
+	metric string
+	mod    func(t *tokenSpec)
+}{
+	{"algNone", func(t *tokenSpec) {
+		t.method, t.key, t.keyName = jwt.SigningMethodNone, jwt.UnsafeAllowNoneSignatureType, keyNone
+	}},
+	{"noExp", func(t *tokenSpec) { t.claims.ExpiresAt = nil }},
+	{"notYetValid", func(t *tokenSpec) { t.claims.NotBefore = jwt.NewNumericDate(time.Now().Add(5 * time.Minute)) }},
+	{"wrongIssuer", func(t *tokenSpec) { t.claims.Issuer = "someone-else" }},
+	{"wrongAudience", func(t *tokenSpec) { t.claims.Audience = jwt.ClaimStrings{"billing"} }},
+}
+
+func tokenScenario(token func(*Env) *tokenSpec) func(context.Context, *Env) error {
 	return func(ctx context.Context, e *Env) error {
 		cl, err := e.setupOrders(ctx, 10)
 		if err != nil {
@@ -47,11 +72,7 @@ func tokenScenario(token func([]byte) (string, error)) func(context.Context, *En
 		if err != nil {
 			return err
 		}
-		tok, err := token(e.Secret)
-		if err != nil {
-			return err
-		}
-		res, err := cl.Place(ctx, tok, "token-1", orders.PlaceRequest{SKU: defaultSKU, Quantity: 1})
+		res, err := e.post(ctx, cl, token(e), "token-1", orders.PlaceRequest{SKU: defaultSKU, Quantity: 1})
 		if err != nil {
 			return err
 		}
@@ -59,12 +80,49 @@ func tokenScenario(token func([]byte) (string, error)) func(context.Context, *En
 		if err != nil {
 			return err
 		}
-		writes := (after.orders - before.orders) + (after.lines - before.lines) + (after.idem - before.idem) +
-			(after.outbox - before.outbox) + abs(after.stock-before.stock)
 		e.Result.Metric("status", res.Status)
-		e.Result.Metric("writes", writes)
+		e.Result.Metric("writes", before.writesTo(after))
 		return nil
 	}
+}
+
+// tokenClaims sends the five tokens of claimCases, one request each.
+func tokenClaims(ctx context.Context, e *Env) error {
+	cl, err := e.setupOrders(ctx, 10)
+	if err != nil {
+		return err
+	}
+	before, err := e.counts(ctx)
+	if err != nil {
+		return err
+	}
+	statuses := make([]int, len(claimCases))
+	for i, tc := range claimCases {
+		t := e.userToken(principal)
+		tc.mod(t)
+		res, err := e.post(ctx, cl, t, tc.metric, orders.PlaceRequest{SKU: defaultSKU, Quantity: 1})
+		if err != nil {
+			return err
+		}
+		statuses[i] = res.Status
+	}
+	after, err := e.counts(ctx)
+	if err != nil {
+		return err
+	}
+	for i, tc := range claimCases {
+		e.Result.Metric(tc.metric, statuses[i])
+	}
+	e.Result.Metric("writes", before.writesTo(after))
+	return nil
+}
+
+// writesTo counts the rows added to orders, order_lines,
+// idempotency_records and outbox between c and after, plus how far the
+// total stock moved.
+func (c counts) writesTo(after counts) int64 {
+	return (after.orders - c.orders) + (after.lines - c.lines) + (after.idem - c.idem) +
+		(after.outbox - c.outbox) + abs(after.stock-c.stock)
 }
 
 func abs(n int64) int64 {

@@ -30,6 +30,12 @@ const (
 	// PublishAckLost: the broker appends the relay's record and its
 	// acknowledgement is lost.
 	PublishAckLost Point = "publish-ack-lost"
+	// EffectInsertError: the consumer's effect insert fails after its inbox
+	// insert, in the same transaction (a trigger raises an error).
+	EffectInsertError Point = "effect-insert-error"
+	// EffectCommitKilled: the consumer's connection is killed after its
+	// inserts, before its COMMIT reached the server.
+	EffectCommitKilled Point = "effect-commit-killed"
 )
 
 // Injection is how a fault is brought about.
@@ -195,6 +201,27 @@ var Faults = []Fault{
 			"timeout: the record is in the log, the relay does not know it",
 		CannotInfer: "replication-level causes of an unknown outcome (a leader change after the append, acks=all not met): " +
 			"one broker holds the only replica",
+	},
+	{
+		FaultRef:  FaultRef{EffectInsertError, InjectSQL},
+		Actor:     ActorConsumer,
+		Simulates: "a database error inside the consumer's effect transaction after its inbox insert (a constraint, a trigger, a full table)",
+		How: "a real database error: a BEFORE INSERT trigger on notification that the scenario created for one event id raised " +
+			"SQLSTATE 45000 on the effect insert, after the inbox insert of the same transaction; the scenario dropped it once the " +
+			"consumer had failed",
+		CannotInfer: "errors a consumer should retry in place rather than replay (deadlocks, lock wait timeouts) and a record that " +
+			"fails for ever (no dead-letter path): this error went away after one failure",
+	},
+	{
+		FaultRef:  FaultRef{EffectCommitKilled, InjectSQL},
+		Actor:     ActorConsumer,
+		Simulates: "a consumer whose database connection dies while its effect transaction commits",
+		How: "the consumer's connection was killed with KILL CONNECTION from another connection after its inbox and " +
+			"notification inserts and before its COMMIT reached the server (an in-process hook at that point ran the KILL and " +
+			"waited until the server had ended the connection), so that its COMMIT failed on a lost connection",
+		CannotInfer: "a connection lost after the server committed and before the answer arrived: here the server had rolled " +
+			"the transaction back and the replay inserted again; a replay whose inbox rejects it (the commit did happen) is " +
+			"modelled by the verifier but was not provoked",
 	},
 }
 

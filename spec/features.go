@@ -60,6 +60,13 @@ func (fs Features) Layers() []Layer {
 	return out
 }
 
+// ReferenceSources are the directories (relative to the module root) of
+// the reference implementation's source, whose digest the evidence
+// records: the migrations that make its tables, the consumer, the order
+// service, the planted bugs, the relay and the seam that builds them.
+var ReferenceSources = []string{"migrations", "runner/internal/consumer", "runner/internal/orders", "runner/internal/plant",
+	"runner/internal/relay", "runner/sut"}
+
 // ReferenceSUT names this project's implementation of the system under
 // test in the evidence; it claims every feature. The verifier holds
 // evidence that names it to every layer, whatever else it says.

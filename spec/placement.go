@@ -20,5 +20,11 @@ func init() {
 			Metric{"status", "409"}, Metric{"stock", "1"}, Metric{"orders", "0"}, Metric{"idemRows", "0"}),
 		u79("noOversell", "20 concurrent orders of quantity 1 against stock 10: exactly 10 accepted",
 			Metric{"requests", "20"}, Metric{"accepted", "10"}, Metric{"rejected", "10"}, Metric{"stock", "0"}),
+		u79("twoUsersOneKey", "alice and bob send the same order with one Idempotency-Key, then again: two orders, "+
+			"each replay answers its own user's, never the other's",
+			Metric{"orders", "2"}, Metric{"distinctOrderIds", "2"}, Metric{"ownReplays", "2"}, Metric{"crossAnswers", "0"}),
+		u79("orderAmounts", "three orders of one, two and three lines of SKUs priced differently, quantities 1 to 4: "+
+			"each amount is the sum of quantity x unit price",
+			Metric{"orders", "3"}, Metric{"lines", "6"}, Metric{"amountCents", ""}, Metric{"amountsOff", "0"}),
 	)
 }

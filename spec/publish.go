@@ -9,7 +9,7 @@ func init() {
 		Scenario{
 			ID: "publishFailures", Suite: SuiteEXT, Boundary: BoundarySend,
 			Faults: []FaultRef{{PublishRefused, InjectBroker}, {PublishTimeout, InjectBroker}, {PublishAckLost, InjectBroker}},
-			Description: "3 orders, one relay round: the broker refuses the first record, appends the second but loses its " +
+			Description: "3 orders, one relay round each (a round publishes its batch in one go, and the broker fails whole requests): the broker refuses the first record, appends the second but loses its " +
 				"acknowledgement, and leaves the third unanswered; nothing is marked; after the leases run out the same relay " +
 				"takes its three rows over (v2) and publishes them again; the inbox absorbs the one duplicate",
 			Metrics: []Metric{{"refused", "1"}, {"unknown", "2"}, {"marksAfterFailure", "0"}, {"retried", "3"},

@@ -8,19 +8,23 @@ CREATE TABLE stock (
   quantity BIGINT      NOT NULL
 );
 CREATE TABLE orders (
-  id       BIGINT      NOT NULL,
-  sku      VARCHAR(64) NOT NULL,
-  quantity BIGINT      NOT NULL
+  id           BIGINT       NOT NULL,
+  sku          VARCHAR(64)  NOT NULL,
+  quantity     BIGINT       NOT NULL,
+  principal    VARCHAR(128) NULL,
+  amount_cents BIGINT       NULL
 );
 CREATE TABLE order_lines (
-  order_id BIGINT      NOT NULL,
-  sku      VARCHAR(64) NOT NULL,
-  quantity BIGINT      NOT NULL
+  order_id    BIGINT      NOT NULL,
+  sku         VARCHAR(64) NOT NULL,
+  quantity    BIGINT      NOT NULL,
+  price_cents BIGINT      NULL
 );
 CREATE TABLE idempotency_records (
   idem_key    VARCHAR(255) NOT NULL,
   order_id    BIGINT       NOT NULL,
-  status_code INT          NOT NULL
+  status_code INT          NOT NULL,
+  principal   VARCHAR(128) NULL
 );
 CREATE TABLE outbox (
   event_id      VARCHAR(64) NOT NULL,

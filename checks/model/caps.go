@@ -37,6 +37,16 @@ const (
 	// counting overlaps (Counts.Overlaps); a claim id beyond it is not
 	// seen holding a claim.
 	maxClaimIDs = 64
+	// maxClientRequests bounds the client's requests (order_request)
+	// kept for the end-of-scenario business checks (ClientRequests);
+	// all are counted.
+	maxClientRequests = 1 << 12
+	// maxRolledBackOrders bounds the order ids of rolled-back order
+	// transactions kept for created-on-rollback.
+	maxRolledBackOrders = 1 << 12
+	// maxOrderLines bounds the lines of one order the model keeps (an
+	// order_committed may carry 64).
+	maxOrderLines = 64
 )
 
 // intern returns one shared copy of a short, repeated string (topic,

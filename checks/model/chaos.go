@@ -21,8 +21,6 @@ type chaosState struct {
 	ends       map[partKey]int64 // per topic/partition (group ""): last offset seen + 1
 	unknown    int64             // publish_unknown events
 	resolved   int64             // of those, resolved by the records received
-	outOfOrder int64             // effects applied before an earlier event of their aggregate
-	effectSrc  map[string]Source // where each event's first effect is
 }
 
 // countFault counts a nemesis fault event by its kind.
@@ -59,7 +57,7 @@ func (m *Model) noteCommit(e *evidence.Event) {
 }
 
 // finishChaos takes the figures that come from the records.
-func (m *Model) finishChaos(truncated bool) {
+func (m *Model) finishChaos() {
 	m.ends = map[partKey]int64{}
 	extra := map[*eventState]int64{}
 	for k, r := range m.records {
@@ -85,49 +83,6 @@ func (m *Model) finishChaos(truncated bool) {
 			m.resolved += u
 		}
 	}
-	m.outOfOrder = m.effectsOutOfOrder(truncated)
-}
-
-// noteEffect keeps where an event's first effect is.
-func (m *Model) noteEffect(eventID string, src Source) {
-	if m.effectSrc == nil {
-		m.effectSrc = map[string]Source{}
-	}
-	if _, ok := m.effectSrc[eventID]; !ok {
-		m.effectSrc[eventID] = src
-	}
-}
-
-// effectsOutOfOrder reports (effect-out-of-order) and counts the events
-// whose first effect came after the first effect of a later event of the
-// same aggregate (events ordered as their intents were created).
-func (m *Model) effectsOutOfOrder(truncated bool) int64 {
-	rank := map[string]int{}
-	perAgg := map[int64]int{}
-	for _, es := range m.rows {
-		rank[es.id] = perAgg[es.aggregateID]
-		perAgg[es.aggregateID]++
-	}
-	last := map[int64]int{}
-	seen := map[string]bool{}
-	var n int64
-	for _, nt := range m.notifs {
-		es := m.byID[nt.eventID]
-		if es == nil || !es.hasRow || seen[nt.eventID] {
-			continue
-		}
-		seen[nt.eventID] = true
-		r := rank[nt.eventID]
-		if l, ok := last[es.aggregateID]; ok && r < l {
-			n++
-			m.report(truncated, RuleEffectOutOfOrder, m.effectSrc[nt.eventID], nt.eventID,
-				"the first effect of %s (event %d of aggregate %d) came after the effect of a later event of that aggregate",
-				nt.eventID, r+1, es.aggregateID)
-			continue
-		}
-		last[es.aggregateID] = r
-	}
-	return n
 }
 
 // FaultKinds returns the nemesis's fault events by kind (the point without
@@ -157,7 +112,3 @@ func (m *Model) Groups() []string { return append([]string{}, m.groups...) }
 // UnknownPublishes returns the publish_unknown events and how many of them
 // the records received resolve (finishChaos).
 func (m *Model) UnknownPublishes() (unknown, resolved int64) { return m.unknown, m.resolved }
-
-// EffectsOutOfOrder returns how many effects came before an effect of an
-// earlier event of their aggregate.
-func (m *Model) EffectsOutOfOrder() int64 { return m.outOfOrder }

@@ -104,6 +104,8 @@ func (m *Model) stepPublish(e *evidence.Event, src Source) {
 	}
 	m.records[k] = r
 	ts.Published = true
+	m.knownRecord(k)
+	m.aggregatePartition(in.aggregateID, k, in.id, src)
 }
 
 // stepPublishUnknown: a publish whose outcome the relay cannot know; the
@@ -197,6 +199,7 @@ func (m *Model) stepReceive(e *evidence.Event, src Source) {
 		m.recordOrder = append(m.recordOrder, k)
 	}
 	es := m.ev(e.EventID)
+	newRecord := r.received == 0
 	if r.received > 0 {
 		m.replays++
 	} else {
@@ -206,6 +209,10 @@ func (m *Model) stepReceive(e *evidence.Event, src Source) {
 		m.received++
 		if !r.publishd {
 			m.receivedUnpublished(&r, es, e, k, src)
+			m.knownRecord(k)
+			if agg, ok := aggregateOf(es, e); ok {
+				m.aggregatePartition(agg, k, es.id, src)
+			}
 		}
 	}
 	r.received++
@@ -228,9 +235,12 @@ func (m *Model) stepReceive(e *evidence.Event, src Source) {
 		m.groups = append(m.groups, group)
 	}
 	if gi >= 0 {
+		first := r.groups&(1<<gi) == 0
 		r.groups |= 1 << gi
 		m.records[k] = r
+		m.receivedBy(group, first, newRecord && es.deliveries == 1, es, k, src)
 	}
+	m.memberReceived(e.Actor, es, k)
 	pk := pendingKey{group, k}
 	if _, ok := m.pending[pk]; !ok {
 		pp := partKey{group, k.topic, k.partition}
@@ -290,15 +300,16 @@ func (m *Model) inboxRecord(e *evidence.Event, src Source) {
 // stepInboxInsert: the effect transaction committed an inbox row.
 func (m *Model) stepInboxInsert(e *evidence.Event, src Source) {
 	m.inboxRecord(e, src)
-	es := m.ev(e.EventID)
-	k := inboxKey{m.intern(e.Consumer), es.id}
+	k := m.inboxKeyOf(e, src)
+	delete(m.openCommits, k) // an unknown commit of k did not commit: the row was free
 	if _, dup := m.inbox[k]; dup {
 		m.violate(RuleDuplicateInbox, src, e.EventID,
-			"a second inbox row for (%s, %s): the unique key forbids it", e.Consumer, e.EventID)
+			"a second inbox row for (%s, %s): the unique key forbids it", e.Consumer, k.eventID)
 		return
 	}
 	m.inbox[k] = struct{}{}
 	m.inboxOrder = append(m.inboxOrder, k)
+	m.inboxTx(k, e.TrxID)
 	m.settleRejects(k)
 }
 
@@ -306,10 +317,9 @@ func (m *Model) stepInboxInsert(e *evidence.Event, src Source) {
 // record is settled without an effect.
 func (m *Model) stepInboxReject(e *evidence.Event, src Source) {
 	m.inboxRecord(e, src)
-	if _, ok := m.inbox[inboxKey{e.Consumer, e.EventID}]; !ok {
+	if k := m.inboxKeyOf(e, src); !m.inboxHas(k) {
 		// Its inbox_insert may come later in the merged logs (logorder.go).
-		m.waitReject(inboxKey{m.intern(e.Consumer), m.intern(e.EventID)}, src,
-			fmt.Sprintf("inbox_reject of (%s, %s) with no inbox row to conflict with", e.Consumer, e.EventID))
+		m.waitReject(k, src, fmt.Sprintf("inbox_reject of (%s, %s) with no inbox row to conflict with", e.Consumer, k.eventID))
 	}
 	es := m.ev(e.EventID)
 	es.rejects++
@@ -319,6 +329,7 @@ func (m *Model) stepInboxReject(e *evidence.Event, src Source) {
 		delete(m.pending, pendingKey{g, rec})
 	}
 	es.pending = slices.DeleteFunc(es.pending, func(pk pendingKey) bool { _, p := m.pending[pk]; return !p })
+	m.settle(e.Actor, rec, es.id, src)
 }
 
 // stepEffect: the effect transaction committed a notification; the
@@ -326,12 +337,17 @@ func (m *Model) stepInboxReject(e *evidence.Event, src Source) {
 func (m *Model) stepEffect(e *evidence.Event, src Source) {
 	es := m.ev(e.EventID)
 	consumer := m.intern(e.Consumer)
-	if _, ok := m.inbox[inboxKey{consumer, es.id}]; !ok {
+	ik := inboxKey{consumer, es.id}
+	if _, ok := m.inbox[ik]; !ok {
 		m.violate(RuleEffectWithoutInbox, src, e.EventID,
 			"effect for %s committed with no inbox row for (%s, %s)", e.EventID, e.Consumer, e.EventID)
 	}
+	m.effectTx(e, ik, src)
+	m.effectVersion(consumer, es, src)
+	if c := m.cur[e.Actor]; c.ok && c.eventID == es.id {
+		m.settle(e.Actor, c.rec, es.id, src)
+	}
 	es.effects++
-	m.noteEffect(es.id, src)
 	if es.effects > 1 {
 		m.violate(RuleDuplicateEffect, src, e.EventID, "effect #%d for %s: the business effect happened more than once", es.effects, e.EventID)
 	}
@@ -358,6 +374,7 @@ func (m *Model) stepEffect(e *evidence.Event, src Source) {
 func (m *Model) stepOffsetCommit(e *evidence.Event, src Source) {
 	m.noteCommit(e)
 	next := val(e.Offset)
+	m.commitOffsets(e.Actor, m.intern(e.Consumer), m.intern(e.Topic), val(e.Partition), next, src)
 	if next > 0 {
 		r := m.records[recordKey{e.Topic, val(e.Partition), next - 1}]
 		gi := slices.Index(m.groups, e.Consumer)

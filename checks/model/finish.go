@@ -17,8 +17,10 @@ func (m *Model) Finish(truncated bool) {
 	m.checkObserved(truncated)
 	m.checkStock(truncated)
 	m.checkReceived(truncated)
+	m.checkAnswers(truncated)
+	m.checkOffsets(truncated)
 	m.checkWaiting(truncated)
-	m.finishChaos(truncated)
+	m.finishChaos()
 }
 
 // checkObserved (delivery, harness): every observation is of a row in a
@@ -126,4 +128,8 @@ func (m *Model) Release() {
 	m.pending, m.pendingHeaps = nil, nil
 	m.decrements = nil
 	m.notifIDs = nil
+	m.consumerState = consumerState{lag: m.lag, splitAggregates: m.splitAggregates, effectsOutOfOrder: m.effectsOutOfOrder, partitions: m.partitions,
+		rolledBackEffects: m.rolledBackEffects, unknownCommits: m.unknownCommits, resolvedCommits: m.resolvedCommits,
+		faultCommit: m.faultCommit, members: m.members, memberOrder: m.memberOrder}
+	m.inboxTrx, m.openCommits = nil, nil
 }

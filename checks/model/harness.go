@@ -20,6 +20,9 @@ func (m *Model) stepSeedStock(e *evidence.Event, _ Source) {
 		m.seedStock[sku] = val(e.Stock)
 		m.skus = append(m.skus, sku)
 	}
+	if e.PriceCents != nil {
+		m.seedPrice[sku] = *e.PriceCents
+	}
 	m.stock[sku] = val(e.Stock)
 }
 
@@ -75,6 +78,8 @@ func (m *Model) stepFault(e *evidence.Event, src Source) {
 	if len(m.faults) < maxFaults {
 		m.faults = append(m.faults, strings.Clone(e.Point))
 	}
+	m.crashed[m.intern(e.Actor)] = true
+	m.commitAtFault(e)
 	m.countFault(e)
 }
 

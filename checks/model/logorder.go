@@ -101,6 +101,9 @@ func (m *Model) checkWaiting(truncated bool) {
 		return cmpSource(m.waitingRejects[a][0].src, m.waitingRejects[b][0].src)
 	})
 	for _, k := range keys {
+		if m.inboxHas(k) {
+			continue // an unknown commit of k turned out to have committed
+		}
 		for _, w := range m.waitingRejects[k] {
 			m.report(truncated, RuleRejectWithoutInbox, w.src, k.eventID, "%s", w.message)
 		}

@@ -50,9 +50,13 @@ type Model struct {
 	pending      map[pendingKey]pendingRec
 	pendingHeaps map[partKey]*offsetHeap
 	inbox        map[inboxKey]struct{}
+	inboxTrx     map[inboxKey]string // the transaction that wrote an inbox row, when said
+	openCommits  map[inboxKey]bool   // commit_unknown not yet decided by a replay
 	inboxOrder   []inboxKey
 	notifs       []notification
 	notifIDs     map[int64]bool
+
+	consumerState // offsets, members, per-key order (offsets.go, ordering.go)
 
 	replays      int64
 	received     int64 // distinct records received
@@ -70,6 +74,16 @@ type Model struct {
 	faults       []string
 	rolledBack   []string // event ids of rolled-back order transactions (capped)
 	events       int64
+
+	// The business layer's own (answers.go): the client's requests, the
+	// orders whose transaction rolled back, the seeded unit prices.
+	clientReqs       []ClientRequest // first maxClientRequests kept
+	nClientReqs      int64
+	clientStatus     map[int64]int64 // the client's answers by status
+	clientOKOrders   map[int64]bool  // order ids of the client's 2xx answers (capped)
+	rolledBackDup    []string        // event ids of rollbacks on a duplicate key (1062; capped)
+	rolledBackOrders map[int64]bool  // capped at maxRolledBackOrders
+	seedPrice        map[string]int64
 
 	violations []Violation
 	perRule    map[Rule]int
@@ -111,13 +125,25 @@ func New(layers []spec.Layer, faultPoints []string) *Model {
 		pending:      map[pendingKey]pendingRec{},
 		pendingHeaps: map[partKey]*offsetHeap{},
 		inbox:        map[inboxKey]struct{}{},
-		notifIDs:     map[int64]bool{},
-		okOrderIDs:   map[int64]bool{},
-		statusCount:  map[int64]int64{},
-		invariants:   map[string]int64{},
-		perRule:      map[Rule]int{},
-		suppressed:   map[Rule]int{},
-		lastClaim:    map[string]claimRef{},
+		inboxTrx:     map[inboxKey]string{},
+		openCommits:  map[inboxKey]bool{},
+		consumerState: consumerState{
+			gparts: map[partKey]*groupPart{}, members: map[memberKey]*memberPart{}, cur: map[string]current{},
+			partEnd: map[topicPart]int64{}, recvVersion: map[aggKey]int64{}, effVersion: map[aggKey]int64{},
+			crashed: map[string]bool{}, faultCommit: map[string]int64{},
+		},
+		notifIDs:    map[int64]bool{},
+		okOrderIDs:  map[int64]bool{},
+		statusCount: map[int64]int64{},
+		invariants:  map[string]int64{},
+		perRule:     map[Rule]int{},
+		suppressed:  map[Rule]int{},
+		lastClaim:   map[string]claimRef{},
+
+		rolledBackOrders: map[int64]bool{},
+		clientStatus:     map[int64]int64{},
+		clientOKOrders:   map[int64]bool{},
+		seedPrice:        map[string]int64{},
 	}
 }
 
@@ -141,6 +167,8 @@ var handlers = map[evidence.Kind]handler{
 	evidence.KindOrderRolledBack: (*Model).stepOrderRolledBack, // business.go
 	evidence.KindOrderReplayed:   (*Model).stepOrderAnswered,   // business.go
 	evidence.KindOrderRejected:   (*Model).stepOrderAnswered,   // business.go
+	evidence.KindOrderRequest:    (*Model).stepOrderRequest,    // answers.go
+	evidence.KindOrderAdvanced:   (*Model).stepOrderAdvanced,   // ordering.go
 
 	evidence.KindClaim:        (*Model).stepClaim,        // claimtoken.go
 	evidence.KindLeaseExpired: (*Model).stepLeaseExpired, // claimtoken.go
@@ -153,6 +181,9 @@ var handlers = map[evidence.Kind]handler{
 	evidence.KindInboxReject:    (*Model).stepInboxReject,    // delivery.go
 	evidence.KindEffect:         (*Model).stepEffect,         // delivery.go
 	evidence.KindOffsetCommit:   (*Model).stepOffsetCommit,   // delivery.go
+
+	evidence.KindEffectRolledBack: (*Model).stepEffectRolledBack, // effects.go
+	evidence.KindCommitUnknown:    (*Model).stepCommitUnknown,    // effects.go
 }
 
 // Step folds one event into the state.

@@ -87,6 +87,31 @@ func TestViolationCap(t *testing.T) {
 	}
 }
 
+// TestModelTablesBusiness: an order of two lines writes two order_lines
+// rows with their prices; orders and idempotency records carry the
+// principal and the amount.
+func TestModelTablesBusiness(t *testing.T) {
+	m := replay(t, modeltest.Load(t, histories+"/ok-business-answers"), nil)
+	got := map[string][][]any{}
+	for _, tr := range m.Tables() {
+		for i := range tr.N {
+			got[tr.Spec.Table] = append(got[tr.Spec.Table], tr.Row(i, nil))
+		}
+	}
+	want := map[string][][]any{
+		"stock":  {{"SKU-A", int64(7)}, {"SKU-B", int64(4)}},
+		"orders": {{int64(1), "SKU-A", int64(3), "alice", int64(2899)}, {int64(2), "SKU-A", int64(1), "bob", int64(1250)}},
+		"order_lines": {{int64(1), "SKU-A", int64(2), int64(1250)}, {int64(1), "SKU-B", int64(1), int64(399)},
+			{int64(2), "SKU-A", int64(1), int64(1250)}},
+		"idempotency_records": {{"k", int64(1), int64(201), "alice"}, {"k", int64(2), int64(201), "bob"}},
+	}
+	for table, rows := range want {
+		if !slices.EqualFunc(got[table], rows, func(a, b []any) bool { return slices.Equal(a, b) }) {
+			t.Errorf("%s = %v; want %v", table, got[table], rows)
+		}
+	}
+}
+
 func TestModelTables(t *testing.T) {
 	m := replay(t, modeltest.Load(t, histories+"/ok-send-before-mark-crash"), nil)
 	got := map[string][][]any{}
@@ -97,9 +122,9 @@ func TestModelTables(t *testing.T) {
 	}
 	want := map[string][][]any{
 		"stock":               {{"SKU", int64(9)}},
-		"orders":              {{int64(1), "SKU", int64(1)}},
-		"order_lines":         {{int64(1), "SKU", int64(1)}},
-		"idempotency_records": {{"k1", int64(1), int64(201)}},
+		"orders":              {{int64(1), "SKU", int64(1), nil, nil}}, // a log without principal and amount
+		"order_lines":         {{int64(1), "SKU", int64(1), nil}},
+		"idempotency_records": {{"k1", int64(1), int64(201), nil}},
 		"outbox":              {{"e-1", int64(1), "SENT", int64(2), "relay-b"}},
 		"inbox":               {{"notifier", "e-1"}},
 		"notification":        {{int64(1), "notifier", "e-1", int64(1)}},

@@ -2,6 +2,7 @@ package model
 
 import (
 	"iter"
+	"maps"
 	"slices"
 )
 
@@ -152,22 +153,60 @@ func (m *Model) Requests() []Request {
 	return out
 }
 
+// ClientRequests returns the client's requests (order_request), in
+// order (the first maxClientRequests; Counts.ClientRequests has them all).
+func (m *Model) ClientRequests() []ClientRequest {
+	out := slices.Clone(m.clientReqs)
+	for i := range out {
+		out[i].OrderID = clonePtr(out[i].OrderID)
+		out[i].Lines = slices.Clone(out[i].Lines)
+		out[i].Token = clonePtr(out[i].Token)
+	}
+	return out
+}
+
+// ClientAnsweredWith returns how many of the client's requests were
+// answered with status.
+func (m *Model) ClientAnsweredWith(status int64) int64 { return m.clientStatus[status] }
+
+// ClientStatuses returns the statuses of the client's answers, sorted.
+func (m *Model) ClientStatuses() []int64 { return slices.Sorted(maps.Keys(m.clientStatus)) }
+
+// Statuses returns the statuses the order service logged answering,
+// sorted.
+func (m *Model) Statuses() []int64 { return slices.Sorted(maps.Keys(m.statusCount)) }
+
+// RolledBackOnDuplicate returns the event ids of the order transactions
+// that rolled back on a duplicate key (an err naming MySQL error 1062),
+// in order (the first 64).
+func (m *Model) RolledBackOnDuplicate() []string { return slices.Clone(m.rolledBackDup) }
+
+// SeedPrice returns the unit price a SKU was seeded with, when the seed
+// said it.
+func (m *Model) SeedPrice(sku string) (int64, bool) {
+	p, ok := m.seedPrice[sku]
+	return p, ok
+}
+
 // AnsweredWith returns how many answers of the order service had status.
 func (m *Model) AnsweredWith(status int64) int64 { return m.statusCount[status] }
 
 // Counts are the model's counters.
 type Counts struct {
-	Events        int64 // events folded
-	Requests      int64 // answers of the order service
-	OKOrders      int64 // distinct order ids answered with a 2xx
-	Claims        int64 // claim events
-	DoubleClaims  int64 // claims on a live lease another actor held
-	Replays       int64 // receives of a record already received
-	Received      int64 // distinct records received
-	InboxRejects  int64 // inbox_reject events
-	Intents       int64 // outbox rows
-	InboxRows     int64
-	Notifications int64 // effects with distinct notification ids
+	Events   int64 // events folded
+	Requests int64 // answers of the order service
+	// ClientRequests: the client's records of its requests (order_request);
+	// ClientOKOrders: distinct order ids of their 2xx answers.
+	ClientRequests, ClientOKOrders int64
+	OKOrders                       int64 // distinct order ids answered with a 2xx
+	Claims                         int64 // claim events
+	DoubleClaims                   int64 // claims on a live lease another actor held
+	Replays                        int64 // receives of a record already received
+	Received                       int64 // distinct records received
+	InboxRejects                   int64 // inbox_reject events
+	Intents                        int64 // outbox rows
+	InboxRows                      int64
+	Notifications                  int64 // effects with distinct notification ids
 
 	RefusedPublishes  int64 // publish events with an error: refused by the broker
 	UnknownPublishes  int64 // publish_unknown events
@@ -180,16 +219,35 @@ type Counts struct {
 	// LeasesOffClaim: claims whose lease is not their time plus their
 	// lease (lease-off-claim).
 	LeasesOffClaim int64
+
+	// Partitions: distinct partitions holding a record the history knows.
+	Partitions int64
+	// SplitAggregates: orders with records on two partitions of a topic.
+	SplitAggregates int64
+	// EffectsOutOfOrder: effects committed after an effect of a higher
+	// version of their aggregate (same inbox consumer).
+	EffectsOutOfOrder int64
+	// Lag: the sum over groups and partitions of end offset minus the
+	// group's last commit, for the topics the group committed on (after
+	// Finish).
+	Lag int64
+	// RolledBackEffects and UnknownCommits count effect_rolled_back and
+	// commit_unknown events; ResolvedCommits the unknown commits a
+	// replay's inbox_reject showed to have committed.
+	RolledBackEffects, UnknownCommits, ResolvedCommits int64
 }
 
 // Counts returns the model's counters.
 func (m *Model) Counts() Counts {
 	return Counts{
-		Events: m.events, Requests: m.nRequests, OKOrders: int64(len(m.okOrderIDs)),
-		Claims: m.claims, DoubleClaims: m.doubleClaims, Replays: m.replays, Received: m.received, InboxRejects: m.rejects,
+		Events: m.events, Requests: m.nRequests, ClientRequests: m.nClientReqs, ClientOKOrders: int64(len(m.clientOKOrders)),
+		OKOrders: int64(len(m.okOrderIDs)),
+		Claims:   m.claims, DoubleClaims: m.doubleClaims, Replays: m.replays, Received: m.received, InboxRejects: m.rejects,
 		Intents: int64(len(m.rows)), InboxRows: int64(len(m.inbox)), Notifications: int64(len(m.notifs)),
 		RefusedPublishes: m.refusedPublishes, UnknownPublishes: m.unknownPublishes, MarksAfterFailure: m.marksAfterFailure,
 		Takeovers: m.takeovers, SelfTakeovers: m.selfTakeovers, Overlaps: m.overlaps, LeasesOffClaim: m.leasesOffClaim,
+		Partitions: m.partitions, SplitAggregates: m.splitAggregates, EffectsOutOfOrder: m.effectsOutOfOrder, Lag: m.lag,
+		RolledBackEffects: m.rolledBackEffects, UnknownCommits: m.unknownCommits, ResolvedCommits: m.resolvedCommits,
 	}
 }
 

@@ -33,7 +33,18 @@ const (
 	RuleMarkAfterFailedPublish Rule = "mark-after-failed-publish"
 	RulePublishKeyMismatch     Rule = "publish-key-mismatch"
 	RulePublishEventIDMismatch Rule = "publish-event-id-mismatch"
-	RuleEffectOutOfOrder       Rule = "effect-out-of-order"
+	// Delivery, consumer offsets, per-key order and the effect transaction.
+	RuleOffsetBackwards          Rule = "offset-backwards"
+	RuleOffsetSkipsRecord        Rule = "offset-skips-record"
+	RuleOffsetOffByOne           Rule = "offset-off-by-one"
+	RuleOffsetLag                Rule = "offset-lag"
+	RuleSettledNotCommitted      Rule = "settled-not-committed"
+	RuleReceiveOutOfOrder        Rule = "receive-out-of-order"
+	RuleReceiveOutOfVersion      Rule = "receive-out-of-version"
+	RuleEffectOutOfOrder         Rule = "effect-out-of-order"
+	RuleAggregateOnTwoPartitions Rule = "aggregate-on-two-partitions"
+	RuleEffectOutsideInboxTx     Rule = "effect-outside-inbox-tx"
+	RuleDedupeWrongKey           Rule = "dedupe-wrong-key"
 
 	// Claim tokens.
 	RuleClaimOnLiveLease       Rule = "claim-on-live-lease"
@@ -51,6 +62,11 @@ const (
 	RuleIntentIDMismatch     Rule = "intent-id-mismatch"
 	RuleDuplicateOrder       Rule = "duplicate-order"
 	RuleStockMismatch        Rule = "stock-mismatch"
+	RuleAmountMismatch       Rule = "amount-mismatch"
+	RuleLinesMismatch        Rule = "lines-mismatch"
+	RuleCrossPrincipalAnswer Rule = "cross-principal-answer"
+	RuleBadTokenAccepted     Rule = "bad-token-accepted"
+	RuleCreatedOnRollback    Rule = "created-on-rollback"
 )
 
 // RuleInfo describes a rule: the layer it belongs to and, in one line,
@@ -143,10 +159,38 @@ var Rules = []RuleInfo{
 	{RulePublishEventIDMismatch, spec.LayerDelivery,
 		"a publish or publish_unknown whose record_event_id (the record's event_id header) is not the claimed intent's event_id"},
 
-	// Delivery: the events of one aggregate take effect in the order they
-	// were written (the reason they share a key and a partition).
+	// Delivery: a group's committed offset only moves forward.
+	{RuleOffsetBackwards, spec.LayerDelivery, "an offset_commit of a group below the group's previous commit of that partition"},
+	// Delivery: a commit of n passes every record below n; the group must
+	// have received each (settling them is offset-before-effect).
+	{RuleOffsetSkipsRecord, spec.LayerDelivery,
+		"an offset_commit of n passing a record of the partition (at or past the group's previous commit) that the group never received"},
+	// Delivery: Kafka's committed offset is the next record to read.
+	{RuleOffsetOffByOne, spec.LayerDelivery,
+		"a member whose last offset_commit on a partition is n, made after it settled the record at n: it must commit n+1 (end of scenario)"},
+	// Delivery: a group that consumed a topic ends with nothing left.
+	{RuleOffsetLag, spec.LayerDelivery,
+		"a group that committed offsets of a topic whose last commit on a partition of it is below the partition's end offset (end of scenario)"},
+	// Delivery: a duplicate's offset is committed too, or a restart replays it.
+	{RuleSettledNotCommitted, spec.LayerDelivery,
+		"a member that settled a record (effect or inbox_reject) and never committed an offset past it, without a fault in its log (end of scenario)"},
+	// Delivery: a polled batch is handled in offset order.
+	{RuleReceiveOutOfOrder, spec.LayerDelivery,
+		"a group's first receive of a record below an offset of that partition the group already received"},
+	// Delivery: per-key order reaches the consumer (aggregate_version).
+	{RuleReceiveOutOfVersion, spec.LayerDelivery,
+		"a group's first receive of a record of an aggregate's version below a version of that aggregate the group already received"},
+	// Delivery: effects follow aggregate_version.
 	{RuleEffectOutOfOrder, spec.LayerDelivery,
-		"an event's first effect after the first effect of a later event of the same aggregate (intents in creation order; end of scenario)"},
+		"an effect for an aggregate's version committed after the effect of a higher version of that aggregate (same inbox consumer)"},
+	// Delivery: records keyed by aggregate share its partition.
+	{RuleAggregateOnTwoPartitions, spec.LayerDelivery,
+		"records of one order on one topic on two partitions (publish or receive)"},
+	// Delivery: the inbox row and the effect commit together.
+	{RuleEffectOutsideInboxTx, spec.LayerDelivery,
+		"an effect whose trx_id differs from the trx_id of its inbox_insert (both said): two transactions"},
+	// Delivery: the dedupe key is the event id.
+	{RuleDedupeWrongKey, spec.LayerDelivery, "an inbox_insert or inbox_reject whose inbox_key is not its event_id"},
 
 	// Claim token: leases exist only in a relay that claims with them.
 	{RuleClaimOnLiveLease, spec.LayerClaimToken,
@@ -183,6 +227,21 @@ var Rules = []RuleInfo{
 	// Business: stock.
 	{RuleStockMismatch, spec.LayerBusiness,
 		"orders whose stock values do not chain from the seed by their quantities (end of scenario; ordered by stock)"},
+	// Business: an order's amount is what its lines cost.
+	{RuleAmountMismatch, spec.LayerBusiness,
+		"an order_committed whose amount_cents is not the sum of its lines' quantity x price_cents, or whose line price is not its SKU's seeded price"},
+	// Business: an order holds what was asked for.
+	{RuleLinesMismatch, spec.LayerBusiness,
+		"an order_committed whose lines do not parse or disagree with its sku and quantity, or a 2xx answer whose order's lines are not the ones the client asked for (end of scenario)"},
+	// Business: idempotency keys belong to a user.
+	{RuleCrossPrincipalAnswer, spec.LayerBusiness,
+		"an order_replayed, or a 2xx answer the client recorded, naming an order that another principal committed (the client's: end of scenario)"},
+	// Business: the bearer-token policy (spec.TokenAlg, TokenIssuer, TokenAudience).
+	{RuleBadTokenAccepted, spec.LayerBusiness,
+		"an order_request whose token breaks the policy (none, alg not HS256, not the service's key, no sub or exp, expired more than 2 s before the record, nbf after it, wrong iss or aud) answered other than 401"},
+	// Business: a 2xx answer stands for a committed order.
+	{RuleCreatedOnRollback, spec.LayerBusiness,
+		"a 2xx answer the client recorded naming an order whose transaction rolled back, or that no order_committed created (end of scenario)"},
 }
 
 // ruleLayer maps each rule to its layer.

@@ -33,6 +33,7 @@ type eventState struct {
 	unknownOpen  int32 // publish_unknown events not yet matched to a record received
 
 	deliveries, effects, rejects int32
+	version                      int32 // aggregate_version (0: not said, 1)
 	pending                      []pendingKey
 	*observed                    // nil until seeded or observed
 }
@@ -121,13 +122,58 @@ type Observation struct {
 // Order is what one order transaction wrote, table by table.
 type Order struct {
 	ID       int64
-	SKU      string
-	Quantity int64
+	SKU      string // the first line's
+	Quantity int64  // the order's total
 	Key      string // the idempotency key
 	Status   int64  // the HTTP status answered
 	Row      bool   // wrote orders
 	Lines    bool   // wrote order_lines
 	Idem     bool   // wrote idempotency_records
+	// Principal, AmountCents and LineList are what the order_committed
+	// says of them ("", nil and nil in logs of versions that did not):
+	// LineList has each line with its unit price and the stock left.
+	Principal   string
+	AmountCents *int64
+	LineList    []evidence.OrderLine
+}
+
+// OrderLines returns the order's lines: LineList, or, for a log that
+// does not list them, its one line of SKU and Quantity (no price).
+func (o Order) OrderLines() []evidence.OrderLine {
+	if o.LineList != nil {
+		return o.LineList
+	}
+	return []evidence.OrderLine{{SKU: o.SKU, Quantity: o.Quantity}}
+}
+
+// ClientRequest is one POST /orders as its client recorded it
+// (order_request).
+type ClientRequest struct {
+	Principal string // the token's subject; "" without a token
+	Key       string
+	Status    int64
+	OrderID   *int64               // the order a 2xx answer named
+	Lines     []evidence.OrderLine // what it asked for (nil when not recorded)
+	// BodySHA256 is the sha256 of the answer's body ("" when not recorded).
+	BodySHA256 string
+	// Token is the token it sent (nil: none), and BadToken why the
+	// policy refuses it ("" when it does not).
+	Token    *SentToken
+	BadToken string
+	src      Source
+}
+
+// SentToken is what a client says of the token it sent.
+type SentToken struct {
+	Alg, Key, Claims string
+}
+
+// orderPart is the partition of an order's records, on the first topic
+// they were seen on, and whether a record of it was seen on another.
+type orderPart struct {
+	topic     string
+	partition int32
+	split     bool
 }
 
 type recordKey struct {

@@ -28,29 +28,50 @@ func (m *Model) Tables() []Table {
 	}
 	slices.Sort(extra)
 	stockSKUs = append(stockSKUs, extra...)
-	var rowsOf, linesOf, idemOf []*Order
+	var rowsOf, idemOf []*Order
+	type lineRow struct {
+		order int64
+		line  evidence.OrderLine
+	}
+	var linesOf []lineRow
 	for i := range m.orders {
 		o := &m.orders[i]
 		if o.Row {
 			rowsOf = append(rowsOf, o)
 		}
 		if o.Lines {
-			linesOf = append(linesOf, o)
+			for _, l := range o.OrderLines() {
+				linesOf = append(linesOf, lineRow{o.ID, l})
+			}
 		}
 		if o.Idem {
 			idemOf = append(idemOf, o)
 		}
 	}
+	orNull := func(s string) any {
+		if s == "" {
+			return nil
+		}
+		return s
+	}
+	ptrOrNull := func(p *int64) any {
+		if p == nil {
+			return nil
+		}
+		return *p
+	}
 	src := map[string]Table{
 		"stock": {N: len(stockSKUs), Row: func(i int, d []any) []any { return append(d, stockSKUs[i], m.stock[stockSKUs[i]]) }},
 		"orders": {N: len(rowsOf), Row: func(i int, d []any) []any {
-			return append(d, rowsOf[i].ID, rowsOf[i].SKU, rowsOf[i].Quantity)
+			o := rowsOf[i]
+			return append(d, o.ID, o.SKU, o.Quantity, orNull(o.Principal), ptrOrNull(o.AmountCents))
 		}},
 		"order_lines": {N: len(linesOf), Row: func(i int, d []any) []any {
-			return append(d, linesOf[i].ID, linesOf[i].SKU, linesOf[i].Quantity)
+			l := linesOf[i]
+			return append(d, l.order, l.line.SKU, l.line.Quantity, ptrOrNull(l.line.PriceCents))
 		}},
 		"idempotency_records": {N: len(idemOf), Row: func(i int, d []any) []any {
-			return append(d, idemOf[i].Key, idemOf[i].ID, idemOf[i].Status)
+			return append(d, idemOf[i].Key, idemOf[i].ID, idemOf[i].Status, orNull(idemOf[i].Principal))
 		}},
 		"outbox": {N: len(m.rows), Row: func(i int, d []any) []any {
 			in := m.rows[i]

@@ -29,6 +29,7 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/runner/fault"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra/infratest"
+	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
 var (
@@ -384,10 +385,10 @@ func TestActorOrdersProcess(t *testing.T) {
 	}
 	secret := bytes.Repeat([]byte{0x5a}, 32)
 	logPath := filepath.Join(t.TempDir(), "orders.jsonl")
-	spec := actor.Spec{Role: actor.Orders, DB: sc.Name, LogPath: logPath, RunID: "r1", Scenario: "actorOrders"}
+	as := actor.Spec{Role: actor.Orders, DB: sc.Name, LogPath: logPath, RunID: "r1", Scenario: "actorOrders"}
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	p, err := actor.Start(ctx, exe, spec, actor.Env(srv.DSNFor(""), secret))
+	p, err := actor.Start(ctx, exe, as, actor.Env(srv.DSNFor(""), secret))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -398,6 +399,7 @@ func TestActorOrdersProcess(t *testing.T) {
 
 	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.RegisteredClaims{
 		Subject: "alice", ExpiresAt: jwt.NewNumericDate(time.Now().Add(time.Minute)),
+		Issuer: spec.TokenIssuer, Audience: jwt.ClaimStrings{spec.TokenAudience}, // the service's policy
 	}).SignedString(secret)
 	if err != nil {
 		t.Fatal(err)

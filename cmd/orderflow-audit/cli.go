@@ -165,6 +165,7 @@ func commands() []command {
 		{name: "explore", summary: "run the chaos scenario once per seed, verify each, shrink a failure", run: cmdExplore},
 		{name: "scenarios", summary: "list the scenarios, their boundaries and what they accept", run: cmdScenarios},
 		{name: "clean", summary: "drop the scratch databases that runs no longer alive left on the server", run: cmdClean},
+		{name: "bench", summary: "measure the pipeline's throughput and latency on a scratch database, checking its own run", run: cmdBench},
 		{name: "broker", summary: "run the embedded Kafka-protocol broker (kfake) standalone", run: cmdBroker},
 		{name: "version", summary: "print the version and VCS revision", run: cmdVersion},
 		{name: "help", summary: "show help for a command", run: cmdHelp},
@@ -364,9 +365,12 @@ type toolInfo struct {
 	Modified  bool   // the working tree had local changes
 	GoVersion string
 	Platform  string // GOOS/GOARCH
+	// Build is the build information the evidence records.
+	Build evidence.BuildInfo
 }
 
-// buildInfo reads the version and the VCS stamp of this binary.
+// buildInfo reads the version and the VCS stamp of this binary: the Go
+// toolchain's (runtime/debug.ReadBuildInfo), else the one -ldflags passed.
 func buildInfo() toolInfo {
 	ti := toolInfo{
 		Name:      progName,
@@ -374,21 +378,25 @@ func buildInfo() toolInfo {
 		Revision:  "unknown",
 		GoVersion: runtime.Version(),
 		Platform:  runtime.GOOS + "/" + runtime.GOARCH,
+		Build:     evidence.BuildInfo{GoVersion: runtime.Version(), Stamp: evidence.StampNone},
 	}
 	if revision != "" {
 		ti.Revision, ti.Modified = revision, revisionModified == "true"
+		ti.Build.VCSRevision, ti.Build.VCSModified, ti.Build.Stamp = revision, ti.Modified, evidence.StampLDFlags
 	}
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range bi.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				if s.Value != "" {
-					ti.Revision = s.Value
-				}
-			case "vcs.modified":
-				ti.Modified = s.Value == "true"
-			}
-		}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return ti
+	}
+	ti.Build.GoVersion, ti.Build.Module, ti.Build.ModuleVersion = bi.GoVersion, bi.Main.Path, bi.Main.Version
+	vcs := map[string]string{}
+	for _, s := range bi.Settings {
+		vcs[s.Key] = s.Value
+	}
+	if r := vcs["vcs.revision"]; r != "" {
+		ti.Revision, ti.Modified = r, vcs["vcs.modified"] == "true"
+		ti.Build.VCSRevision, ti.Build.VCSModified, ti.Build.Stamp = r, ti.Modified, evidence.StampVCS
+		ti.Build.VCSTime = vcs["vcs.time"]
 	}
 	return ti
 }

@@ -167,7 +167,7 @@ func (rf *runFlags) check(fs *flagSet, args []string) (runner.Options, error) {
 	opts = runner.Options{
 		MySQL: cfg, Brokers: ext, DBImage: dbImage, KafkaImage: kafkaImage, Scenarios: rf.ids, Seed: rf.seed,
 		Timeout: rf.timeout, Keep: rf.keep, Out: rf.out, Plant: bug, Args: redactArgs(args), Chaos: chaos,
-		Version: ti.Version, Revision: ti.Revision,
+		Version: ti.Version, Revision: ti.Revision, Build: &ti.Build,
 	}
 	if err := runner.Check(opts); err != nil {
 		return opts, err // bad options or output: exit 2

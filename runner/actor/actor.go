@@ -231,6 +231,10 @@ type ConsumerSummary struct {
 	InboxRejected    int `json:"inbox_rejected"`
 	Effects          int `json:"effects"`
 	OffsetsCommitted int `json:"offsets_committed"`
+	// EffectsRolledBack and CommitsUnknown count effect transactions that
+	// did not commit (replayed by the next poll).
+	EffectsRolledBack int `json:"effects_rolled_back"`
+	CommitsUnknown    int `json:"commits_unknown"`
 }
 
 func runConsumer(ctx context.Context, s Spec, db *sql.DB, log *evidence.Log,

@@ -22,6 +22,7 @@ const (
 	AfterEffectBeforeOffsetCommit = spec.AfterEffectBeforeOffsetCommit
 	AfterOrderCommitBeforeOutbox  = spec.AfterOrderCommitBeforeOutbox
 	AfterClaimBeforePublish       = spec.AfterClaimBeforePublish
+	EffectCommitKilled            = spec.EffectCommitKilled
 )
 
 // Points lists every point an in-process hook can fire at, sorted: the
@@ -47,6 +48,11 @@ const (
 	// Kill sends SIGKILL to the current process: only for actors that run
 	// as their own OS process.
 	Kill
+	// Call runs the function armed with ArmFunc and goes on (or returns
+	// its error): the scenario acts on the world at that point, such as
+	// killing the actor's database connection from another connection.
+	// In-process only.
+	Call
 )
 
 // ErrCrash is returned by Hit at a point armed with Crash.
@@ -63,6 +69,7 @@ type Injector struct {
 type arm struct {
 	action Action
 	times  int // remaining; <0 = every time
+	fn     func() error
 }
 
 // Arm makes the next n hits of p perform a (n < 0: every hit).
@@ -76,6 +83,17 @@ func (in *Injector) Arm(p Point, a Action, n int) {
 }
 
 // Disarm removes p.
+// ArmFunc arms p to run fn (action Call) the next n times it is hit (n <
+// 0: every time).
+func (in *Injector) ArmFunc(p Point, n int, fn func() error) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.armed == nil {
+		in.armed = map[Point]arm{}
+	}
+	in.armed[p] = arm{action: Call, times: n, fn: fn}
+}
+
 func (in *Injector) Disarm(p Point) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
@@ -117,6 +135,11 @@ func (in *Injector) Hit(p Point) error {
 		return nil
 	}
 	switch a.action {
+	case Call:
+		if err := a.fn(); err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		return nil
 	case Kill:
 		pr, _ := os.FindProcess(os.Getpid())
 		_ = pr.Kill()

@@ -60,6 +60,9 @@ type RelayConfig struct {
 	Lease time.Duration
 	// PublishTimeout bounds one publish (0: the relay's default).
 	PublishTimeout time.Duration
+	// Batch is the number of intents one RunOnce claims, publishes and
+	// marks together (0: the relay's default).
+	Batch int
 	// Now is the relay's own clock (nil: time.Now). A relay that keeps its
 	// leases on the database clock decides the same whatever it says.
 	Now func() time.Time
@@ -123,4 +126,7 @@ type Implementation struct {
 	NewOrders   func(OrdersConfig) (OrderService, error)
 	NewRelay    func(RelayConfig) (Relay, error)
 	NewConsumer func(ctx context.Context, cfg ConsumerConfig) (Consumer, error)
+	// Source digests the implementation's code as built into this binary
+	// (the evidence records it); nil when the implementation cannot say.
+	Source func() (evidence.SourceDigest, error)
 }

@@ -233,8 +233,9 @@ func start(ctx context.Context, e *engine, cfg Config, host string, ports map[st
 	for p := range ports {
 		exposed = append(exposed, p)
 	}
+	token := startToken()
 	all := []testcontainers.ContainerCustomizer{
-		testcontainers.WithLabels(map[string]string{LabelRun: cfg.RunID, LabelOwner: ownerLabel()}),
+		testcontainers.WithLabels(map[string]string{LabelRun: cfg.RunID, LabelOwner: ownerLabel(), labelStart: token}),
 	}
 	all = append(all, opts...)
 	all = append(all, testcontainers.WithExposedPorts(exposed...), publishOn(host, ports))
@@ -250,6 +251,10 @@ func start(ctx context.Context, e *engine, cfg Config, host string, ports map[st
 				err = fmt.Errorf("%w; %v", err, terr)
 			}
 		}
+		// A start cut short (Ctrl-C, its timeout) may have had the
+		// engine create the container after the client gave up on it:
+		// remove whatever carries this start's label.
+		e.removeStray(context.WithoutCancel(ctx), token)
 		return nil, err
 	}
 	c := &Container{ID: ctr.GetContainerID(), Host: host, ctr: ctr, eng: e}

@@ -2,11 +2,14 @@ package container
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/moby/moby/client"
 
@@ -64,6 +67,39 @@ func (e *engine) sweep(ctx context.Context, log *slog.Logger) {
 		_, err := e.cli.ContainerRemove(rctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
 		rcancel()
 		log.Info("removed a container left by a run that was killed", "container", short(c.ID), "run", c.Labels[LabelRun], "err", err)
+	}
+}
+
+// labelStart carries a token of one start, so that a container the engine
+// created after its start was given up on can be found and removed.
+const labelStart = "org.orderflow-audit.start"
+
+// startToken is a fresh value for labelStart.
+func startToken() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// removeStray removes the containers labelled with the start token, over
+// about a second: the engine may finish a create its client abandoned a
+// moment after the client returned.
+func (e *engine) removeStray(ctx context.Context, token string) {
+	for i := 0; i < 5; i++ {
+		if i > 0 {
+			time.Sleep(200 * time.Millisecond)
+		}
+		lctx, cancel := context.WithTimeout(ctx, engineTimeout)
+		res, err := e.cli.ContainerList(lctx, client.ContainerListOptions{All: true, Filters: client.Filters{}.Add("label", labelStart+"="+token)})
+		cancel()
+		if err != nil {
+			continue
+		}
+		for _, c := range res.Items {
+			rctx, rcancel := context.WithTimeout(ctx, terminateTimeout)
+			_, _ = e.cli.ContainerRemove(rctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+			rcancel()
+		}
 	}
 }
 

@@ -20,7 +20,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
@@ -74,6 +73,13 @@ type Config struct {
 	// Plant is a planted bug (negative control); None is the correct
 	// consumer.
 	Plant plant.Bug
+	// BatchEffects commits the effects of a polled batch of records in one
+	// transaction and their offsets in one commit (batch.go), falling back
+	// to one transaction per record when the batch's fails. Off (one
+	// transaction and one offset commit per record) by default, and
+	// ignored with a planted bug: the scenarios audit the per-record
+	// consumer; `orderflow-audit bench` runs this one.
+	BatchEffects bool
 }
 
 var idRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$`)
@@ -114,15 +120,21 @@ type Stats struct {
 	InboxRejected    int // replays rejected by the inbox key
 	Effects          int // notifications committed
 	OffsetsCommitted int // offset commits acknowledged
+	// EffectsRolledBack counts effect transactions that failed and rolled
+	// back; CommitsUnknown those whose COMMIT went unanswered.
+	EffectsRolledBack int
+	CommitsUnknown    int
 }
 
 func (s Stats) sub(o Stats) Stats {
 	return Stats{
-		Received:         s.Received - o.Received,
-		InboxInserted:    s.InboxInserted - o.InboxInserted,
-		InboxRejected:    s.InboxRejected - o.InboxRejected,
-		Effects:          s.Effects - o.Effects,
-		OffsetsCommitted: s.OffsetsCommitted - o.OffsetsCommitted,
+		Received:          s.Received - o.Received,
+		InboxInserted:     s.InboxInserted - o.InboxInserted,
+		InboxRejected:     s.InboxRejected - o.InboxRejected,
+		Effects:           s.Effects - o.Effects,
+		OffsetsCommitted:  s.OffsetsCommitted - o.OffsetsCommitted,
+		EffectsRolledBack: s.EffectsRolledBack - o.EffectsRolledBack,
+		CommitsUnknown:    s.CommitsUnknown - o.CommitsUnknown,
 	}
 }
 
@@ -213,21 +225,37 @@ func (c *Consumer) count(f func(*Stats)) {
 // Handle processes one record: parse its identity, emit receive, run the
 // effect transaction, pass AfterEffectBeforeOffsetCommit, commit the offset
 // (record offset + 1) synchronously. A replay (inbox duplicate key) rolls
-// back, emits inbox_reject and still commits the offset. A simulated crash
-// returns an error wrapping fault.ErrCrash with the offset uncommitted; the
-// caller then Closes this member, as a dead process would stop.
+// back, emits inbox_reject and still commits the offset. An effect
+// transaction that did not commit returns an error wrapping
+// ErrEffectFailed with the offset uncommitted (PollOnce replays the
+// record). A simulated crash returns an error wrapping fault.ErrCrash with
+// the offset uncommitted; the caller then Closes this member, as a dead
+// process would stop.
 //
 // Planted bugs: OffsetBeforeEffect commits the offset first, then passes
 // AfterEffectBeforeOffsetCommit (here: between the offset commit and the
 // effect, so a crash loses the effect), then runs the effect transaction.
 // NoInboxDedupe writes the notification without the inbox row.
+// EffectErrorSwallowed commits the offset of a failed effect transaction;
+// DuplicateOffsetNotCommitted does not commit a duplicate's offset;
+// OffsetNotPlusOne commits the record's own offset (effect.go and
+// PollOnce hold the others).
 func (c *Consumer) Handle(ctx context.Context, r *kgo.Record) (Outcome, error) {
 	var out Outcome
+	id, err := c.receive(r)
+	if err != nil {
+		return out, err
+	}
+	return c.settle(ctx, r, id)
+}
+
+// receive parses r's identity, keeps r for Handled, counts it and emits
+// receive.
+func (c *Consumer) receive(r *kgo.Record) (Identity, error) {
 	id, err := ParseIdentity(r)
 	if err != nil {
-		return out, fmt.Errorf("consumer %s: record %s/%d@%d: %w", c.cfg.Member, r.Topic, r.Partition, r.Offset, err)
+		return id, fmt.Errorf("consumer %s: record %s/%d@%d: %w", c.cfg.Member, r.Topic, r.Partition, r.Offset, err)
 	}
-	out.Identity = id
 	c.mu.Lock()
 	c.handled = append(c.handled, r)
 	if len(c.handled) > handledKeep {
@@ -235,7 +263,7 @@ func (c *Consumer) Handle(ctx context.Context, r *kgo.Record) (Outcome, error) {
 	}
 	c.stats.Received++
 	c.mu.Unlock()
-	if err := c.emit(evidence.Event{
+	return id, c.emit(evidence.Event{
 		Kind:      evidence.KindReceive,
 		EventID:   id.EventID,
 		OrderID:   evidence.Ptr(id.OrderID),
@@ -243,10 +271,14 @@ func (c *Consumer) Handle(ctx context.Context, r *kgo.Record) (Outcome, error) {
 		Partition: evidence.Ptr(r.Partition),
 		Offset:    evidence.Ptr(r.Offset),
 		Consumer:  c.cfg.Group,
-	}); err != nil {
-		return out, err
-	}
+	})
+}
 
+// settle is Handle after the receive: the effect transaction, the fault
+// point, the offset commit.
+func (c *Consumer) settle(ctx context.Context, r *kgo.Record, id Identity) (Outcome, error) {
+	out := Outcome{Identity: id}
+	var err error
 	if c.cfg.Plant == plant.OffsetBeforeEffect {
 		if err := c.commitOffset(ctx, r); err != nil {
 			return out, err
@@ -260,11 +292,14 @@ func (c *Consumer) Handle(ctx context.Context, r *kgo.Record) (Outcome, error) {
 	}
 
 	out.Rejected, out.NotificationID, err = c.effect(ctx, r, id)
-	if err != nil {
+	if err != nil && (c.cfg.Plant != plant.EffectErrorSwallowed || !errors.Is(err, ErrEffectFailed)) {
 		return out, err
 	}
 	if err := c.hit(r, id); err != nil {
 		return out, err
+	}
+	if out.Rejected && c.cfg.Plant == plant.DuplicateOffsetNotCommitted {
+		return out, nil
 	}
 	if err := c.commitOffset(ctx, r); err != nil {
 		return out, err
@@ -273,89 +308,24 @@ func (c *Consumer) Handle(ctx context.Context, r *kgo.Record) (Outcome, error) {
 	return out, nil
 }
 
-// effect runs the effect transaction and emits its events.
-func (c *Consumer) effect(ctx context.Context, r *kgo.Record, id Identity) (replay bool, notificationID int64, err error) {
-	replay, notificationID, err = c.effectTx(ctx, r, id)
-	if err != nil {
-		return false, 0, err
-	}
-	at := evidence.Event{
-		EventID:   id.EventID,
-		Consumer:  c.cfg.Name,
-		Topic:     r.Topic,
-		Partition: evidence.Ptr(r.Partition),
-		Offset:    evidence.Ptr(r.Offset),
-	}
-	if replay {
-		c.count(func(s *Stats) { s.InboxRejected++ })
-		at.Kind = evidence.KindInboxReject
-		return true, 0, c.emit(at)
-	}
-	if c.cfg.Plant != plant.NoInboxDedupe {
-		c.count(func(s *Stats) { s.InboxInserted++ })
-		at.Kind = evidence.KindInboxInsert
-		if err := c.emit(at); err != nil {
-			return false, notificationID, err
-		}
-	}
-	c.count(func(s *Stats) { s.Effects++ })
-	return false, notificationID, c.emit(evidence.Event{
-		Kind:           evidence.KindEffect,
-		EventID:        id.EventID,
-		OrderID:        evidence.Ptr(id.OrderID),
-		NotificationID: evidence.Ptr(notificationID),
-		Consumer:       c.cfg.Name,
-	})
-}
-
-// effectTx inserts the inbox row and the notification in one transaction.
-// A duplicate inbox key is a replay: the transaction is rolled back
-// explicitly (MariaDB keeps a transaction open after a failed statement).
-func (c *Consumer) effectTx(ctx context.Context, r *kgo.Record, id Identity) (replay bool, notificationID int64, err error) {
-	tx, err := c.cfg.DB.BeginTx(ctx, nil)
-	if err != nil {
-		return false, 0, fmt.Errorf("effect %s: begin: %w", id.EventID, err)
-	}
-	defer func() {
-		if err != nil || replay {
-			_ = tx.Rollback()
-		}
-	}()
-	if c.cfg.Plant != plant.NoInboxDedupe {
-		if _, err := tx.ExecContext(ctx, qInsertInbox, c.cfg.Name, id.EventID, r.Topic, r.Partition, r.Offset); err != nil {
-			var me *mysql.MySQLError
-			if errors.As(err, &me) && me.Number == mysqlDuplicateKey {
-				return true, 0, nil
-			}
-			return false, 0, fmt.Errorf("effect %s: insert inbox: %w", id.EventID, err)
-		}
-	}
-	body := fmt.Sprintf("order %d placed (event %s)", id.OrderID, id.EventID)
-	res, err := tx.ExecContext(ctx, qInsertNotification, c.cfg.Name, id.EventID, id.OrderID, body)
-	if err != nil {
-		return false, 0, fmt.Errorf("effect %s: insert notification: %w", id.EventID, err)
-	}
-	notificationID, err = res.LastInsertId()
-	if err != nil {
-		return false, 0, fmt.Errorf("effect %s: notification id: %w", id.EventID, err)
-	}
-	if err := tx.Commit(); err != nil {
-		return false, 0, fmt.Errorf("effect %s: commit: %w", id.EventID, err)
-	}
-	return false, notificationID, nil
-}
-
-// commitOffset commits r's offset + 1 synchronously and emits offset_commit.
+// commitOffset commits r's offset + 1 synchronously and emits offset_commit
+// (the planted OffsetNotPlusOne commits r's own offset).
 func (c *Consumer) commitOffset(ctx context.Context, r *kgo.Record) error {
+	next := r.Offset + 1
+	if c.cfg.Plant == plant.OffsetNotPlusOne {
+		rr := *r
+		rr.Offset--
+		r, next = &rr, rr.Offset+1
+	}
 	if err := c.cl.CommitRecords(ctx, r); err != nil {
-		return fmt.Errorf("consumer %s: commit offset %s/%d@%d: %w", c.cfg.Member, r.Topic, r.Partition, r.Offset+1, err)
+		return fmt.Errorf("consumer %s: commit offset %s/%d@%d: %w", c.cfg.Member, r.Topic, r.Partition, next, err)
 	}
 	c.count(func(s *Stats) { s.OffsetsCommitted++ })
 	return c.emit(evidence.Event{
 		Kind:      evidence.KindOffsetCommit,
 		Topic:     r.Topic,
 		Partition: evidence.Ptr(r.Partition),
-		Offset:    evidence.Ptr(r.Offset + 1),
+		Offset:    evidence.Ptr(next),
 		Consumer:  c.cfg.Group,
 	})
 }
@@ -381,78 +351,4 @@ func (c *Consumer) emit(e evidence.Event) error {
 		return fmt.Errorf("consumer %s: record %s: %w", c.cfg.Member, e.Kind, err)
 	}
 	return nil
-}
-
-// PollOnce polls one batch of records (waiting until records arrive or ctx
-// ends) and handles each in order. It returns what this call did; the first
-// error (a simulated crash, a bad record, a database or commit error) stops
-// it with the rest of the batch unhandled. When ctx ends it returns
-// ctx.Err().
-func (c *Consumer) PollOnce(ctx context.Context) (Stats, error) {
-	before := c.Stats()
-	fs := c.cl.PollFetches(ctx)
-	if fs.IsClientClosed() {
-		return Stats{}, fmt.Errorf("consumer %s: %w", c.cfg.Member, ErrClosed)
-	}
-	var ferr error
-	fs.EachError(func(topic string, part int32, err error) {
-		if ferr == nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
-			ferr = fmt.Errorf("consumer %s: fetch %s/%d: %w", c.cfg.Member, topic, part, err)
-		}
-	})
-	for it := fs.RecordIter(); !it.Done(); {
-		if _, err := c.Handle(ctx, it.Next()); err != nil {
-			return c.Stats().sub(before), err
-		}
-	}
-	if ferr != nil {
-		return c.Stats().sub(before), ferr
-	}
-	if err := ctx.Err(); err != nil {
-		return c.Stats().sub(before), err
-	}
-	return c.Stats().sub(before), nil
-}
-
-// PollUntil polls until done(Stats()) holds, and returns the total stats.
-// Give ctx a deadline: when it ends first the error wraps ctx.Err().
-func (c *Consumer) PollUntil(ctx context.Context, done func(Stats) bool) (Stats, error) {
-	for {
-		if s := c.Stats(); done(s) {
-			return s, nil
-		}
-		if _, err := c.PollOnce(ctx); err != nil {
-			return c.Stats(), fmt.Errorf("consumer %s: poll until: %w", c.cfg.Member, err)
-		}
-	}
-}
-
-// Run polls and handles records until ctx ends (then it returns nil) or an
-// error occurs.
-func (c *Consumer) Run(ctx context.Context) error {
-	for {
-		if _, err := c.PollOnce(ctx); err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
-	}
-}
-
-// LeaveTimeout bounds how long Close waits for the broker to confirm that
-// the member left its group: kgo's own Close waits for that with retries
-// (about 30 s against a broker that stopped answering).
-const LeaveTimeout = 2 * time.Second
-
-// Close leaves the group (waiting at most LeaveTimeout) and closes the
-// client. Uncommitted offsets stay uncommitted (autocommit is off), as
-// after a crash: the next member replays from the last committed offset.
-func (c *Consumer) Close() {
-	c.closeOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), LeaveTimeout)
-		defer cancel()
-		_ = c.cl.LeaveGroupContext(ctx) // a broker that is gone: the group times the member out
-		c.cl.Close()
-	})
 }

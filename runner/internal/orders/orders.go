@@ -8,7 +8,8 @@
 //
 //	201 placed (or the stored answer of an idempotent replay)
 //	400 missing or invalid Idempotency-Key, bad JSON, invalid fields
-//	401 missing, malformed, badly signed or expired token, alg other than HS256
+//	401 missing, malformed, badly signed, expired or not yet valid token,
+//	    alg other than HS256, no exp, another issuer or audience
 //	404 unknown path, or unknown SKU (nothing to decrement: no writes)
 //	405 a method other than POST
 //	409 insufficient stock (no writes), or the key is in flight in this service
@@ -46,6 +47,7 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/runner/fault"
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/plant"
+	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
 // Path is the one route the service serves.
@@ -56,6 +58,7 @@ const (
 	MaxBodyBytes = 16 << 10
 	MaxQuantity  = 1000
 	MaxSKUBytes  = 64
+	MaxLines     = 16
 )
 
 // DefaultActor is the actor name written in events when Config.Actor is
@@ -82,6 +85,9 @@ type Config struct {
 	Faults *fault.Injector
 	// Now is the clock tokens are checked against. Default time.Now.
 	Now func() time.Time
+	// Issuer and Audience are what a token's iss and aud must be.
+	// Default spec.TokenIssuer and spec.TokenAudience.
+	Issuer, Audience string
 }
 
 var actorRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$`)
@@ -92,6 +98,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.Issuer == "" {
+		c.Issuer = spec.TokenIssuer
+	}
+	if c.Audience == "" {
+		c.Audience = spec.TokenAudience
 	}
 }
 
@@ -142,13 +154,31 @@ func (s *Service) EmitErr() error {
 	return s.emitErr
 }
 
-// PlaceRequest is the body of POST /orders.
+// PlaceRequest is the body of POST /orders: one line (sku and quantity)
+// or several (lines), not both.
 type PlaceRequest struct {
+	SKU      string `json:"sku,omitempty"`
+	Quantity int    `json:"quantity,omitempty"`
+	Lines    []Line `json:"lines,omitempty"`
+}
+
+// Line is one line of a PlaceRequest with several.
+type Line struct {
 	SKU      string `json:"sku"`
 	Quantity int    `json:"quantity"`
 }
 
-// PlaceResponse is the body of a 201 answer (and of its replays).
+// OrderLines returns the request's lines: its one line, or its lines.
+func (r PlaceRequest) OrderLines() []Line {
+	if len(r.Lines) > 0 {
+		return r.Lines
+	}
+	return []Line{{SKU: r.SKU, Quantity: r.Quantity}}
+}
+
+// PlaceResponse is the body of a 201 answer (and of its replays). SKU and
+// StockLeft are the first line's, Quantity is the order's total; Lines
+// are set for an order of several lines.
 type PlaceResponse struct {
 	OrderID     int64  `json:"order_id"`
 	EventID     string `json:"event_id"`
@@ -156,6 +186,7 @@ type PlaceResponse struct {
 	Quantity    int    `json:"quantity"`
 	AmountCents int64  `json:"amount_cents"`
 	StockLeft   int64  `json:"stock_left"`
+	Lines       []Line `json:"lines,omitempty"`
 }
 
 // ErrorResponse is the body of every non-2xx answer.
@@ -163,12 +194,14 @@ type ErrorResponse struct {
 	Error string `json:"error"`
 }
 
-// OutboxPayload is the JSON payload of the outbox intent.
+// OutboxPayload is the JSON payload of the outbox intent (SKU and
+// Quantity as in PlaceResponse; Lines for an order of several lines).
 type OutboxPayload struct {
 	OrderID     int64  `json:"orderId"`
 	SKU         string `json:"sku"`
 	Quantity    int    `json:"quantity"`
 	AmountCents int64  `json:"amountCents"`
+	Lines       []Line `json:"lines,omitempty"`
 }
 
 // outcome is what one request produced: the answer and its events.
@@ -220,6 +253,17 @@ func (s *Service) handle(r *http.Request) outcome {
 	if reason != "" {
 		return rejected(http.StatusUnauthorized, "", errUnauthorized.Error(), reason)
 	}
+	o := s.handleAs(r, principal)
+	for i := range o.events {
+		if o.events[i].Principal == "" {
+			o.events[i].Principal = principal
+		}
+	}
+	return o
+}
+
+// handleAs handles a request whose token named principal.
+func (s *Service) handleAs(r *http.Request, principal string) outcome {
 	key, err := parseIdempotencyKey(r.Header.Values(HeaderIdempotencyKey))
 	if err != nil {
 		return rejected(http.StatusBadRequest, "", err.Error(), err.Error())
@@ -280,23 +324,46 @@ func decodeRequest(body io.Reader) (PlaceRequest, string, int, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return req, "", http.StatusBadRequest, errors.New("bad JSON: trailing data after the object")
 	}
-	switch {
-	case req.SKU == "":
-		return req, "", http.StatusBadRequest, errors.New("sku is required")
-	case len(req.SKU) > MaxSKUBytes:
-		return req, "", http.StatusBadRequest, fmt.Errorf("sku longer than %d bytes", MaxSKUBytes)
-	case !utf8.ValidString(req.SKU):
-		return req, "", http.StatusBadRequest, errors.New("sku is not valid UTF-8")
-	case req.Quantity < 1 || req.Quantity > MaxQuantity:
-		return req, "", http.StatusBadRequest, fmt.Errorf("quantity must be 1..%d", MaxQuantity)
+	if err := validate(req); err != nil {
+		return req, "", http.StatusBadRequest, err
 	}
 	return req, Fingerprint(req), 0, nil
+}
+
+// validate checks a decoded request: one line or several, each with a
+// SKU and a quantity in range, no SKU twice.
+func validate(req PlaceRequest) error {
+	if req.Lines != nil {
+		switch {
+		case req.SKU != "" || req.Quantity != 0:
+			return errors.New("give sku and quantity, or lines, not both")
+		case len(req.Lines) == 0 || len(req.Lines) > MaxLines:
+			return fmt.Errorf("lines must hold 1..%d lines", MaxLines)
+		}
+	}
+	seen := map[string]bool{}
+	for _, l := range req.OrderLines() {
+		switch {
+		case l.SKU == "":
+			return errors.New("sku is required")
+		case len(l.SKU) > MaxSKUBytes:
+			return fmt.Errorf("sku longer than %d bytes", MaxSKUBytes)
+		case !utf8.ValidString(l.SKU):
+			return errors.New("sku is not valid UTF-8")
+		case l.Quantity < 1 || l.Quantity > MaxQuantity:
+			return fmt.Errorf("quantity must be 1..%d", MaxQuantity)
+		case seen[l.SKU]:
+			return fmt.Errorf("sku %q is on two lines", l.SKU)
+		}
+		seen[l.SKU] = true
+	}
+	return nil
 }
 
 // Fingerprint is the request hash stored in idempotency_records: the hex
 // sha256 of the canonical JSON of req.
 func Fingerprint(req PlaceRequest) string {
-	canon, _ := json.Marshal(req) // a struct of a string and an int cannot fail
+	canon, _ := json.Marshal(req) // strings and ints cannot fail
 	sum := sha256.Sum256(canon)
 	return hex.EncodeToString(sum[:])
 }
@@ -311,9 +378,14 @@ func (s *Service) fromRecord(ctx context.Context, principal, key, fp string) (ou
 		body    string
 		orderID int64
 	)
-	err := s.cfg.DB.QueryRowContext(ctx,
-		`SELECT request_hash, status_code, response_body, order_id FROM idempotency_records WHERE principal = ? AND idem_key = ?`,
-		principal, key).Scan(&hash, &status, &body, &orderID)
+	query, args := `SELECT request_hash, status_code, response_body, order_id FROM idempotency_records WHERE principal = ? AND idem_key = ?`,
+		[]any{principal, key}
+	if s.cfg.Plant == plant.IdemKeyAcrossUsers {
+		// The planted bug: the record is looked up by its key alone.
+		query, args = `SELECT request_hash, status_code, response_body, order_id FROM idempotency_records WHERE idem_key = ? ORDER BY id LIMIT 1`,
+			[]any{key}
+	}
+	err := s.cfg.DB.QueryRowContext(ctx, query, args...).Scan(&hash, &status, &body, &orderID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return outcome{}, false, nil
 	}

@@ -206,7 +206,7 @@ func TestPlaceCommitsFiveWritesInOneTransaction(t *testing.T) {
 		t.Fatalf("status = %d (%s); want 201", res.Status, res.Body)
 	}
 	want := PlaceResponse{OrderID: 1, EventID: "e-1", SKU: testSKU, Quantity: 2, AmountCents: 2 * testPrice, StockLeft: 8}
-	if *res.Order != want {
+	if !reflect.DeepEqual(*res.Order, want) {
 		t.Errorf("answer = %+v; want %+v", *res.Order, want)
 	}
 	got := b.state()
@@ -242,7 +242,7 @@ func TestPlaceCommitsFiveWritesInOneTransaction(t *testing.T) {
 	if err := json.Unmarshal([]byte(payload), &p); err != nil {
 		t.Fatalf("outbox payload %s: %v", payload, err)
 	}
-	if aggID != 1 || version != 1 || st != evidence.StatePending || p != (OutboxPayload{OrderID: 1, SKU: testSKU, Quantity: 2, AmountCents: 500}) {
+	if aggID != 1 || version != 1 || st != evidence.StatePending || !reflect.DeepEqual(p, OutboxPayload{OrderID: 1, SKU: testSKU, Quantity: 2, AmountCents: 500}) {
 		t.Errorf("outbox = %d v%d %s %+v; want 1 v1 PENDING {1 %s 2 500}", aggID, version, st, p, testSKU)
 	}
 
@@ -591,6 +591,11 @@ func TestTokensAreRefusedWithoutWrites(t *testing.T) {
 		{"alg none", "Bearer " + sign(jwt.SigningMethodNone, jwt.UnsafeAllowNoneSignatureType, "alice", now.Add(time.Hour)), "invalid token"},
 		{"no exp", "Bearer " + sign(jwt.SigningMethodHS256, testSecret, "alice", time.Time{}), "required claim missing"},
 		{"no subject", "Bearer " + sign(jwt.SigningMethodHS256, testSecret, "", now.Add(time.Hour)), "no subject"},
+		{"nbf ahead", "Bearer " + signClaims(t, func(c *jwt.RegisteredClaims) { c.NotBefore = jwt.NewNumericDate(now.Add(time.Hour)) }), "not valid yet"},
+		{"other issuer", "Bearer " + signClaims(t, func(c *jwt.RegisteredClaims) { c.Issuer = "someone-else" }), "wrong issuer"},
+		{"no issuer", "Bearer " + signClaims(t, func(c *jwt.RegisteredClaims) { c.Issuer = "" }), "required claim missing"},
+		{"other audience", "Bearer " + signClaims(t, func(c *jwt.RegisteredClaims) { c.Audience = jwt.ClaimStrings{"billing"} }), "wrong audience"},
+		{"no audience", "Bearer " + signClaims(t, func(c *jwt.RegisteredClaims) { c.Audience = nil }), "required claim missing"},
 		{"malformed", "Bearer not.a.jwt", "malformed"},
 		{"not bearer", "Basic " + valid, "not a bearer token"},
 		{"tampered payload", "Bearer " + tamper(t, valid), "invalid token"},
@@ -632,6 +637,18 @@ func TestTokensAreRefusedWithoutWrites(t *testing.T) {
 	}
 }
 
+// signClaims signs a valid token for alice changed by mod.
+func signClaims(t *testing.T, mod func(*jwt.RegisteredClaims)) string {
+	t.Helper()
+	c := Claims("alice", time.Now().Add(time.Hour))
+	mod(&c)
+	s, err := SignClaims(jwt.SigningMethodHS256, testSecret, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // tamper changes the subject of a signed token and keeps its signature.
 func tamper(t *testing.T, token string) string {
 	t.Helper()
@@ -669,6 +686,12 @@ func TestBadRequestsAreRefusedWithoutWrites(t *testing.T) {
 		{"quantity 0", "POST", Path, []string{`"k"`}, `{"sku":"SKU-1","quantity":0}`, 400, "quantity must be"},
 		{"quantity 1001", "POST", Path, []string{`"k"`}, `{"sku":"SKU-1","quantity":1001}`, 400, "quantity must be"},
 		{"no sku", "POST", Path, []string{`"k"`}, `{"quantity":1}`, 400, "sku is required"},
+		{"lines and sku", "POST", Path, []string{`"k"`}, `{"sku":"SKU-1","quantity":1,"lines":[{"sku":"SKU-1","quantity":1}]}`, 400, "not both"},
+		{"no lines", "POST", Path, []string{`"k"`}, `{"lines":[]}`, 400, "lines must hold"},
+		{"too many lines", "POST", Path, []string{`"k"`}, `{"lines":[` + strings.Repeat(`{"sku":"X","quantity":1},`, MaxLines) + `{"sku":"Y","quantity":1}]}`, 400, "lines must hold"},
+		{"sku twice", "POST", Path, []string{`"k"`}, `{"lines":[{"sku":"SKU-1","quantity":1},{"sku":"SKU-1","quantity":2}]}`, 400, "on two lines"},
+		{"line quantity 0", "POST", Path, []string{`"k"`}, `{"lines":[{"sku":"SKU-1","quantity":1},{"sku":"SKU-LOW","quantity":0}]}`, 400, "quantity must be"},
+		{"second line short", "POST", Path, []string{`"k-low2"`}, `{"lines":[{"sku":"SKU-1","quantity":1},{"sku":"SKU-LOW","quantity":2}]}`, 409, "insufficient stock of SKU-LOW"},
 		{"sku too long", "POST", Path, []string{`"k"`}, `{"sku":"` + strings.Repeat("S", MaxSKUBytes+1) + `","quantity":1}`, 400, "sku longer"},
 		{"body too large", "POST", Path, []string{`"k"`}, `{"sku":"` + strings.Repeat(" ", MaxBodyBytes) + `"}`, 413, "exceeds"},
 		{"unknown sku", "POST", Path, []string{`"k"`}, `{"sku":"SKU-NONE","quantity":1}`, 404, "unknown sku"},

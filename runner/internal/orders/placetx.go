@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
+	"strings"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/runner/fault"
@@ -19,15 +21,23 @@ import (
 // that. A step returns done with the request's outcome when the request
 // ends there.
 type placeTx struct {
-	s                   *Service
-	tx                  *sql.Tx
-	principal, key, fp  string
-	req                 PlaceRequest
-	writes              []string
-	orderID             *int64
-	eventID             string
-	left, price, amount int64
-	body                []byte // the 201 answer, also stored for replays
+	s                  *Service
+	tx                 *sql.Tx
+	principal, key, fp string
+	req                PlaceRequest
+	lines              []placedLine // in request order
+	writes             []string
+	orderID            *int64
+	eventID            string
+	amount             int64
+	body               []byte // the 201 answer, also stored for replays
+}
+
+// placedLine is one line of the order with its unit price and the stock
+// its decrement left.
+type placedLine struct {
+	Line
+	price, left int64
 }
 
 // place runs the order transaction.
@@ -37,14 +47,19 @@ func (s *Service) place(ctx context.Context, principal, key, fp string, req Plac
 		return rejected(http.StatusInternalServerError, key, "internal error", "begin order transaction: "+err.Error())
 	}
 	p := &placeTx{s: s, tx: tx, principal: principal, key: key, fp: fp, req: req}
+	for _, l := range req.OrderLines() {
+		p.lines = append(p.lines, placedLine{Line: l})
+	}
 	for _, step := range []func(context.Context) (outcome, bool){
-		p.decrementStock, p.insertOrder, p.insertLine, p.insertIdempotency,
+		p.decrementStock, p.insertOrder, p.insertLines, p.insertIdempotency,
 	} {
 		if o, done := step(ctx); done {
 			return o
 		}
 	}
-	payload, err := json.Marshal(OutboxPayload{OrderID: *p.orderID, SKU: req.SKU, Quantity: req.Quantity, AmountCents: p.amount})
+	first := p.lines[0]
+	payload, err := json.Marshal(OutboxPayload{OrderID: *p.orderID, SKU: first.SKU, Quantity: p.quantity(), AmountCents: p.amount,
+		Lines: p.several()})
 	if err != nil {
 		return p.internal("encode outbox payload", err)
 	}
@@ -55,8 +70,14 @@ func (s *Service) place(ctx context.Context, principal, key, fp string, req Plac
 	if _, err := tx.ExecContext(ctx,
 		`INSERT INTO outbox (event_id, aggregate_id, aggregate_version, payload, state) VALUES (?, ?, 1, ?, ?)`,
 		p.eventID, *p.orderID, string(payload), evidence.StatePending); err != nil {
-		return p.fail(http.StatusInternalServerError, "order could not be placed: outbox intent conflict",
+		o := p.fail(http.StatusInternalServerError, "order could not be placed: outbox intent conflict",
 			fmt.Errorf("insert outbox intent: %w", err))
+		if s.cfg.Plant == plant.CreatedOnRollback {
+			// The planted bug: the answer prepared for the client goes
+			// out although the transaction was rolled back.
+			o.status, o.body = http.StatusCreated, p.body
+		}
+		return o
 	}
 	p.writes = append(p.writes, evidence.WriteOutbox)
 	if err := tx.Commit(); err != nil {
@@ -64,6 +85,28 @@ func (s *Service) place(ctx context.Context, principal, key, fp string, req Plac
 		return p.fail(http.StatusInternalServerError, "internal error", fmt.Errorf("commit (outcome unknown): %w", err))
 	}
 	return outcome{status: http.StatusCreated, body: p.body, events: []evidence.Event{p.committed()}}
+}
+
+// quantity is the order's total quantity.
+func (p *placeTx) quantity() int {
+	n := 0
+	for _, l := range p.lines {
+		n += l.Quantity
+	}
+	return n
+}
+
+// several returns the lines of an order of more than one line (nil for
+// one line, whose answer and payload keep their one-line form).
+func (p *placeTx) several() []Line {
+	if len(p.lines) < 2 {
+		return nil
+	}
+	out := make([]Line, len(p.lines))
+	for i, l := range p.lines {
+		out[i] = l.Line
+	}
+	return out
 }
 
 // fail rolls back explicitly (MariaDB keeps the earlier writes of a
@@ -94,56 +137,72 @@ func (p *placeTx) internal(op string, err error) outcome {
 	return p.fail(http.StatusInternalServerError, "internal error", fmt.Errorf("%s: %w", op, err))
 }
 
-// decrementStock is write 1: the conditional stock decrement, and the price
-// and amount it implies.
+// decrementStock is write 1: the conditional stock decrement of every
+// line, in SKU order (so that two orders of the same SKUs lock their rows
+// in one order and cannot deadlock), and the prices and amount they imply.
 func (p *placeTx) decrementStock(ctx context.Context) (outcome, bool) {
-	q := int64(p.req.Quantity)
-	res, err := p.tx.ExecContext(ctx,
-		`UPDATE stock SET quantity = quantity - ? WHERE sku = ? AND quantity >= ?`, q, p.req.SKU, q)
-	if err != nil {
-		return p.internal("decrement stock", err), true
+	idx := make([]int, len(p.lines))
+	for i := range idx {
+		idx[i] = i
 	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return p.internal("decrement stock", err), true
+	slices.SortFunc(idx, func(a, b int) int { return strings.Compare(p.lines[a].SKU, p.lines[b].SKU) })
+	for _, i := range idx {
+		l := &p.lines[i]
+		q := int64(l.Quantity)
+		res, err := p.tx.ExecContext(ctx,
+			`UPDATE stock SET quantity = quantity - ? WHERE sku = ? AND quantity >= ?`, q, l.SKU, q)
+		if err != nil {
+			return p.internal("decrement stock", err), true
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return p.internal("decrement stock", err), true
+		}
+		if n == 0 {
+			return p.noStock(ctx, l.SKU), true
+		}
+		if len(p.writes) == 0 {
+			p.writes = append(p.writes, evidence.WriteStock)
+		}
+		if err := p.tx.QueryRowContext(ctx, `SELECT quantity, price_cents FROM stock WHERE sku = ?`, l.SKU).Scan(&l.left, &l.price); err != nil {
+			return p.internal("read stock", err), true
+		}
+		amount := l.price * q
+		if p.s.cfg.Plant == plant.AmountIgnoresQuantity {
+			amount = l.price // the planted bug: one unit's price per line
+		}
+		if l.price < 0 || l.price > math.MaxInt64/q || amount > math.MaxInt64-p.amount {
+			return p.internal("price", fmt.Errorf("amount of %d x %d cents out of range", q, l.price)), true
+		}
+		p.amount += amount
 	}
-	if n == 0 {
-		return p.noStock(ctx), true
-	}
-	p.writes = append(p.writes, evidence.WriteStock)
-	if err := p.tx.QueryRowContext(ctx, `SELECT quantity, price_cents FROM stock WHERE sku = ?`, p.req.SKU).Scan(&p.left, &p.price); err != nil {
-		return p.internal("read stock", err), true
-	}
-	if p.price < 0 || p.price > math.MaxInt64/q {
-		return p.internal("price", fmt.Errorf("amount of %d x %d cents out of range", q, p.price)), true
-	}
-	p.amount = p.price * q
 	return outcome{}, false
 }
 
-// noStock answers a decrement that changed no row: unknown SKU, too little
-// stock, or the stored answer of this very request placed by another
-// process while this one waited on the row lock.
-func (p *placeTx) noStock(ctx context.Context) outcome {
+// noStock answers a decrement of sku that changed no row: unknown SKU,
+// too little stock, or the stored answer of this very request placed by
+// another process while this one waited on the row lock.
+func (p *placeTx) noStock(ctx context.Context, sku string) outcome {
 	var known int
-	if err := p.tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM stock WHERE sku = ?`, p.req.SKU).Scan(&known); err != nil {
+	if err := p.tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM stock WHERE sku = ?`, sku).Scan(&known); err != nil {
 		return p.internal("look up sku", err)
 	}
-	_ = p.tx.Rollback() // nothing was written
+	_ = p.tx.Rollback() // nothing was written, or only decrements now undone
 	if o, found, err := p.s.fromRecord(ctx, p.principal, p.key, p.fp); err == nil && found {
 		return o
 	}
 	if known == 0 {
-		return rejected(http.StatusNotFound, p.key, "unknown sku", "unknown sku")
+		return rejected(http.StatusNotFound, p.key, "unknown sku", "unknown sku "+sku)
 	}
-	return rejected(http.StatusConflict, p.key, "insufficient stock", "insufficient stock")
+	return rejected(http.StatusConflict, p.key, "insufficient stock", "insufficient stock of "+sku)
 }
 
-// insertOrder is write 2: the order, whose id names the intent.
+// insertOrder is write 2: the order, whose id names the intent. Its sku
+// is the first line's, its quantity the order's total.
 func (p *placeTx) insertOrder(ctx context.Context) (outcome, bool) {
 	res, err := p.tx.ExecContext(ctx,
 		`INSERT INTO orders (principal, sku, quantity, amount_cents) VALUES (?, ?, ?, ?)`,
-		p.principal, p.req.SKU, int64(p.req.Quantity), p.amount)
+		p.principal, p.lines[0].SKU, int64(p.quantity()), p.amount)
 	if err != nil {
 		return p.internal("insert order", err), true
 	}
@@ -157,12 +216,14 @@ func (p *placeTx) insertOrder(ctx context.Context) (outcome, bool) {
 	return outcome{}, false
 }
 
-// insertLine is write 3: the order's line.
-func (p *placeTx) insertLine(ctx context.Context) (outcome, bool) {
-	if _, err := p.tx.ExecContext(ctx,
-		`INSERT INTO order_lines (order_id, sku, quantity, price_cents) VALUES (?, ?, ?, ?)`,
-		*p.orderID, p.req.SKU, int64(p.req.Quantity), p.price); err != nil {
-		return p.internal("insert order line", err), true
+// insertLines is write 3: the order's lines, in request order.
+func (p *placeTx) insertLines(ctx context.Context) (outcome, bool) {
+	for _, l := range p.lines {
+		if _, err := p.tx.ExecContext(ctx,
+			`INSERT INTO order_lines (order_id, sku, quantity, price_cents) VALUES (?, ?, ?, ?)`,
+			*p.orderID, l.SKU, int64(l.Quantity), l.price); err != nil {
+			return p.internal("insert order line", err), true
+		}
 	}
 	p.writes = append(p.writes, evidence.WriteOrderLines)
 	return outcome{}, false
@@ -173,9 +234,10 @@ func (p *placeTx) insertLine(ctx context.Context) (outcome, bool) {
 // same (principal, key) meanwhile rolls back and answers from its record.
 func (p *placeTx) insertIdempotency(ctx context.Context) (outcome, bool) {
 	id := *p.orderID
+	first := p.lines[0]
 	body, err := json.Marshal(PlaceResponse{
-		OrderID: id, EventID: p.eventID, SKU: p.req.SKU, Quantity: p.req.Quantity,
-		AmountCents: p.amount, StockLeft: p.left,
+		OrderID: id, EventID: p.eventID, SKU: first.SKU, Quantity: p.quantity(),
+		AmountCents: p.amount, StockLeft: first.left, Lines: p.several(),
 	})
 	if err != nil {
 		return p.internal("encode response", err), true
@@ -203,16 +265,23 @@ func (p *placeTx) insertIdempotency(ctx context.Context) (outcome, bool) {
 
 // committed is the order_committed event of the transaction's writes.
 func (p *placeTx) committed() evidence.Event {
+	lines := make([]string, len(p.lines))
+	for i, l := range p.lines {
+		lines[i] = evidence.OrderLine{SKU: l.SKU, Quantity: int64(l.Quantity), PriceCents: evidence.Ptr(l.price),
+			Stock: evidence.Ptr(l.left)}.String()
+	}
 	return evidence.Event{
-		Kind:     evidence.KindOrderCommitted,
-		OrderID:  evidence.Ptr(*p.orderID),
-		EventID:  p.eventID,
-		Key:      p.key,
-		SKU:      p.req.SKU,
-		Quantity: evidence.Ptr(int64(p.req.Quantity)),
-		Stock:    evidence.Ptr(p.left),
-		Status:   http.StatusCreated,
-		Writes:   append([]string(nil), p.writes...),
+		Kind:        evidence.KindOrderCommitted,
+		OrderID:     evidence.Ptr(*p.orderID),
+		EventID:     p.eventID,
+		Key:         p.key,
+		SKU:         p.lines[0].SKU,
+		Quantity:    evidence.Ptr(int64(p.quantity())),
+		Stock:       evidence.Ptr(p.lines[0].left),
+		Status:      http.StatusCreated,
+		Writes:      append([]string(nil), p.writes...),
+		Lines:       lines,
+		AmountCents: evidence.Ptr(p.amount),
 	}
 }
 

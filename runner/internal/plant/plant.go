@@ -51,6 +51,48 @@ const (
 	RetryNewEventID Bug = "retry-new-event-id"
 	// PublishWithoutKey: records are published without a key.
 	PublishWithoutKey Bug = "publish-without-key"
+	// IdemKeyAcrossUsers: the order service looks an idempotency record up
+	// by its key alone, so a key another user used replays that user's
+	// order.
+	IdemKeyAcrossUsers Bug = "idem-key-across-users"
+	// TokenAlgNone: the order service accepts unsigned tokens (alg none).
+	TokenAlgNone Bug = "token-alg-none"
+	// TokenNoExp: the order service accepts tokens without exp.
+	TokenNoExp Bug = "token-no-exp"
+	// TokenNbfIgnored: the order service checks exp by hand and turns the
+	// library's claim checks off, so a token not valid yet passes (and
+	// its issuer and audience go unchecked too).
+	TokenNbfIgnored Bug = "token-nbf-ignored"
+	// TokenIssUnchecked: the order service does not check the issuer.
+	TokenIssUnchecked Bug = "token-iss-unchecked"
+	// TokenAudUnchecked: the order service does not check the audience.
+	TokenAudUnchecked Bug = "token-aud-unchecked"
+	// AmountIgnoresQuantity: the order amount adds one unit's price per
+	// line, whatever its quantity.
+	AmountIgnoresQuantity Bug = "amount-ignores-quantity"
+	// CreatedOnRollback: when the order transaction's last write fails,
+	// the service rolls back and still answers 201 with the order it had
+	// prepared.
+	CreatedOnRollback Bug = "created-on-rollback"
+
+	// InboxAndEffectSeparateTx: the consumer commits the inbox row in a
+	// transaction of its own, then writes the notification in a second.
+	InboxAndEffectSeparateTx Bug = "inbox-and-effect-separate-tx"
+	// EffectErrorSwallowed: the consumer records a failed effect
+	// transaction and goes on: it commits the record's offset anyway.
+	EffectErrorSwallowed Bug = "effect-error-swallowed"
+	// BatchOutOfOrder: the consumer handles the records of a polled batch
+	// last first.
+	BatchOutOfOrder Bug = "batch-out-of-order"
+	// DuplicateOffsetNotCommitted: the consumer does not commit the offset
+	// of a record its inbox rejected as a duplicate.
+	DuplicateOffsetNotCommitted Bug = "duplicate-offset-not-committed"
+	// OffsetNotPlusOne: the consumer commits a record's own offset, not
+	// the next one.
+	OffsetNotPlusOne Bug = "offset-not-plus-one"
+	// DedupeOnWrongKey: the consumer keys its inbox row by the record key
+	// (the order id) instead of the event id.
+	DedupeOnWrongKey Bug = "dedupe-on-wrong-key"
 )
 
 // Parse returns the Bug named s ("" is None); spec.Plants lists the bugs.

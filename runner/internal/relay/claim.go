@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
@@ -12,6 +13,7 @@ import (
 
 // Claimed is one intent held by this relay, with its token.
 type Claimed struct {
+	ID               int64 // the outbox row's primary key
 	EventID          string
 	OrderID          int64 // the outbox aggregate_id
 	AggregateVersion int
@@ -23,7 +25,9 @@ type Claimed struct {
 }
 
 // Claim takes up to max due intents (max <= 0 means Config.Batch) in one
-// short transaction and emits one claim event per row after the commit:
+// short transaction of three statements whatever max (the select of the
+// due rows, one UPDATE that gives each its token, one SELECT that reads
+// the tokens back) and emits one claim event per row after the commit:
 // first CLAIMED rows whose lease ran out (takeovers, oldest lease first),
 // then PENDING rows in id order, skipping rows another relay is claiming
 // at that moment. Each row gets its own token (claim_version + 1, this
@@ -86,12 +90,10 @@ func (r *Relay) claimTx(ctx context.Context, max int) (out []Claimed, err error)
 	if err != nil {
 		return nil, err
 	}
-	for _, d := range dues {
-		c, err := r.claimRow(ctx, tx, d)
-		if err != nil {
+	if len(dues) > 0 {
+		if out, err = r.claimRows(ctx, tx, dues); err != nil {
 			return nil, err
 		}
-		out = append(out, c)
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("claim: commit: %w", err)
@@ -140,28 +142,81 @@ func queryDue(ctx context.Context, tx *sql.Tx, q string, args ...any) ([]due, er
 	return dues, nil
 }
 
-// claimRow gives row d a new token and lease and reads them back.
-func (r *Relay) claimRow(ctx context.Context, tx *sql.Tx, d due) (Claimed, error) {
-	q, args := qClaimRow, []any{r.cfg.ClaimID, r.cfg.Lease.Microseconds(), d.id}
+// claimRows gives every row of dues a new token and lease in one UPDATE
+// and reads the tokens back in one SELECT, in the order of dues.
+func (r *Relay) claimRows(ctx context.Context, tx *sql.Tx, dues []due) ([]Claimed, error) {
+	ids := make([]any, len(dues))
+	for i, d := range dues {
+		ids[i] = d.id
+	}
+	q, args := qClaimRows, []any{r.cfg.ClaimID, r.cfg.Lease.Microseconds()}
 	switch r.cfg.Plant {
 	case plant.LeaseOnRelayClock:
-		q, args = qClaimRowAt, []any{r.cfg.ClaimID, r.cfg.Now().UTC().Add(r.cfg.Lease), d.id}
+		q, args = qClaimRowsAt, []any{r.cfg.ClaimID, r.cfg.Now().UTC().Add(r.cfg.Lease)}
 	case plant.TakeoverKeepsLease:
-		q = qClaimRowKeepLease
+		q = qClaimRowsKeepLease
 	}
-	res, err := tx.ExecContext(ctx, q, args...)
+	res, err := tx.ExecContext(ctx, fmt.Sprintf(q, placeholders(len(ids), 1)), append(args, ids...)...)
 	if err != nil {
-		return Claimed{}, fmt.Errorf("claim %s: update: %w", d.c.EventID, err)
+		return nil, fmt.Errorf("claim %d intents: update: %w", len(dues), err)
 	}
 	if n, err := res.RowsAffected(); err != nil {
-		return Claimed{}, fmt.Errorf("claim %s: rows affected: %w", d.c.EventID, err)
-	} else if n != 1 {
-		return Claimed{}, fmt.Errorf("claim %s: update changed %d rows, want 1", d.c.EventID, n)
+		return nil, fmt.Errorf("claim %d intents: rows affected: %w", len(dues), err)
+	} else if n != int64(len(dues)) {
+		return nil, fmt.Errorf("claim %d intents: update changed %d rows, want %d", len(dues), n, len(dues))
 	}
-	c := d.c
-	if err := tx.QueryRowContext(ctx, qClaimReadBack, d.id).Scan(&c.ClaimVersion, &c.ClaimID, &c.LeaseUntil); err != nil {
-		return Claimed{}, fmt.Errorf("claim %s: read token back: %w", d.c.EventID, err)
+	tokens, err := readTokens(ctx, tx, ids)
+	if err != nil {
+		return nil, err
 	}
-	c.LeaseUntil = c.LeaseUntil.UTC()
-	return c, nil
+	out := make([]Claimed, len(dues))
+	for i, d := range dues {
+		tok, ok := tokens[d.id]
+		if !ok {
+			return nil, fmt.Errorf("claim %s: token not read back", d.c.EventID)
+		}
+		out[i] = d.c
+		out[i].ID, out[i].ClaimVersion, out[i].ClaimID, out[i].LeaseUntil = d.id, tok.ClaimVersion, tok.ClaimID, tok.LeaseUntil.UTC()
+	}
+	return out, nil
+}
+
+// readTokens reads the tokens and leases of the rows ids, by id.
+func readTokens(ctx context.Context, tx *sql.Tx, ids []any) (map[int64]Claimed, error) {
+	rows, err := tx.QueryContext(ctx, fmt.Sprintf(qClaimReadBack, placeholders(len(ids), 1)), ids...)
+	if err != nil {
+		return nil, fmt.Errorf("claim: read tokens back: %w", err)
+	}
+	defer rows.Close()
+	tokens := make(map[int64]Claimed, len(ids))
+	for rows.Next() {
+		var id int64
+		var c Claimed
+		if err := rows.Scan(&id, &c.ClaimVersion, &c.ClaimID, &c.LeaseUntil); err != nil {
+			return nil, fmt.Errorf("claim: scan token: %w", err)
+		}
+		tokens[id] = c
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("claim: read tokens back: %w", err)
+	}
+	return tokens, nil
+}
+
+// placeholders returns n comma-separated groups of width placeholders:
+// "?, ?" for width 1, "(?, ?), (?, ?)" for width 2.
+func placeholders(n, width int) string {
+	one := "?"
+	if width > 1 {
+		one = "(" + strings.Repeat("?, ", width-1) + "?)"
+	}
+	var b strings.Builder
+	b.Grow(n * (len(one) + 2))
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(one)
+	}
+	return b.String()
 }

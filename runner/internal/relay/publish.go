@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -80,6 +81,49 @@ func (r *Relay) Publish(ctx context.Context, c Claimed) (partition int32, offset
 	pctx, cancel := context.WithTimeout(ctx, r.cfg.PublishTimeout)
 	defer cancel()
 	got, perr := r.cfg.Client.ProduceSync(pctx, rec).First()
+	return r.published(c, rec, got, perr)
+}
+
+// Published is the outcome of one record of PublishBatch.
+type Published struct {
+	Partition int32
+	Offset    int64
+	// Err is nil when the broker acknowledged the record; else it wraps
+	// ErrRefused or ErrUnknown, or is the error of recording the event.
+	Err error
+}
+
+// PublishBatch publishes every intent of cs at once, without waiting for
+// one before the next (the client batches them and keeps its requests in
+// flight), then waits for every acknowledgement, all of them within one
+// Config.PublishTimeout. It emits one event per intent, as Publish does,
+// in the order of cs, and returns the outcomes in that order.
+func (r *Relay) PublishBatch(ctx context.Context, cs []Claimed) []Published {
+	pctx, cancel := context.WithTimeout(ctx, r.cfg.PublishTimeout)
+	defer cancel()
+	recs := make([]*kgo.Record, len(cs))
+	got := make([]*kgo.Record, len(cs))
+	errs := make([]error, len(cs))
+	var wg sync.WaitGroup
+	wg.Add(len(cs))
+	for i, c := range cs {
+		recs[i] = r.record(c)
+		r.cfg.Client.Produce(pctx, recs[i], func(rec *kgo.Record, err error) {
+			got[i], errs[i] = rec, err
+			wg.Done()
+		})
+	}
+	wg.Wait()
+	out := make([]Published, len(cs))
+	for i, c := range cs {
+		out[i].Partition, out[i].Offset, out[i].Err = r.published(c, recs[i], got[i], errs[i])
+	}
+	return out
+}
+
+// published classifies the outcome perr of publishing rec for c, emits its
+// event, and returns it as Publish does.
+func (r *Relay) published(c Claimed, rec, got *kgo.Record, perr error) (partition int32, offset int64, err error) {
 	ev := evidence.Event{
 		Actor:         r.cfg.Actor,
 		Kind:          evidence.KindPublish,

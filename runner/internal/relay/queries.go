@@ -36,16 +36,20 @@ ORDER BY lease_until, id
 LIMIT ?
 FOR UPDATE SKIP LOCKED`
 
-	// qClaimRow takes one row: a new token (claim_version + 1, our
-	// claim_id) and a fresh lease measured on the database clock.
-	qClaimRow = `UPDATE outbox
+	// qClaimRows takes the rows the claim's select locked (%s: their ids,
+	// an IN list) in one statement: each a new token (its own
+	// claim_version + 1, our claim_id) and a fresh lease measured on the
+	// database clock.
+	qClaimRows = `UPDATE outbox FORCE INDEX (PRIMARY)
 SET state = 'CLAIMED', claim_version = claim_version + 1, claim_id = ?,
     lease_until = NOW(6) + INTERVAL ? MICROSECOND
-WHERE id = ?`
+WHERE id IN (%s)`
 
-	// qClaimReadBack reads the token and lease just written, inside the
-	// claiming transaction (our own write, under our row lock).
-	qClaimReadBack = `SELECT claim_version, claim_id, lease_until FROM outbox WHERE id = ?`
+	// qClaimReadBack reads the tokens and leases just written (%s: the
+	// ids), inside the claiming transaction (our own writes, under our
+	// row locks).
+	qClaimReadBack = `SELECT id, claim_version, claim_id, lease_until
+FROM outbox FORCE INDEX (PRIMARY) WHERE id IN (%s)`
 
 	// qMark is the compare-and-set to SENT on the whole token. The driver
 	// reports changed rows (clientFoundRows off, its default); a matched
@@ -56,6 +60,23 @@ WHERE id = ?`
 	// claim_id), claim_id tells relays apart in the evidence.
 	qMark = `UPDATE outbox SET state = 'SENT', sent_at = NOW(6)
 WHERE event_id = ? AND claim_version = ? AND claim_id = ? AND state = 'CLAIMED'`
+
+	// qMarkLock is the batch mark's compare-and-set, first half (%s: one
+	// (?, ?, ?) per claim): it locks, through the primary key, the rows
+	// that are still CLAIMED under each claim's own token (id,
+	// claim_version, claim_id), and returns them: exactly the marks that
+	// will hit. Run at READ COMMITTED, it leaves no lock on a row whose
+	// token is no longer ours.
+	qMarkLock = `SELECT id FROM outbox FORCE INDEX (PRIMARY)
+WHERE state = 'CLAIMED' AND (id, claim_version, claim_id) IN (%s)
+FOR UPDATE`
+
+	// qMarkRows is the batch mark's compare-and-set, second half, in the
+	// same transaction: one statement that sets to SENT the rows
+	// qMarkLock returned (%s: their (?, ?, ?) tokens), the token checked
+	// again row by row.
+	qMarkRows = `UPDATE outbox FORCE INDEX (PRIMARY) SET state = 'SENT', sent_at = NOW(6)
+WHERE state = 'CLAIMED' AND (id, claim_version, claim_id) IN (%s)`
 
 	// qExpireLease ages a live lease by SQL, as the clock would after the
 	// holder died.
@@ -93,19 +114,19 @@ ORDER BY lease_until, id
 LIMIT ?
 FOR UPDATE SKIP LOCKED`
 
-	// qClaimRowAt is LeaseOnRelayClock, instead of qClaimRow: the lease
-	// ends at the relay's clock plus the lease.
-	qClaimRowAt = `UPDATE outbox
+	// qClaimRowsAt is LeaseOnRelayClock, instead of qClaimRows: the
+	// lease ends at the relay's clock plus the lease.
+	qClaimRowsAt = `UPDATE outbox FORCE INDEX (PRIMARY)
 SET state = 'CLAIMED', claim_version = claim_version + 1, claim_id = ?,
     lease_until = ?
-WHERE id = ?`
+WHERE id IN (%s)`
 
-	// qClaimRowKeepLease is TakeoverKeepsLease, instead of qClaimRow: a
+	// qClaimRowsKeepLease is TakeoverKeepsLease, instead of qClaimRows: a
 	// row that has a lease (a takeover) keeps it.
-	qClaimRowKeepLease = `UPDATE outbox
+	qClaimRowsKeepLease = `UPDATE outbox FORCE INDEX (PRIMARY)
 SET state = 'CLAIMED', claim_version = claim_version + 1, claim_id = ?,
     lease_until = COALESCE(lease_until, NOW(6) + INTERVAL ? MICROSECOND)
-WHERE id = ?`
+WHERE id IN (%s)`
 
 	// qMarkWithoutToken is MarkWithoutToken, instead of qMark: no token
 	// and no state check.
@@ -115,4 +136,21 @@ WHERE id = ?`
 	// claim_version is not compared.
 	qMarkClaimIDOnly = `UPDATE outbox SET state = 'SENT', sent_at = NOW(6)
 WHERE event_id = ? AND claim_id = ? AND state = 'CLAIMED'`
+
+	// qMarkLockWithoutToken and qMarkRowsWithoutToken are
+	// MarkWithoutToken in a batch mark (%s: the ids): no token and no
+	// state check; every row hits (sent_at changes even on a row already
+	// SENT, as with qMarkWithoutToken).
+	qMarkLockWithoutToken = `SELECT id FROM outbox FORCE INDEX (PRIMARY)
+WHERE id IN (%s) FOR UPDATE`
+	qMarkRowsWithoutToken = `UPDATE outbox FORCE INDEX (PRIMARY) SET state = 'SENT', sent_at = NOW(6)
+WHERE id IN (%s)`
+
+	// qMarkLockClaimIDOnly and qMarkRowsClaimIDOnly are
+	// MarkCASClaimIDOnly in a batch mark (%s: one (?, ?) per claim, id
+	// and claim_id): the claim_version is not compared.
+	qMarkLockClaimIDOnly = `SELECT id FROM outbox FORCE INDEX (PRIMARY)
+WHERE state = 'CLAIMED' AND (id, claim_id) IN (%s) FOR UPDATE`
+	qMarkRowsClaimIDOnly = `UPDATE outbox FORCE INDEX (PRIMARY) SET state = 'SENT', sent_at = NOW(6)
+WHERE state = 'CLAIMED' AND (id, claim_id) IN (%s)`
 )

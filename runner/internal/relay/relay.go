@@ -150,42 +150,6 @@ func (r *Relay) ClaimID() string { return r.cfg.ClaimID }
 // Actor returns the actor name used in this relay's events.
 func (r *Relay) Actor() string { return r.cfg.Actor }
 
-// Mark is the compare-and-set to SENT on c's token, in its own short
-// statement. It emits a mark event with the affected rows and returns them:
-// 0 means the lease was lost (another relay holds a newer token, or the row
-// is already SENT); that is not an error. See qMark for why the driver's
-// changed-rows count is the matched-rows count here.
-func (r *Relay) Mark(ctx context.Context, c Claimed) (rows int64, err error) {
-	var res sql.Result
-	switch r.cfg.Plant {
-	case plant.MarkWithoutToken:
-		res, err = r.cfg.DB.ExecContext(ctx, qMarkWithoutToken, c.EventID)
-	case plant.MarkCASClaimIDOnly:
-		res, err = r.cfg.DB.ExecContext(ctx, qMarkClaimIDOnly, c.EventID, c.ClaimID)
-	default:
-		res, err = r.cfg.DB.ExecContext(ctx, qMark, c.EventID, c.ClaimVersion, c.ClaimID)
-	}
-	if err != nil {
-		return 0, fmt.Errorf("mark %s: %w", c.EventID, err)
-	}
-	rows, err = res.RowsAffected()
-	if err != nil {
-		return 0, fmt.Errorf("mark %s: rows affected: %w", c.EventID, err)
-	}
-	if err := r.cfg.Log.Emit(evidence.Event{
-		Actor:        r.cfg.Actor,
-		Kind:         evidence.KindMark,
-		EventID:      c.EventID,
-		OrderID:      evidence.Ptr(c.OrderID),
-		ClaimVersion: evidence.Ptr(c.ClaimVersion),
-		ClaimID:      c.ClaimID,
-		Rows:         evidence.Ptr(rows),
-	}); err != nil {
-		return rows, fmt.Errorf("mark %s: record mark: %w", c.EventID, err)
-	}
-	return rows, nil
-}
-
 // Result is what one RunOnce did.
 type Result struct {
 	// Claimed lists every intent claimed in this round, in claim order,
@@ -202,82 +166,107 @@ type Result struct {
 	Crashed *Claimed
 }
 
-// RunOnce claims one batch and, for each intent in order: hits
-// AfterClaimBeforePublish, publishes, hits AfterPublishBeforeMark, marks.
-// A simulated crash at either point stops the round at once: nothing else
-// is published or marked, and the error wraps fault.ErrCrash. A refused
-// or unknown publish is counted and the intent left CLAIMED, unmarked,
-// for a later takeover; a lost lease (mark of 0 rows) is counted. A
-// database or log error stops the round.
+// RunOnce claims one batch (Claim: one transaction), hits
+// AfterClaimBeforePublish once per intent, publishes the whole batch at
+// once and waits for every outcome (PublishBatch), hits
+// AfterPublishBeforeMark once per acknowledged intent, and marks the
+// acknowledged intents with one compare-and-set over the batch
+// (MarkBatch). A simulated crash at either point stops the round at once:
+// nothing else is published or marked, and the error wraps
+// fault.ErrCrash; the log is flushed before each point, so that a process
+// killed there leaves every event before it. A refused or unknown publish
+// is counted and the intent left CLAIMED, unmarked, for a later takeover;
+// a lost lease (mark of 0 rows) is counted. A database or log error stops
+// the round.
 //
 // With the planted bug MarkBeforePublish the order is claim, mark, hit
 // AfterClaimBeforePublish, publish, hit AfterPublishBeforeMark: a crash at
-// AfterClaimBeforePublish leaves the intent SENT and never published.
+// AfterClaimBeforePublish leaves the intents SENT and never published.
+// With MarkAfterFailedPublish the refused and unknown ones are marked too.
 func (r *Relay) RunOnce(ctx context.Context) (Result, error) {
 	var res Result
 	claims, err := r.Claim(ctx, r.cfg.Batch)
 	res.Claimed = claims
+	if err != nil || len(claims) == 0 {
+		return res, err
+	}
+	if r.cfg.Plant == plant.MarkBeforePublish {
+		if err := r.markAll(ctx, claims, &res); err != nil {
+			return res, err
+		}
+	}
+	if err := r.hitEach(fault.AfterClaimBeforePublish, claims, &res); err != nil {
+		return res, err
+	}
+	acked, failed, err := r.publishAll(ctx, claims, &res)
 	if err != nil {
 		return res, err
 	}
-	for i := range claims {
-		c := claims[i]
-		if r.cfg.Plant == plant.MarkBeforePublish {
-			if err := r.mark(ctx, c, &res); err != nil {
-				return res, err
-			}
-		}
-		if err := r.hit(fault.AfterClaimBeforePublish, c, &res); err != nil {
-			return res, err
-		}
-		if _, _, err := r.Publish(ctx, c); err != nil {
-			if err := r.publishFailed(ctx, c, err, &res); err != nil {
-				return res, err
-			}
+	if err := r.hitEach(fault.AfterPublishBeforeMark, acked, &res); err != nil {
+		return res, err
+	}
+	switch r.cfg.Plant {
+	case plant.MarkBeforePublish:
+		return res, nil
+	case plant.MarkAfterFailedPublish:
+		acked = append(acked, failed...)
+	}
+	return res, r.markAll(ctx, acked, &res)
+}
+
+// publishAll publishes claims as one batch and sorts them into the
+// acknowledged and the failed (refused or unknown), counting both. Any
+// other error (the log's), or the end of ctx, is returned and stops the
+// round.
+func (r *Relay) publishAll(ctx context.Context, claims []Claimed, res *Result) (acked, failed []Claimed, err error) {
+	for i, p := range r.PublishBatch(ctx, claims) {
+		switch {
+		case p.Err == nil:
+			res.Published++
+			acked = append(acked, claims[i])
 			continue
+		case ctx.Err() != nil:
+			return nil, nil, p.Err
+		case errors.Is(p.Err, ErrRefused):
+			res.PublishFailed++
+		case errors.Is(p.Err, ErrUnknown):
+			res.PublishUnknown++
+		default:
+			return nil, nil, p.Err
 		}
-		res.Published++
-		if err := r.hit(fault.AfterPublishBeforeMark, c, &res); err != nil {
-			return res, err
-		}
-		if r.cfg.Plant != plant.MarkBeforePublish {
-			if err := r.mark(ctx, c, &res); err != nil {
-				return res, err
-			}
-		}
+		failed = append(failed, claims[i])
 	}
-	return res, nil
+	return acked, failed, nil
 }
 
-// publishFailed counts a refused or unknown publish and leaves its claim
-// unmarked (the planted MarkAfterFailedPublish marks it anyway); any other
-// error, or the end of ctx, is returned and stops the round.
-func (r *Relay) publishFailed(ctx context.Context, c Claimed, err error, res *Result) error {
-	switch {
-	case ctx.Err() != nil:
-		return err
-	case errors.Is(err, ErrRefused):
-		res.PublishFailed++
-	case errors.Is(err, ErrUnknown):
-		res.PublishUnknown++
-	default:
-		return err
+// markAll marks cs with one batch mark and counts the hits and the lost
+// leases.
+func (r *Relay) markAll(ctx context.Context, cs []Claimed, res *Result) error {
+	rows, err := r.MarkBatch(ctx, cs)
+	for _, n := range rows {
+		if n == 0 {
+			res.LeaseLost++
+		} else {
+			res.Marked++
+		}
 	}
-	if r.cfg.Plant == plant.MarkAfterFailedPublish {
-		return r.mark(ctx, c, res)
-	}
-	return nil
+	return err
 }
 
-func (r *Relay) mark(ctx context.Context, c Claimed, res *Result) error {
-	n, err := r.Mark(ctx, c)
-	if err != nil {
-		return err
+// hitEach flushes the log (a process killed at p must leave every event
+// before it) and passes fault point p once per intent of cs, in order.
+// Without an injector nothing can fire, and nothing is flushed.
+func (r *Relay) hitEach(p fault.Point, cs []Claimed, res *Result) error {
+	if len(cs) == 0 || r.cfg.Faults == nil {
+		return nil
 	}
-	if n == 0 {
-		res.LeaseLost++
-	} else {
-		res.Marked++
+	if err := r.cfg.Log.Flush(); err != nil {
+		return fmt.Errorf("relay %s before %s: %w", r.cfg.Actor, p, err)
+	}
+	for _, c := range cs {
+		if err := r.hit(p, c, res); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -1,0 +1,176 @@
+package relay
+
+import (
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/orderflow-audit/orderflow-audit/runner/infra/infratest"
+)
+
+// seedHistory inserts sent SENT rows (an outbox that keeps its history),
+// then expired CLAIMED rows and pending PENDING rows after them, in
+// multi-row statements.
+func seedHistory(t *testing.T, db *sql.DB, sent, expired, pending int) {
+	t.Helper()
+	const chunk = 2000
+	insert := func(n int, prefix, values string) {
+		for done := 0; done < n; done += chunk {
+			var vals []string
+			for i := done; i < min(n, done+chunk); i++ {
+				vals = append(vals, fmt.Sprintf(values, prefix+fmt.Sprint(i), i+1))
+			}
+			if _, err := db.ExecContext(t.Context(), `INSERT INTO outbox
+  (event_id, aggregate_id, aggregate_version, payload, state, claim_version, claim_id, lease_until) VALUES `+
+				strings.Join(vals, ", ")); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	insert(sent, "s-", `('%s', %d, 1, '{}', 'SENT', 1, 'x', NOW(6) - INTERVAL 1 HOUR)`)
+	insert(expired, "c-", `('%s', %d, 1, '{}', 'CLAIMED', 1, 'x', NOW(6) - INTERVAL 1 MINUTE)`)
+	insert(pending, "p-", `('%s', %d, 1, '{}', 'PENDING', 0, NULL, NULL)`)
+	if _, err := db.ExecContext(t.Context(), `ANALYZE TABLE outbox`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tableStats is what ANALYZE FORMAT=JSON says about one table access.
+type tableStats struct {
+	Name   string  `json:"table_name"`
+	Key    string  `json:"key"`
+	RRows  float64 `json:"r_rows"`
+	RLoops float64 `json:"r_loops"`
+}
+
+// analyzeClaim runs q (a claim branch) under ANALYZE FORMAT=JSON, which
+// executes it, locks included, and returns every table access of its plan
+// (wherever it sits: under nested_loop, filesort, ...) and the whole plan
+// text (to look for a filesort anywhere in it).
+func analyzeClaim(t *testing.T, tx *sql.Tx, q string, limit int) ([]tableStats, string) {
+	t.Helper()
+	var plan string
+	if err := tx.QueryRowContext(t.Context(), "ANALYZE FORMAT=JSON "+q, limit).Scan(&plan); err != nil {
+		t.Fatalf("ANALYZE FORMAT=JSON: %v", err)
+	}
+	var doc any
+	if err := json.Unmarshal([]byte(plan), &doc); err != nil {
+		t.Fatalf("ANALYZE plan: %v\n%s", err, plan)
+	}
+	var out []tableStats
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, sub := range v {
+				if m, ok := sub.(map[string]any); ok && k == "table" {
+					b, _ := json.Marshal(m)
+					var ts tableStats
+					_ = json.Unmarshal(b, &ts)
+					out = append(out, ts)
+				}
+				walk(sub)
+			}
+		case []any:
+			for _, sub := range v {
+				walk(sub)
+			}
+		}
+	}
+	walk(doc)
+	if len(out) == 0 {
+		t.Fatalf("ANALYZE plan has no table:\n%s", plan)
+	}
+	return out, plan
+}
+
+// claimCost checks one executed claim query's plan: every table access
+// through idx_outbox_due, no filesort, and rows read (r_rows × r_loops)
+// at most maxReadRatio × the rows returned. It returns what is wrong.
+func claimCost(tables []tableStats, plan string, returned int) (problems []string, read float64) {
+	if strings.Contains(plan, "filesort") {
+		problems = append(problems, "the plan sorts (filesort): it reads, and locks, every candidate before the LIMIT")
+	}
+	for _, a := range tables {
+		read += a.RRows * a.RLoops
+		if a.Key != "idx_outbox_due" {
+			problems = append(problems, fmt.Sprintf("reads %s through key %q, not idx_outbox_due", a.Name, a.Key))
+		}
+	}
+	if read > float64(maxReadRatio*returned) {
+		problems = append(problems, fmt.Sprintf("read %.0f rows for %d returned; want at most %d", read, returned, maxReadRatio*returned))
+	}
+	return problems, read
+}
+
+// maxReadRatio bounds the rows a claim query reads per row it returns.
+const maxReadRatio = 2
+
+// The claim's cost does not grow with the history: with h SENT rows in
+// front of the due ones, each branch of the claim, executed by ANALYZE
+// FORMAT=JSON (MariaDB), reads the index idx_outbox_due without a
+// filesort, and the rows it reads stay within maxReadRatio × the rows it
+// returns. The old single OR query sorted by id read every SENT row:
+// 20,016 rows read to return 16.
+func TestClaimAnalyzeHistory(t *testing.T) {
+	const (
+		limit   = 16
+		expired = 40
+		pending = 200
+	)
+	sc := infratest.Scratch(t)
+	for _, h := range []int{0, 20000} {
+		t.Run(fmt.Sprintf("%d SENT", h), func(t *testing.T) {
+			if _, err := sc.DB.ExecContext(t.Context(), `DELETE FROM outbox`); err != nil {
+				t.Fatal(err)
+			}
+			seedHistory(t, sc.DB, h, expired, pending)
+			for _, cq := range claimQueries {
+				tx, err := sc.DB.BeginTx(t.Context(), claimTxOptions)
+				if err != nil {
+					t.Fatal(err)
+				}
+				tables, plan := analyzeClaim(t, tx, cq.q, limit)
+				returned := claimOn(t, t.Context(), tx, cq.q, limit).returned
+				_ = tx.Rollback()
+				if returned != limit {
+					t.Fatalf("%s branch returned %d rows; want %d", cq.name, returned, limit)
+				}
+				problems, read := claimCost(tables, plan, returned)
+				t.Logf("%s branch, %d SENT: %.0f rows read for %d returned", cq.name, h, read, returned)
+				for _, p := range problems {
+					t.Errorf("%s branch, %d SENT: %s\n%s", cq.name, h, p, plan)
+				}
+			}
+		})
+	}
+}
+
+// The check above can fail: the single OR query the claim used before,
+// on a table of 5,000 SENT rows and 100 PENDING, either walks the
+// primary key through the SENT rows or reads every due row into a
+// filesort (the optimizer picks by the table's size); either way the
+// check says so.
+func TestClaimAnalyzeCatchesScan(t *testing.T) {
+	const q = `SELECT id, event_id, aggregate_id, aggregate_version, payload, state
+FROM outbox
+WHERE state = 'PENDING' OR (state = 'CLAIMED' AND lease_until < NOW(6))
+ORDER BY id
+LIMIT ?
+FOR UPDATE SKIP LOCKED`
+	sc := infratest.Scratch(t)
+	seedHistory(t, sc.DB, 5000, 0, 100)
+	tx, err := sc.DB.BeginTx(t.Context(), claimTxOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	tables, plan := analyzeClaim(t, tx, q, 16)
+	problems, read := claimCost(tables, plan, 16)
+	t.Logf("the OR query read %.0f rows for 16: %v", read, problems)
+	if len(problems) == 0 || read <= maxReadRatio*16 {
+		t.Fatalf("the OR query read %.0f rows for 16 and passed the check (%v); want it caught", read, problems)
+	}
+}

@@ -1,0 +1,111 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/orderflow-audit/orderflow-audit/runner/sut"
+)
+
+// A consumer restart after clean commits (spec/consumer.go).
+func init() { bind("consumerRestart", consumerRestart) }
+
+// consumerRestart: e-1 and e-2 published, e-2 twice (offsets 0, 1, 2);
+// consumer-1 drains them and stops cleanly; e-3 is published (offset 3);
+// consumer-2 of the same group takes over from the committed offset.
+func consumerRestart(ctx context.Context, e *Env) error {
+	topic, err := e.Topic(ctx, "")
+	if err != nil {
+		return err
+	}
+	cl, _, err := e.placeOrders(ctx, "restart", 2)
+	if err != nil {
+		return err
+	}
+	r, err := e.Relay("relay-a", topic, nil)
+	if err != nil {
+		return err
+	}
+	claims, err := r.Claim(ctx, 2)
+	if err != nil {
+		return err
+	}
+	if len(claims) != 2 {
+		return fmt.Errorf("relay claimed %d intents, want 2", len(claims))
+	}
+	// e-2 twice: a producer retry that the broker appended twice.
+	for _, c := range []sut.Claimed{claims[0], claims[1], claims[1]} {
+		if _, _, err := r.Publish(ctx, c); err != nil {
+			return err
+		}
+	}
+	for _, c := range claims {
+		if _, err := r.Mark(ctx, c); err != nil {
+			return err
+		}
+	}
+	group := "notify-" + e.RunID
+	c1, err := e.Consumer(ctx, "consumer-1", topic, group, nil)
+	if err != nil {
+		return err
+	}
+	first, err := e.drain(ctx, c1, topic)
+	if err != nil {
+		return err
+	}
+	c1.Close()
+	end1, err := e.Kafka.EndOffset(ctx, topic)
+	if err != nil {
+		return err
+	}
+	committed, err := e.Kafka.Committed(ctx, group, topic)
+	if err != nil {
+		return err
+	}
+	if _, err := e.placeCommitted(ctx, cl, "restart-3"); err != nil {
+		return err
+	}
+	if _, err := r.RunOnce(ctx); err != nil {
+		return err
+	}
+	return e.measureRestart(ctx, topic, group, first, committed, end1)
+}
+
+// measureRestart runs consumer-2 until it has received every record past
+// the group's committed offset and records the metrics: duplicates
+// rejected by the inbox, the offset the group had committed when
+// consumer-1 stopped, where consumer-2 resumed (the end offset minus what
+// it received: it reads a contiguous tail), its replays of records
+// consumer-1 had handled, the effects and the lag at the end (offsets as
+// the broker has them).
+func (e *Env) measureRestart(ctx context.Context, topic, group string, first sut.ConsumerStats, committed, end1 int64) error {
+	c2, err := e.Consumer(ctx, "consumer-2", topic, group, nil)
+	if err != nil {
+		return err
+	}
+	end, err := e.Kafka.EndOffset(ctx, topic)
+	if err != nil {
+		return err
+	}
+	second, err := e.poll(ctx, c2, func(s sut.ConsumerStats) bool { return int64(s.Received) >= end-committed })
+	if err != nil {
+		return err
+	}
+	c2.Close()
+	after, err := e.Kafka.Committed(ctx, group, topic)
+	if err != nil {
+		return err
+	}
+	effects, err := e.Count(ctx, "notification", "")
+	if err != nil {
+		return err
+	}
+	resumedAt := end - int64(second.Received)
+	e.Result.Metric("duplicates", first.InboxRejected+second.InboxRejected)
+	e.Result.Metric("committed", committed)
+	e.Result.Metric("resumedAt", resumedAt)
+	e.Result.Metric("replays", max(end1-resumedAt, 0))
+	e.Result.Metric("effects", effects)
+	e.Result.Metric("lag", end-after)
+	return nil
+}
