@@ -17,8 +17,10 @@ func at(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) 
 func orderTx(seq uint64, id, stock int64, key string) binlog.Transaction {
 	return binlog.Transaction{GTID: binlog.GTID{Server: 1, Seq: seq}, Changes: []binlog.RowChange{
 		{Table: "stock", Op: binlog.Update, Before: map[string]any{"quantity": stock + 1}, After: map[string]any{"sku": "SKU", "quantity": stock}},
-		{Table: "orders", Op: binlog.Insert, After: map[string]any{"id": id, "sku": "SKU", "quantity": int64(1), "created_at": at(100)}},
-		{Table: "order_lines", Op: binlog.Insert, After: map[string]any{"order_id": id, "sku": "SKU", "quantity": int64(1)}},
+		{Table: "orders", Op: binlog.Insert, After: map[string]any{"id": id, "sku": "SKU", "quantity": int64(1), "created_at": at(100),
+			"principal": "user-1", "amount_cents": int64(1250)}},
+		{Table: "order_lines", Op: binlog.Insert, After: map[string]any{"order_id": id, "sku": "SKU", "quantity": int64(1),
+			"price_cents": int64(1250)}},
 		{Table: "idempotency_records", Op: binlog.Insert, After: map[string]any{"idem_key": key, "status_code": int64(201), "order_id": id}},
 		{Table: "outbox", Op: binlog.Insert, After: map[string]any{"event_id": evidence.EventIDFor(id), "aggregate_id": id}},
 	}}
@@ -101,6 +103,10 @@ func TestResolvedPlacement(t *testing.T) {
 	}
 	if *e.OrderID != 1 || e.Key != "k1" || *e.Stock != 9 || *e.Quantity != 1 || e.Status != 201 || e.SKU != "SKU" {
 		t.Errorf("order_committed %+v does not carry the binlog's values", e)
+	}
+	if e.Principal != "user-1" || e.AmountCents == nil || *e.AmountCents != 1250 ||
+		!slices.Equal(e.Lines, []string{"quantity=1 price_cents=1250 stock=9 sku=SKU"}) {
+		t.Errorf("order_committed %+v does not carry the order's principal, amount and lines", e)
 	}
 	want := []string{"stock", "orders", "order_lines", "idempotency_records", "outbox"}
 	if !slices.Equal(e.Writes, want) {

@@ -1,6 +1,7 @@
 package checks
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"time"
@@ -45,11 +46,20 @@ var writeNames = map[string]string{
 	"idempotency_records": evidence.WriteIdempotency, "outbox": evidence.WriteOutbox,
 }
 
-// unloggedOrder: an order inserted in t without its order_committed.
+// unloggedOrder: an order inserted in t without its order_committed,
+// rebuilt from the transaction's rows: the order (principal, amount), its
+// lines with their unit prices and the stock each left, the idempotency
+// record (key, status) and the intent.
 func (ix *loggedIndex) unloggedOrder(t binlog.Transaction) (resolved, bool) {
 	var e evidence.Event
 	var at time.Time
 	found := false
+	stockLeft := map[string]int64{}
+	type line struct {
+		sku        string
+		qty, price int64
+	}
+	var lines []line
 	for _, ch := range t.Changes {
 		if w, ok := writeNames[ch.Table]; ok && !slices.Contains(e.Writes, w) {
 			e.Writes = append(e.Writes, w)
@@ -64,24 +74,45 @@ func (ix *loggedIndex) unloggedOrder(t binlog.Transaction) (resolved, bool) {
 			found = true
 			e.OrderID, e.EventID = evidence.Ptr(id), evidence.EventIDFor(id)
 			e.SKU, _ = a["sku"].(string)
+			e.Principal, _ = a["principal"].(string)
 			if q, ok := binlogInt(a["quantity"]); ok {
 				e.Quantity = evidence.Ptr(q)
 			}
+			if amt, ok := binlogInt(a["amount_cents"]); ok {
+				e.AmountCents = evidence.Ptr(amt)
+			}
 			at, _ = a["created_at"].(time.Time)
+		case ch.Table == "order_lines" && ch.Op == binlog.Insert:
+			sku, _ := a["sku"].(string)
+			q, _ := binlogInt(a["quantity"])
+			pr, _ := binlogInt(a["price_cents"])
+			lines = append(lines, line{sku, q, pr})
 		case ch.Table == "stock" && ch.Op == binlog.Update:
+			sku, _ := a["sku"].(string)
 			if q, ok := binlogInt(a["quantity"]); ok {
-				e.Stock = evidence.Ptr(q)
+				stockLeft[sku] = q
 			}
 		case ch.Table == "idempotency_records" && ch.Op == binlog.Insert:
 			e.Key, _ = a["idem_key"].(string)
-			if s, ok := binlogInt(a["status_code"]); ok {
-				e.Status = int(s)
+			if st, ok := binlogInt(a["status_code"]); ok {
+				e.Status = int(st)
 			}
 		case ch.Table == "outbox" && ch.Op == binlog.Insert:
-			if id, ok := a["event_id"].(string); ok {
+			if id, ok := a["event_id"].(string); ok && e.EventID == "" {
 				e.EventID = id
 			}
 		}
+	}
+	for _, l := range lines {
+		left, ok := stockLeft[l.sku]
+		if !ok {
+			return resolved{}, false
+		}
+		e.Lines = append(e.Lines, fmt.Sprintf("quantity=%d price_cents=%d stock=%d sku=%s", l.qty, l.price, left, l.sku))
+	}
+	if len(lines) > 0 {
+		e.SKU = lines[0].sku
+		e.Stock = evidence.Ptr(stockLeft[lines[0].sku])
 	}
 	if !found || e.Quantity == nil || e.Stock == nil || e.SKU == "" || e.Status == 0 || at.IsZero() {
 		return resolved{}, false

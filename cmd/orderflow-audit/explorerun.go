@@ -83,9 +83,14 @@ func (x *exploration) runSeed(ctx context.Context, seed int64, cfg nemesis.Confi
 	}()
 	out := filepath.Join(dir, "u80.json")
 	args := append(replayArgs(seed, cfg, x.plant), "--out", out)
+	ti := buildInfo()
+	if ti.Modified {
+		ti.Revision += " (modified)"
+	}
 	ev, err := runner.Run(ctx, runner.Options{
 		Scenarios: []string{"chaos"}, Seed: seed, Chaos: cfg, Plant: x.plant, Out: out, Args: args,
-		Timeout: runner.ChaosTimeout(cfg), Executable: x.exe, Progress: io.Discard, Version: version,
+		Timeout: runner.ChaosTimeout(cfg), Executable: x.exe, Progress: io.Discard,
+		Version: ti.Version, Revision: ti.Revision, Build: &ti.Build,
 	})
 	if ctx.Err() != nil {
 		res.interrupted = true
