@@ -45,8 +45,15 @@ func (m *Model) stepHeal(e *evidence.Event, src Source) {
 
 // stepProcess: the supervisor started an actor process or saw it end. The
 // outbox, the broker and the inbox are not touched; what the process did
-// is in its own log.
-func (m *Model) stepProcess(*evidence.Event, Source) {}
+// is in its own log. A process that did not end cleanly ("exit 0": its
+// stop at the end of the scenario) died in the middle of its work, as a
+// crash does: what it left unfinished (an offset it did not commit) is
+// not held against it (settled-not-committed).
+func (m *Model) stepProcess(e *evidence.Event, _ Source) {
+	if e.Kind == evidence.KindProcessExit && e.Detail != "exit 0" && e.Target != "" {
+		m.crashed[m.intern(e.Target)] = true
+	}
+}
 
 // noteCommit keeps a group's last committed offset of a partition.
 func (m *Model) noteCommit(e *evidence.Event) {
