@@ -120,22 +120,63 @@ func witnessedScenario(t *testing.T, scenario string) string {
 // dropLine marks an edit that deletes the line.
 const dropLine = "\x00drop"
 
+// pick selects the n-th event (1-based) of a kind in a log, of event id
+// id when id is not empty: the cases find their events so, not by seq, so
+// that a fixture regenerated from a runner that logs more stays usable.
+type pick struct {
+	kind string
+	n    int
+	id   string
+}
+
+// first selects the first event of a kind.
+func first(kind string) pick { return pick{kind, 1, ""} }
+
+// none is the selector of no event: a reason about a write or a record
+// that no event explains.
+var none = pick{}
+
+// decodeLine decodes an event line keeping numbers exact.
+func decodeLine(t *testing.T, l string) map[string]any {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(l))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// seqOf returns the seq of the event sel selects in log (relative to the
+// evidence file at path).
+func seqOf(t *testing.T, path, log string, sel pick) int64 {
+	t.Helper()
+	n := 0
+	for _, l := range readLines(t, filepath.Join(filepath.Dir(path), filepath.FromSlash(log))) {
+		m := decodeLine(t, l)
+		if m["kind"] != sel.kind || (sel.id != "" && m["event_id"] != sel.id) {
+			continue
+		}
+		if n++; n == sel.n {
+			seq, _ := m["seq"].(json.Number).Int64()
+			return seq
+		}
+	}
+	t.Fatalf("no event %+v in %s", sel, log)
+	return 0
+}
+
 // editEvent rewrites the event of log (relative to the evidence file) with
 // that seq through edit (which may set dropLine to delete it), and
 // reseals the logs.
 func editEvent(t *testing.T, path, log string, seq int64, edit func(m map[string]any)) {
 	t.Helper()
 	p := filepath.Join(filepath.Dir(path), filepath.FromSlash(log))
-	lines := readLines(t, p)
 	var out []string
 	found := false
-	for _, l := range lines {
-		dec := json.NewDecoder(strings.NewReader(l))
-		dec.UseNumber()
-		var m map[string]any
-		if err := dec.Decode(&m); err != nil {
-			t.Fatal(err)
-		}
+	for _, l := range readLines(t, p) {
+		m := decodeLine(t, l)
 		if m["seq"] != json.Number(fmt.Sprint(seq)) {
 			out = append(out, l)
 			continue
@@ -157,15 +198,15 @@ func editEvent(t *testing.T, path, log string, seq int64, edit func(m map[string
 		t.Fatalf("no seq %d in %s", seq, log)
 	}
 	writeLines(t, p, out)
-	var ev evidence.Evidence
+	var e evidence.Evidence
 	raw, err := os.ReadFile(path)
 	if err == nil {
-		err = json.Unmarshal(raw, &ev)
+		err = json.Unmarshal(raw, &e)
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	resealFast(t, path, &ev, log)
+	resealFast(t, path, &e, log)
 }
 
 func set(kv ...any) func(map[string]any) {
@@ -213,17 +254,17 @@ type crossCase struct {
 	name     string
 	scenario string
 	log      string // under u80/<scenario>/
-	seq      int64
+	target   pick
 	edit     func(map[string]any)
 	rule     string
-	at       int64 // the seq in log the reason names; 0: none (a write or record no event explains)
+	at       pick // the event of log the reason names; none: a write or record no event explains
 	more     []lineEdit
 }
 
 // lineEdit is a further edit of a case, in the same log.
 type lineEdit struct {
-	seq  int64
-	edit func(map[string]any)
+	target pick
+	edit   func(map[string]any)
 }
 
 func runCrossCases(t *testing.T, cases []crossCase) {
@@ -233,9 +274,17 @@ func runCrossCases(t *testing.T, cases []crossCase) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := witnessedScenario(t, tc.scenario)
 			log := "u80/" + tc.scenario + "/" + tc.log
-			editEvent(t, p, log, tc.seq, tc.edit)
+			var at int64
+			if tc.at != none {
+				at = seqOf(t, p, log, tc.at) // before the edits move it
+			}
+			seqs := []int64{seqOf(t, p, log, tc.target)}
 			for _, m := range tc.more {
-				editEvent(t, p, log, m.seq, m.edit)
+				seqs = append(seqs, seqOf(t, p, log, m.target))
+			}
+			editEvent(t, p, log, seqs[0], tc.edit)
+			for i, m := range tc.more {
+				editEvent(t, p, log, seqs[i+1], m.edit)
 			}
 			v := verify(t, p)
 			r, ok := witnessReason(v, tc.rule)
@@ -246,9 +295,9 @@ func runCrossCases(t *testing.T, cases []crossCase) {
 				t.Errorf("%s is %s, verdict %s; want FAIL", tc.rule, r.Status, v.Status)
 			}
 			switch {
-			case tc.at > 0 && (r.Log != log || r.Seq != tc.at):
-				t.Errorf("%s at %s seq %d; want %s seq %d", tc.rule, r.Log, r.Seq, log, tc.at)
-			case tc.at == 0 && (r.Log != "" || r.Witness == ""):
+			case at > 0 && (r.Log != log || r.Seq != at):
+				t.Errorf("%s at %s seq %d; want %s seq %d", tc.rule, r.Log, r.Seq, log, at)
+			case at == 0 && (r.Log != "" || r.Witness == ""):
 				t.Errorf("%s at log %q, witness %q; want no log, a place in the witness", tc.rule, r.Log, r.Witness)
 			}
 			if r.Scenario != tc.scenario {
@@ -264,26 +313,31 @@ func TestWitnessCommitBoundary(t *testing.T) {
 	rolledBack := set("kind", "order_rolled_back", "err", "insert failed", "status", 500,
 		"stock", nil, "quantity", nil, "sku", nil, "writes", nil)
 	runCrossCases(t, []crossCase{
-		{"order stock left", "normalChain", "orders.jsonl", 1, set("stock", 8), "witness-order-tx", 1, nil},
-		{"order quantity", "normalChain", "orders.jsonl", 1, set("quantity", 2), "witness-order-tx", 1, nil},
-		{"order sku", "normalChain", "orders.jsonl", 1, set("sku", "SKU-OTHER"), "witness-order-tx", 1, nil},
-		{"order key", "normalChain", "orders.jsonl", 1, set("key", "normal-2"), "witness-order-tx", 1, nil},
-		{"order status", "normalChain", "orders.jsonl", 1, set("status", 200), "witness-order-tx", 1, nil},
-		{"order writes", "normalChain", "orders.jsonl", 1,
-			set("writes", []string{"stock", "orders", "idempotency_records", "outbox"}), "witness-order-tx", 1, nil},
-		{"order intent", "normalChain", "orders.jsonl", 1, set("event_id", "e-9"), "witness-order-tx", 1, nil},
-		{"order never committed", "normalChain", "orders.jsonl", 1, set("order_id", 7, "event_id", "e-7"), "witness-order-tx", 1, nil},
-		{"rolled back but committed", "normalChain", "orders.jsonl", 1, rolledBack, "witness-rollback-wrote", 1, nil},
-		{"seed stock", "normalChain", "scenario.jsonl", 1, set("stock", 11), "witness-write", 1, nil},
-		{"seed outbox payload", "txBoundaryRollback", "scenario.jsonl", 2, set("payload_sha256", strings.Repeat("0", 64)), "witness-write", 2, nil},
-		{"seed outbox version", "txBoundaryRollback", "scenario.jsonl", 2, set("claim_version", 1), "witness-write", 2, nil},
-		{"unlogged seed", "normalChain", "scenario.jsonl", 1, drop, "witness-unlogged-write", 0, nil},
-		{"advance to another status", "orderLifecycle", "scenario.jsonl", 2, set("order_status", "SHIPPED"), "witness-order-tx", 2, nil},
-		{"advance of another version", "orderLifecycle", "scenario.jsonl", 2, set("aggregate_version", 3), "witness-order-tx", 2, nil},
-		{"advance writes", "orderLifecycle", "scenario.jsonl", 2, set("writes", []string{"outbox", "orders"}), "witness-order-tx", 2, nil},
-		{"advance never made", "orderLifecycle", "scenario.jsonl", 2, set("event_id", "e-1-v9"), "witness-order-tx", 2, nil},
-		{"unlogged advance", "orderLifecycle", "scenario.jsonl", 2, drop, "witness-unlogged-write", 0, nil},
-		{"unlogged order", "placement", "orders.jsonl", 1, drop, "witness-unlogged-write", 0, nil},
+		{"order stock left", "normalChain", "orders.jsonl", first("order_committed"), set("lines", []string{"quantity=1 price_cents=1250 stock=8 sku=SKU-MSG"}), "witness-order-tx", first("order_committed"), nil},
+		{"order line quantity", "normalChain", "orders.jsonl", first("order_committed"), set("lines", []string{"quantity=2 price_cents=1250 stock=9 sku=SKU-MSG"}), "witness-order-tx", first("order_committed"), nil},
+		{"order line price", "normalChain", "orders.jsonl", first("order_committed"), set("lines", []string{"quantity=1 price_cents=999 stock=9 sku=SKU-MSG"}), "witness-order-tx", first("order_committed"), nil},
+		{"order line of another sku", "normalChain", "orders.jsonl", first("order_committed"), set("lines", []string{"quantity=1 price_cents=1250 stock=9 sku=SKU-X"}), "witness-order-tx", first("order_committed"), nil},
+		{"order without lines, stock left", "normalChain", "orders.jsonl", first("order_committed"), set("lines", nil, "stock", 8), "witness-order-tx", first("order_committed"), nil},
+		{"order principal", "normalChain", "orders.jsonl", first("order_committed"), set("principal", "bob"), "witness-order-tx", first("order_committed"), nil},
+		{"order quantity", "normalChain", "orders.jsonl", first("order_committed"), set("quantity", 2), "witness-order-tx", first("order_committed"), nil},
+		{"order sku", "normalChain", "orders.jsonl", first("order_committed"), set("sku", "SKU-OTHER"), "witness-order-tx", first("order_committed"), nil},
+		{"order key", "normalChain", "orders.jsonl", first("order_committed"), set("key", "normal-2"), "witness-order-tx", first("order_committed"), nil},
+		{"order status", "normalChain", "orders.jsonl", first("order_committed"), set("status", 200), "witness-order-tx", first("order_committed"), nil},
+		{"order writes", "normalChain", "orders.jsonl", first("order_committed"),
+			set("writes", []string{"stock", "orders", "idempotency_records", "outbox"}), "witness-order-tx", first("order_committed"), nil},
+		{"order intent", "normalChain", "orders.jsonl", first("order_committed"), set("event_id", "e-9"), "witness-order-tx", first("order_committed"), nil},
+		{"order never committed", "normalChain", "orders.jsonl", first("order_committed"), set("order_id", 7, "event_id", "e-7"), "witness-order-tx", first("order_committed"), nil},
+		{"rolled back but committed", "normalChain", "orders.jsonl", first("order_committed"), rolledBack, "witness-rollback-wrote", first("order_committed"), nil},
+		{"seed stock", "normalChain", "scenario.jsonl", first("seed_stock"), set("stock", 11), "witness-write", first("seed_stock"), nil},
+		{"seed outbox payload", "txBoundaryRollback", "scenario.jsonl", first("seed_outbox"), set("payload_sha256", strings.Repeat("0", 64)), "witness-write", first("seed_outbox"), nil},
+		{"seed outbox version", "txBoundaryRollback", "scenario.jsonl", first("seed_outbox"), set("claim_version", 1), "witness-write", first("seed_outbox"), nil},
+		{"unlogged seed", "normalChain", "scenario.jsonl", first("seed_stock"), drop, "witness-unlogged-write", none, nil},
+		{"advance to another status", "orderLifecycle", "scenario.jsonl", first("order_advanced"), set("order_status", "SHIPPED"), "witness-order-tx", first("order_advanced"), nil},
+		{"advance of another version", "orderLifecycle", "scenario.jsonl", first("order_advanced"), set("aggregate_version", 3), "witness-order-tx", first("order_advanced"), nil},
+		{"advance writes", "orderLifecycle", "scenario.jsonl", first("order_advanced"), set("writes", []string{"outbox", "orders"}), "witness-order-tx", first("order_advanced"), nil},
+		{"advance never made", "orderLifecycle", "scenario.jsonl", first("order_advanced"), set("event_id", "e-1-v9"), "witness-order-tx", first("order_advanced"), nil},
+		{"unlogged advance", "orderLifecycle", "scenario.jsonl", first("order_advanced"), drop, "witness-unlogged-write", none, nil},
+		{"unlogged order", "placement", "orders.jsonl", first("order_committed"), drop, "witness-unlogged-write", none, nil},
 	})
 }
 
@@ -298,19 +352,19 @@ func TestWitnessOutboxCAS(t *testing.T) {
 		m["lease_until"] = at.Add(time.Microsecond).Format(time.RFC3339Nano)
 	}
 	runCrossCases(t, []crossCase{
-		{"claim lease", "normalChain", "relay-a.jsonl", 1, later, "witness-claim", 1, nil},
-		{"claim state before", "normalChain", "relay-a.jsonl", 1, set("state_before", "CLAIMED"), "witness-claim", 1, nil},
-		{"claim never made", "normalChain", "relay-a.jsonl", 1, set("claim_id", "relay-z"), "witness-claim", 1, nil},
-		{"claim of another row", "normalChain", "relay-a.jsonl", 1, set("event_id", "e-2"), "witness-claim", 1, nil},
-		{"unlogged claim", "relayKill9", "relay-a.jsonl", 1, drop, "witness-unlogged-write", 0, nil},
-		{"mark 1 row logged as 0", "normalChain", "relay-a.jsonl", 3, set("rows", 0), "witness-mark", 3, nil},
-		{"mark 0 rows logged as 1", "sendBeforeMarkCrash", "relay-a.jsonl", 4, set("rows", 1), "witness-mark", 4, nil},
-		{"mark under another version", "normalChain", "relay-a.jsonl", 3, set("claim_version", 2), "witness-mark", 3, nil},
-		{"mark under another claim id", "normalChain", "relay-a.jsonl", 3, set("claim_id", "relay-z"), "witness-mark", 3, nil},
-		{"mark of 2 rows", "normalChain", "relay-a.jsonl", 3, set("rows", 2), "witness-mark", 3, nil},
-		{"lease expiry logged as 0 rows", "sendBeforeMarkCrash", "scenario.jsonl", 2, set("rows", 0), "witness-lease-expired", 2, nil},
-		{"lease expiry never made", "sendBeforeMarkCrash", "scenario.jsonl", 2, set("claim_id", "relay-z"), "witness-lease-expired", 2, nil},
-		{"unlogged lease expiry", "sendBeforeMarkCrash", "scenario.jsonl", 2, drop, "witness-unlogged-write", 0, nil},
+		{"claim lease", "normalChain", "relay-a.jsonl", first("claim"), later, "witness-claim", first("claim"), nil},
+		{"claim state before", "normalChain", "relay-a.jsonl", first("claim"), set("state_before", "CLAIMED"), "witness-claim", first("claim"), nil},
+		{"claim never made", "normalChain", "relay-a.jsonl", first("claim"), set("claim_id", "relay-z"), "witness-claim", first("claim"), nil},
+		{"claim of another row", "normalChain", "relay-a.jsonl", first("claim"), set("event_id", "e-2"), "witness-claim", first("claim"), nil},
+		{"unlogged claim", "relayKill9", "relay-a.jsonl", first("claim"), drop, "witness-unlogged-write", none, nil},
+		{"mark 1 row logged as 0", "normalChain", "relay-a.jsonl", first("mark"), set("rows", 0), "witness-mark", first("mark"), nil},
+		{"mark 0 rows logged as 1", "sendBeforeMarkCrash", "relay-a.jsonl", first("mark"), set("rows", 1), "witness-mark", first("mark"), nil},
+		{"mark under another version", "normalChain", "relay-a.jsonl", first("mark"), set("claim_version", 2), "witness-mark", first("mark"), nil},
+		{"mark under another claim id", "normalChain", "relay-a.jsonl", first("mark"), set("claim_id", "relay-z"), "witness-mark", first("mark"), nil},
+		{"mark of 2 rows", "normalChain", "relay-a.jsonl", first("mark"), set("rows", 2), "witness-mark", first("mark"), nil},
+		{"lease expiry logged as 0 rows", "sendBeforeMarkCrash", "scenario.jsonl", first("lease_expired"), set("rows", 0), "witness-lease-expired", first("lease_expired"), nil},
+		{"lease expiry never made", "sendBeforeMarkCrash", "scenario.jsonl", first("lease_expired"), set("claim_id", "relay-z"), "witness-lease-expired", first("lease_expired"), nil},
+		{"unlogged lease expiry", "sendBeforeMarkCrash", "scenario.jsonl", first("lease_expired"), drop, "witness-unlogged-write", none, nil},
 	})
 }
 
@@ -318,20 +372,20 @@ func TestWitnessOutboxCAS(t *testing.T) {
 // inbox and notification rows.
 func TestWitnessAckBoundary(t *testing.T) {
 	runCrossCases(t, []crossCase{
-		{"effect never committed", "normalChain", "consumer-1.jsonl", 3, set("notification_id", 2), "witness-effect-tx", 3, nil},
-		{"effect of another order", "normalChain", "consumer-1.jsonl", 3, set("order_id", 2), "witness-effect-tx", 3, nil},
-		{"effect of another consumer", "normalChain", "consumer-1.jsonl", 3, set("consumer", "other"), "witness-effect-tx", 3, nil},
-		{"inbox row elsewhere", "normalChain", "consumer-1.jsonl", 2, set("offset", 1), "witness-effect-tx", 3, nil},
-		{"inbox row not logged", "normalChain", "consumer-1.jsonl", 2, drop, "witness-effect-tx", 3, nil},
-		{"inbox row without effect", "businessInvariants", "consumer-1.jsonl", 3, drop, "witness-unlogged-write", 0, nil},
-		{"notification of a reject", "normalChain", "consumer-1.jsonl", 3, drop, "witness-reject-wrote", 6, nil},
-		{"reject that wrote", "normalChain", "consumer-1.jsonl", 2, set("kind", "inbox_reject"), "witness-reject-wrote", 2,
-			[]lineEdit{{3, drop}}},
-		{"effect in another transaction", "effectDbError", "consumer-1.jsonl", 5, set("trx_id", "0-1-1"), "witness-effect-tx", 5, nil},
-		{"inbox row in another transaction", "effectDbError", "consumer-1.jsonl", 4, set("trx_id", "0-1-1"), "witness-effect-tx", 5, nil},
-		{"inbox row under another key", "effectDbError", "consumer-1.jsonl", 4, set("inbox_key", "e-9"), "witness-effect-tx", 5, nil},
-		{"rolled-back effect that wrote", "effectDbError", "consumer-1.jsonl", 10, drop, "witness-reject-wrote", 8,
-			[]lineEdit{{11, drop}}},
+		{"effect never committed", "normalChain", "consumer-1.jsonl", first("effect"), set("notification_id", 2), "witness-effect-tx", first("effect"), nil},
+		{"effect of another order", "normalChain", "consumer-1.jsonl", first("effect"), set("order_id", 2), "witness-effect-tx", first("effect"), nil},
+		{"effect of another consumer", "normalChain", "consumer-1.jsonl", first("effect"), set("consumer", "other"), "witness-effect-tx", first("effect"), nil},
+		{"inbox row elsewhere", "normalChain", "consumer-1.jsonl", first("inbox_insert"), set("offset", 1), "witness-effect-tx", first("effect"), nil},
+		{"inbox row not logged", "normalChain", "consumer-1.jsonl", first("inbox_insert"), drop, "witness-effect-tx", first("effect"), nil},
+		{"inbox row without effect", "businessInvariants", "consumer-1.jsonl", first("effect"), drop, "witness-unlogged-write", none, nil},
+		{"notification of a reject", "normalChain", "consumer-1.jsonl", first("effect"), drop, "witness-reject-wrote", first("inbox_reject"), nil},
+		{"reject that wrote", "normalChain", "consumer-1.jsonl", first("inbox_insert"), set("kind", "inbox_reject"), "witness-reject-wrote",
+			first("inbox_insert"), []lineEdit{{first("effect"), drop}}},
+		{"effect in another transaction", "effectDbError", "consumer-1.jsonl", pick{"effect", 1, "e-1"}, set("trx_id", "0-1-1"), "witness-effect-tx", pick{"effect", 1, "e-1"}, nil},
+		{"inbox row in another transaction", "effectDbError", "consumer-1.jsonl", pick{"inbox_insert", 1, "e-1"}, set("trx_id", "0-1-1"), "witness-effect-tx", pick{"effect", 1, "e-1"}, nil},
+		{"inbox row under another key", "effectDbError", "consumer-1.jsonl", pick{"inbox_insert", 1, "e-1"}, set("inbox_key", "e-9"), "witness-effect-tx", pick{"effect", 1, "e-1"}, nil},
+		{"rolled-back effect that wrote", "effectDbError", "consumer-1.jsonl", pick{"inbox_insert", 1, "e-2"}, drop, "witness-reject-wrote",
+			pick{"effect_rolled_back", 1, "e-2"}, []lineEdit{{pick{"effect", 1, "e-2"}, drop}}},
 	})
 }
 
@@ -340,16 +394,16 @@ func TestWitnessAckBoundary(t *testing.T) {
 func TestWitnessBroker(t *testing.T) {
 	refused := set("partition", nil, "offset", nil, "err", "INVALID_RECORD: refused")
 	runCrossCases(t, []crossCase{
-		{"publish at another offset", "normalChain", "relay-a.jsonl", 2, set("offset", 1), "witness-publish", 2, nil},
-		{"publish with another key", "normalChain", "relay-a.jsonl", 2, set("record_key", "2"), "witness-publish", 2, nil},
-		{"publish with another event id", "normalChain", "relay-a.jsonl", 2, set("record_event_id", "e-2"), "witness-publish", 2, nil},
-		{"publish refused but appended", "normalChain", "relay-a.jsonl", 2, refused, "witness-publish-refused", 2, nil},
-		{"unlogged record", "normalChain", "relay-a.jsonl", 2, drop, "witness-unlogged-record", 0, nil},
-		{"unknown publish of another token", "publishFailures", "relay-a.jsonl", 4, set("claim_id", "relay-z"), "witness-unlogged-record", 0, nil},
-		{"receive of no record", "normalChain", "consumer-1.jsonl", 1, set("offset", 5), "witness-receive", 1, nil},
-		{"receive of another event", "normalChain", "consumer-1.jsonl", 1, set("event_id", "e-2"), "witness-receive", 1, nil},
-		{"last offset commit", "normalChain", "consumer-1.jsonl", 7, set("offset", 2), "witness-offset", 7, nil},
-		{"offset commit of another group", "normalChain", "consumer-1.jsonl", 7, set("consumer", "other-group"), "witness-offset", 7, nil},
+		{"publish at another offset", "normalChain", "relay-a.jsonl", first("publish"), set("offset", 1), "witness-publish", first("publish"), nil},
+		{"publish with another key", "normalChain", "relay-a.jsonl", first("publish"), set("record_key", "2"), "witness-publish", first("publish"), nil},
+		{"publish with another event id", "normalChain", "relay-a.jsonl", first("publish"), set("record_event_id", "e-2"), "witness-publish", first("publish"), nil},
+		{"publish refused but appended", "normalChain", "relay-a.jsonl", first("publish"), refused, "witness-publish-refused", first("publish"), nil},
+		{"unlogged record", "normalChain", "relay-a.jsonl", first("publish"), drop, "witness-unlogged-record", none, nil},
+		{"unknown publish of another token", "publishFailures", "relay-a.jsonl", pick{"publish_unknown", 1, "e-2"}, set("claim_id", "relay-z"), "witness-unlogged-record", none, nil},
+		{"receive of no record", "normalChain", "consumer-1.jsonl", first("receive"), set("offset", 5), "witness-receive", first("receive"), nil},
+		{"receive of another event", "normalChain", "consumer-1.jsonl", first("receive"), set("event_id", "e-2"), "witness-receive", first("receive"), nil},
+		{"last offset commit", "normalChain", "consumer-1.jsonl", pick{"offset_commit", 2, ""}, set("offset", 2), "witness-offset", pick{"offset_commit", 2, ""}, nil},
+		{"offset commit of another group", "normalChain", "consumer-1.jsonl", pick{"offset_commit", 2, ""}, set("consumer", "other-group"), "witness-offset", pick{"offset_commit", 2, ""}, nil},
 	})
 }
 
@@ -359,18 +413,19 @@ func TestWitnessBroker(t *testing.T) {
 // and no effect explains them.
 func TestWitnessUnknownCommit(t *testing.T) {
 	useCachedWitness(t)
+	const log = "u80/effectDbError/consumer-1.jsonl"
 	for _, tc := range []struct {
 		name  string
-		drops []int64
+		drops []pick
 		want  string
 	}{
 		{"not committed", nil, "1 commit of unknown outcome: 0 committed"},
-		{"committed", []int64{4, 5}, "1 commit of unknown outcome: 1 committed (GTID 0-1-"},
+		{"committed", []pick{{"inbox_insert", 1, "e-1"}, {"effect", 1, "e-1"}}, "1 commit of unknown outcome: 1 committed (GTID 0-1-"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := witnessedScenario(t, "effectDbError")
-			for _, seq := range tc.drops {
-				editEvent(t, p, "u80/effectDbError/consumer-1.jsonl", seq, drop)
+			for _, sel := range tc.drops {
+				editEvent(t, p, log, seqOf(t, p, log, sel), drop)
 			}
 			v := verify(t, p)
 			if len(v.Witnessed) != 1 || !strings.Contains(v.Witnessed[0].Summary, tc.want) || hasRule(v, "witness-unlogged-write") {

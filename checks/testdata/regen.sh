@@ -47,6 +47,10 @@ for w in "${what[@]}"; do
 		run planted/no-inbox-dedupe --plant no-inbox-dedupe --scenarios normalChain
 		run planted/outbox-outside-tx --plant outbox-outside-tx --scenarios orderCrashWindow
 		run planted/claim-without-lock --plant claim-without-lock --scenarios concurrentRelays
+		run planted/created-on-rollback --plant created-on-rollback --scenarios txBoundaryRollback
+		run planted/idem-key-across-users --plant idem-key-across-users --scenarios twoUsersOneKey
+		run planted/amount-ignores-quantity --plant amount-ignores-quantity --scenarios orderAmounts
+		run planted/token-alg-none --plant token-alg-none --scenarios tokenClaims
 		;;
 	*)
 		echo "regen: unknown fixture $w (witnessed, u80, planted)" >&2

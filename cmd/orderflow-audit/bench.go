@@ -57,7 +57,7 @@ orderflow-audit bench --history 1000000 --mysql-dsn 'root@tcp(127.0.0.1:3306)/'`
 	fs.DurationVar(&o.Linger, "linger", 0, "the relays' producer linger (0: none)")
 	fs.StringVar(&bf.dsn, "mysql-dsn", "", "external MySQL/MariaDB `DSN` (env "+infra.EnvMySQLDSN+"; default: a private mariadbd)")
 	fs.StringVar(&bf.brokers, "kafka-brokers", "", "external Kafka brokers `host:port,...` (env "+infra.EnvKafkaBrokers+"; default: embedded kfake)")
-	fs.BoolVar(&o.Keep, "keep", false, "keep the scratch database, the topic of an external broker and the event logs")
+	fs.BoolVar(&o.Keep, "keep", false, "keep the scratch database (on an external server; a private one is removed),\nthe topic of an external broker, and the event logs")
 	fs.StringVar(&o.LogDir, "log-dir", "", "write the actors' event logs under `dir`/<run id> and keep them (default: a temporary directory)")
 	fs.BoolVar(&bf.asJSON, "json", false, "print one JSON object (README.md) instead of the text")
 	return fs

@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -172,5 +173,59 @@ FOR UPDATE SKIP LOCKED`
 	t.Logf("the OR query read %.0f rows for 16: %v", read, problems)
 	if len(problems) == 0 || read <= maxReadRatio*16 {
 		t.Fatalf("the OR query read %.0f rows for 16 and passed the check (%v); want it caught", read, problems)
+	}
+}
+
+// A claim locks the rows it returns and no other: while a claim
+// transaction of each branch holds its rows, another session can lock
+// the next due row of that branch and a SENT row in front of them at
+// once (NOWAIT), and cannot lock a row the claim returned.
+func TestClaimLocksOnlyWhatItReturns(t *testing.T) {
+	const limit = 4
+	sc := infratest.Scratch(t)
+	seedHistory(t, sc.DB, 200, 10, 10)
+	ctx := t.Context()
+	other, err := sc.DB.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	tryLock := func(id int64) error {
+		otx, err := other.BeginTx(ctx, claimTxOptions)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer otx.Rollback()
+		var got int64
+		return otx.QueryRowContext(ctx, `SELECT id FROM outbox WHERE id = ? FOR UPDATE NOWAIT`, id).Scan(&got)
+	}
+	for _, cq := range claimQueries {
+		t.Run(cq.name, func(t *testing.T) {
+			tx, err := sc.DB.BeginTx(ctx, claimTxOptions)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback()
+			got := claimOn(t, ctx, tx, cq.q, limit)
+			if got.returned != limit {
+				t.Fatalf("claimed %d rows; want %d", got.returned, limit)
+			}
+			state := map[string]string{"expired": "CLAIMED", "pending": "PENDING"}[cq.name]
+			var next, sent int64
+			if err := sc.DB.QueryRowContext(ctx, `SELECT MIN(id) FROM outbox WHERE state = ? AND id > ?`, state, slices.Max(got.ids)).Scan(&next); err != nil {
+				t.Fatal(err)
+			}
+			if err := sc.DB.QueryRowContext(ctx, `SELECT MIN(id) FROM outbox WHERE state = 'SENT'`).Scan(&sent); err != nil {
+				t.Fatal(err)
+			}
+			for _, id := range []int64{next, sent} {
+				if err := tryLock(id); err != nil {
+					t.Errorf("row %d, which the claim did not return, is locked: %v", id, err)
+				}
+			}
+			if err := tryLock(got.ids[0]); err == nil {
+				t.Errorf("row %d, which the claim returned, could be locked by another session", got.ids[0])
+			}
+		})
 	}
 }
