@@ -56,6 +56,11 @@ type logState struct {
 // events, merged by time, into m. It reports whether a log was cut.
 func (c *checker) replay(ctx context.Context, sc *evidence.Scenario, m *Model, run *scenarioRun) (bool, error) {
 	logs, states := c.openLogs(sc, run)
+	if ml, res := c.resolveUnlogged(sc); ml != nil {
+		logs = append(logs, *ml)
+		states = append(states, logState{ref: ml.Ref})
+		c.v.Resolved = append(c.v.Resolved, res...)
+	}
 	merge := c.pool.Merge(ctx, logs, readOptions, func(i int, e evidence.LineError) {
 		run.logReason(lineReason(states[i].ref.Path, e))
 	})

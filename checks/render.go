@@ -67,6 +67,12 @@ func WriteText(w io.Writer, v *Verdict) error {
 			}
 		}
 	}
+	if len(v.Resolved) > 0 {
+		fmt.Fprintf(b, "\nunknown outcomes settled by the binlog witness (%d): transactions that committed and that no actor logged\n", len(v.Resolved))
+		for _, r := range v.Resolved {
+			fmt.Fprintf(b, "  %s gtid %s: %s\n", r.Scenario, r.GTID, r.What)
+		}
+	}
 	for _, wng := range v.Warnings {
 		fmt.Fprintf(b, "\nwarning: %s\n", wng)
 	}

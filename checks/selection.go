@@ -23,6 +23,8 @@ var runFlags = map[string]bool{
 	"scenarios": true, "seed": true, "timeout": true, "kafka-brokers": true, "mysql-dsn": true,
 	"out": true, "plant": true, "db": true, "kafka": true,
 	"keep": false, "json": false,
+	// The chaos scenario's flags (they configure it, not the selection).
+	"duration": true, "orders": true, "relays": true, "consumers": true, "faults": true, "only-faults": true,
 }
 
 // runArgs is what the verifier reads from run.args.
@@ -107,7 +109,7 @@ func (c *checker) selection() {
 			"which scenarios the run selected is unknown, so a scenario missing from the evidence cannot be detected", ev.Run.Args, err)
 	case args.scenarios == nil:
 		selected = map[string]bool{}
-		for _, id := range spec.IDs() {
+		for _, id := range spec.DefaultIDs() {
 			selected[id] = true
 			if !present[id] {
 				c.fail(id, "scenario-missing", "run.args select every scenario (no --scenarios), but the evidence has no scenario %s: "+

@@ -70,6 +70,11 @@ type Verdict struct {
 	// verify ran with AllowUnwitnessed; such a verdict may PASS, but only
 	// on the actors' word for what is listed.
 	Unwitnessed []string `json:"unwitnessed,omitempty"`
+	// Resolved are the transactions the database's witness showed
+	// committed and no actor logged (a process or connection killed
+	// between its COMMIT and its log line), folded into the replay as the
+	// events of the actor "witness" (resolve.go).
+	Resolved []Resolution `json:"resolved,omitempty"`
 	// Warnings are problems of the verification itself that do not bear
 	// on the evidence (for example a scratch database left behind).
 	Warnings []string `json:"warnings,omitempty"`

@@ -136,7 +136,27 @@ const (
 	KindFault Kind = "fault"
 	// KindInvariant: a live invariant query ran. invariant, rows.
 	KindInvariant Kind = "invariant"
+
+	// The nemesis actor of the chaos scenario (ActorNemesis) writes the
+	// next three, and a fault event (point, detail, target) for each fault
+	// it injects.
+
+	// KindHeal: the nemesis ended a fault it had injected. point (the
+	// fault's), target, detail (what the fault did meanwhile, such as how
+	// many requests the broker failed).
+	KindHeal Kind = "heal"
+	// KindProcessStart: the supervisor started an actor process. target
+	// (the actor name of this incarnation, which names its log), pid,
+	// detail (the slot and why: first start, or restart after what).
+	KindProcessStart Kind = "process_start"
+	// KindProcessExit: an actor process ended. target, pid, detail (how:
+	// "killed by signal 9 (killed)", "exit 1: <its last error>").
+	KindProcessExit Kind = "process_exit"
 )
+
+// ActorNemesis is the actor name of the chaos scenario's nemesis and
+// supervisor.
+const ActorNemesis = "nemesis"
 
 // Kinds lists every kind, in a stable order.
 var Kinds = []Kind{
@@ -147,6 +167,7 @@ var Kinds = []Kind{
 	KindReceive, KindInboxInsert, KindInboxReject, KindEffect, KindOffsetCommit,
 	KindOrderAdvanced, KindEffectRolledBack, KindCommitUnknown,
 	KindObserve, KindFault, KindInvariant,
+	KindHeal, KindProcessStart, KindProcessExit,
 }
 
 // Event is one line of an event log. Numbers that may legitimately be zero
@@ -207,6 +228,11 @@ type Event struct {
 	// rejected) under; TrxID the database transaction that wrote a row.
 	InboxKey string `json:"inbox_key,omitempty"`
 	TrxID    string `json:"trx_id,omitempty"`
+	// Target is what a nemesis event is about: an actor incarnation, a
+	// component ("broker", "database") or a link ("relay-1>database").
+	Target string `json:"target,omitempty"`
+	// PID is the OS process id of a process_start or process_exit.
+	PID *int64 `json:"pid,omitempty"`
 }
 
 // Ptr returns a pointer to v, for the optional numeric fields.

@@ -108,6 +108,12 @@ func eventLines(e logEvent, a, over string, fn footnoter) []string {
 		return note(over, what+brief(e.Point, fn)+fn(e.Detail))
 	case evidence.KindInvariant:
 		return note(aliasDB, fmt.Sprintf("%s: %s rows", e.Invariant, i64(e.Rows)))
+	case evidence.KindHeal:
+		return note(over, "HEAL "+brief(e.Point, fn)+fn(e.Detail))
+	case evidence.KindProcessStart:
+		return note(a, brief("start "+e.Target+" pid "+i64(e.PID), fn))
+	case evidence.KindProcessExit:
+		return note(a, brief("end "+e.Target+" pid "+i64(e.PID), fn)+fn(e.Detail))
 	}
 	return note(a, brief(string(e.Kind), fn)+" (unknown kind)")
 }

@@ -190,6 +190,11 @@ type Timeline struct {
 	// Invariants are the live invariant results the scenario logged, in
 	// log order, shown as a table under the diagram.
 	Invariants []TimelineInvariant
+	// Nemesis lists the faults the chaos scenario's nemesis injected and
+	// healed (fault and heal events of the actor nemesis), in time order,
+	// all of them up to maxNemesisLines: a long timeline cannot draw them
+	// all.
+	Nemesis []string
 	// Footnotes are the texts too long for the diagram, numbered from 1
 	// in the order their markers appear in it.
 	Footnotes []string

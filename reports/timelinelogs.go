@@ -42,6 +42,7 @@ func buildTimeline(sc evidence.Scenario, logs LogSource) Timeline {
 			break
 		}
 		b.add(logEvent{Event: d.Event, log: i})
+		tl.addNemesis(d.Event)
 	}
 	for i, st := range merge.Close() {
 		r := readers[i]

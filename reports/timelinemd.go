@@ -32,6 +32,7 @@ func (p *printer) timeline(sc evidence.Scenario, tl Timeline) {
 		p.printf("%smermaid\n%s\n%s\n\n", fence, body, fence)
 	}
 	p.timelineInvariants(sc, tl)
+	p.nemesis(tl)
 	if len(tl.Footnotes) > 0 {
 		notes := make([]string, len(tl.Footnotes))
 		for i, f := range tl.Footnotes {

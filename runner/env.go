@@ -17,6 +17,7 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/runner/fault"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra"
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/plant"
+	"github.com/orderflow-audit/orderflow-audit/runner/nemesis"
 	"github.com/orderflow-audit/orderflow-audit/runner/sut"
 )
 
@@ -41,10 +42,15 @@ type Env struct {
 	Rand   *rand.Rand
 	Log    *slog.Logger
 	Result Result
+	// Chaos configures the chaos scenario (defaults set, Seed the run's).
+	Chaos nemesis.Config
 
 	// exe is the path of this binary for actor processes ("" = in-process
 	// only).
 	exe string
+	// crashDB kills the private database server and starts it again (nil
+	// without a private server): the chaos scenario's db-crash.
+	crashDB func(context.Context) (string, error)
 
 	mu        sync.Mutex
 	logDir    string // absolute: where this scenario's logs are written

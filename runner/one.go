@@ -36,12 +36,14 @@ func runOne(parent context.Context, rs *runScope, sc Scenario) (evidence.Scenari
 	env := &Env{
 		RunID: rs.runID, Scenario: sc, Server: rs.server, Scratch: scratch, DB: scratch.DB,
 		Kafka: rs.kafka, SUT: *rs.opts.SUT, Plant: rs.opts.Plant, Faults: &fault.Injector{}, Secret: rs.secret,
-		Rand:   mrand.New(mrand.NewPCG(uint64(rs.opts.Seed), scenarioStream(sc.ID))),
-		Log:    rs.opts.Logger.With("scenario", sc.ID),
-		exe:    rs.opts.Executable,
-		logDir: filepath.Join(rs.stage, sc.ID),
-		logRel: rs.base + "/" + sc.ID,
-		logs:   map[string]*evidence.Log{},
+		Rand:    mrand.New(mrand.NewPCG(uint64(rs.opts.Seed), scenarioStream(sc.ID))),
+		Chaos:   rs.opts.chaosConfig(),
+		Log:     rs.opts.Logger.With("scenario", sc.ID),
+		exe:     rs.opts.Executable,
+		crashDB: rs.crashDBFunc(),
+		logDir:  filepath.Join(rs.stage, sc.ID),
+		logRel:  rs.base + "/" + sc.ID,
+		logs:    map[string]*evidence.Log{},
 	}
 
 	runErr := safeRun(ctx, env, sc)

@@ -23,6 +23,7 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra/mariadbd"
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/plant"
+	"github.com/orderflow-audit/orderflow-audit/runner/nemesis"
 	"github.com/orderflow-audit/orderflow-audit/runner/sut"
 	"github.com/orderflow-audit/orderflow-audit/spec"
 )
@@ -60,6 +61,9 @@ type Options struct {
 	SUT *sut.Implementation
 	// Plant plants one bug into the system under test (negative control).
 	Plant plant.Bug
+	// Chaos configures the chaos scenario (its zero fields take
+	// runner/nemesis's defaults; Seed is the run's).
+	Chaos nemesis.Config
 	// Args are the command-line arguments recorded in the evidence.
 	Args []string
 	// Version and Revision identify the tool, and Build is its build
@@ -155,6 +159,9 @@ func Check(opts Options) error {
 	}
 	if opts.KafkaImage != "" && len(opts.Brokers) > 0 {
 		return &marked{errors.New("a broker container and external brokers (--kafka-brokers) exclude each other"), ErrBadOptions}
+	}
+	if err := checkChaos(&opts, selected); err != nil {
+		return &marked{err, ErrBadOptions}
 	}
 	if min, id := MinTimeout(selected); opts.Timeout < min {
 		return &marked{fmt.Errorf("--timeout %v is below what the selected scenarios need: at least %v (%s)", opts.Timeout, min, id), ErrBadOptions}
@@ -411,5 +418,6 @@ func impliedArgs(o *Options) []string {
 	if o.Keep {
 		args = append(args, "--keep")
 	}
+	args = append(args, ChaosArgs(o.Chaos)...)
 	return append(args, "--out", o.Out)
 }

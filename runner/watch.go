@@ -51,6 +51,7 @@ type watchdog struct {
 
 	mu   sync.Mutex
 	lost *lostError
+	held int // while > 0, failed probes do not count (hold)
 
 	stop chan struct{}
 	done chan struct{}
@@ -76,9 +77,13 @@ func (w *watchdog) loop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+		if w.isHeld() {
+			failed = 0
+			continue
+		}
 		if lerr := w.probe(ctx); lerr == nil {
 			failed = 0
-		} else if failed++; failed >= lostAfter {
+		} else if failed++; failed >= lostAfter && !w.isHeld() {
 			w.setLost(lerr)
 			return
 		}
@@ -109,6 +114,28 @@ func (w *watchdog) setLost(l *lostError) {
 	w.mu.Unlock()
 	w.cancel(l)
 	w.lostCancel(l)
+}
+
+// hold suspends the probing while a scenario takes the database down on
+// purpose (the chaos scenario's database crash), until release is called.
+func (w *watchdog) hold() (release func()) {
+	w.mu.Lock()
+	w.held++
+	w.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			w.mu.Lock()
+			w.held--
+			w.mu.Unlock()
+		})
+	}
+}
+
+func (w *watchdog) isHeld() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.held > 0
 }
 
 // Lost returns what was lost, or nil.

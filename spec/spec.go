@@ -74,6 +74,9 @@ type Scenario struct {
 	// Needs are the features the system under test must claim for the
 	// scenario to run (it does not run otherwise).
 	Needs []Feature
+	// OptIn keeps the scenario out of the default selection: it runs only
+	// when --scenarios names it (a long or randomized experiment).
+	OptIn bool
 }
 
 // FaultPoints returns the points of the scenario's faults, in declaration
@@ -186,12 +189,25 @@ func Lookup(id string) (Scenario, bool) {
 	return Scenario{}, false
 }
 
-// Select returns the scenarios named in ids (all when ids is empty), in run
-// order. An unknown id is an error listing the valid ones.
+// DefaultIDs returns the ids of the default selection (every scenario but
+// the opt-in ones), in run order.
+func DefaultIDs() []string {
+	var out []string
+	for _, s := range All() {
+		if !s.OptIn {
+			out = append(out, s.ID)
+		}
+	}
+	return out
+}
+
+// Select returns the scenarios named in ids (the default selection, every
+// scenario that is not OptIn, when ids is empty), in run order. An unknown
+// id is an error listing the valid ones.
 func Select(ids []string) ([]Scenario, error) {
 	all := All()
 	if len(ids) == 0 {
-		return all, nil
+		return slices.DeleteFunc(all, func(s Scenario) bool { return s.OptIn }), nil
 	}
 	var unknown []string
 	for _, id := range ids {

@@ -2,6 +2,7 @@ package model
 
 import (
 	"container/heap"
+	"fmt"
 	"slices"
 	"strconv"
 
@@ -19,6 +20,9 @@ import (
 // newIntent creates the outbox row of eventID, or records duplicate-intent
 // and returns nil.
 func (m *Model) newIntent(eventID string, agg int64, src Source) *intent {
+	if es := m.confirmIntent(eventID, agg, src); es != nil {
+		return es
+	}
 	es := m.ev(eventID)
 	if es.hasRow {
 		m.violate(RuleDuplicateIntent, src, eventID, "a second outbox intent with event_id %s: the unique key forbids it", eventID)
@@ -34,6 +38,9 @@ func (m *Model) newIntent(eventID string, agg int64, src Source) *intent {
 // intentFor returns the intent an event names, or records unknown-intent.
 func (m *Model) intentFor(e *evidence.Event, src Source) *intent {
 	in := m.intentOf(e.EventID)
+	if in == nil {
+		in = m.provisionalIntent(e, src) // a claim may come before its creation's line (logorder.go)
+	}
 	if in == nil {
 		m.violate(RuleUnknownIntent, src, e.EventID,
 			"%s of %s, an event id that no order_committed, seed_outbox or outbox_written created", e.Kind, e.EventID)
@@ -81,6 +88,13 @@ func (m *Model) stepPublish(e *evidence.Event, src Source) {
 		m.violate(RuleDuplicateRecord, src, e.EventID, "a second record at %s/%d@%d: the broker assigns an offset once",
 			e.Topic, *e.Partition, *e.Offset)
 		return
+	}
+	if r.fromUnknown {
+		// Received while this publish was in flight, and taken then for
+		// the record of an earlier publish of unknown outcome: it is this
+		// one's, and that unknown publish's record is still to be found.
+		r.fromUnknown = false
+		in.unknownOpen++
 	}
 	r.publishd = true
 	r.pub = in
@@ -296,6 +310,7 @@ func (m *Model) stepInboxInsert(e *evidence.Event, src Source) {
 	m.inbox[k] = struct{}{}
 	m.inboxOrder = append(m.inboxOrder, k)
 	m.inboxTx(k, e.TrxID)
+	m.settleRejects(k)
 }
 
 // stepInboxReject: the inbox's unique key rejected a duplicate; the
@@ -303,8 +318,8 @@ func (m *Model) stepInboxInsert(e *evidence.Event, src Source) {
 func (m *Model) stepInboxReject(e *evidence.Event, src Source) {
 	m.inboxRecord(e, src)
 	if k := m.inboxKeyOf(e, src); !m.inboxHas(k) {
-		m.violate(RuleRejectWithoutInbox, src, e.EventID,
-			"inbox_reject of (%s, %s) with no inbox row to conflict with", e.Consumer, k.eventID)
+		// Its inbox_insert may come later in the merged logs (logorder.go).
+		m.waitReject(k, src, fmt.Sprintf("inbox_reject of (%s, %s) with no inbox row to conflict with", e.Consumer, k.eventID))
 	}
 	es := m.ev(e.EventID)
 	es.rejects++
@@ -357,6 +372,7 @@ func (m *Model) stepEffect(e *evidence.Event, src Source) {
 // read) of a partition: it must have received record n-1, and every record
 // below n it received must be settled (effect or inbox_reject).
 func (m *Model) stepOffsetCommit(e *evidence.Event, src Source) {
+	m.noteCommit(e)
 	next := val(e.Offset)
 	m.commitOffsets(e.Actor, m.intern(e.Consumer), m.intern(e.Topic), val(e.Partition), next, src)
 	if next > 0 {

@@ -88,6 +88,9 @@ type Model struct {
 	violations []Violation
 	perRule    map[Rule]int
 	suppressed map[Rule]int
+
+	chaosState // the chaos scenario's figures (chaos.go)
+	logOrder   // events waiting for their cause (logorder.go)
 }
 
 // New returns the empty state of a scenario that declares faultPoints (as
@@ -150,11 +153,14 @@ type handler func(m *Model, e *evidence.Event, src Source)
 // handlers has one handler per event kind, in the file of the layer whose
 // events they are (the scenario driver's in harness.go).
 var handlers = map[evidence.Kind]handler{
-	evidence.KindSeedStock:  (*Model).stepSeedStock,  // harness.go
-	evidence.KindSeedOutbox: (*Model).stepSeedOutbox, // harness.go
-	evidence.KindObserve:    (*Model).stepObserve,    // harness.go
-	evidence.KindFault:      (*Model).stepFault,      // harness.go
-	evidence.KindInvariant:  (*Model).stepInvariant,  // harness.go
+	evidence.KindSeedStock:    (*Model).stepSeedStock,  // harness.go
+	evidence.KindSeedOutbox:   (*Model).stepSeedOutbox, // harness.go
+	evidence.KindObserve:      (*Model).stepObserve,    // harness.go
+	evidence.KindFault:        (*Model).stepFault,      // harness.go
+	evidence.KindInvariant:    (*Model).stepInvariant,  // harness.go
+	evidence.KindHeal:         (*Model).stepHeal,       // chaos.go
+	evidence.KindProcessStart: (*Model).stepProcess,    // chaos.go
+	evidence.KindProcessExit:  (*Model).stepProcess,    // chaos.go
 
 	evidence.KindOrderCommitted:  (*Model).stepOrderCommitted,  // business.go
 	evidence.KindOutboxWritten:   (*Model).stepOutboxWritten,   // business.go

@@ -162,6 +162,7 @@ func commands() []command {
 		{name: "run", summary: "run the scenarios and write an evidence file (default evidence/u80.json)", run: cmdRun},
 		{name: "verify", summary: "re-check an evidence file independently of the runner", run: cmdVerify},
 		{name: "report", summary: "render an evidence file as Markdown", run: cmdReport},
+		{name: "explore", summary: "run the chaos scenario once per seed, verify each, shrink a failure", run: cmdExplore},
 		{name: "scenarios", summary: "list the scenarios, their boundaries and what they accept", run: cmdScenarios},
 		{name: "clean", summary: "drop the scratch databases that runs no longer alive left on the server", run: cmdClean},
 		{name: "bench", summary: "measure the pipeline's throughput and latency on a scratch database, checking its own run", run: cmdBench},

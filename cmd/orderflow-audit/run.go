@@ -57,6 +57,7 @@ type runFlags struct {
 	brokers, dsn, out string
 	db, kafka         string
 	plant             string
+	chaos             chaosFlags
 }
 
 func runFlagSet(rf *runFlags) *flagSet {
@@ -90,6 +91,7 @@ orderflow-audit run --db container:mysql:8.4 --kafka container:apache/kafka:4.1.
 	fs.StringVar(&rf.out, "out", "evidence/u80.json", "evidence `file` to write (.json); logs go to the directory beside it named after it")
 	fs.BoolVar(&rf.asJSON, "json", false, "print a machine-readable summary (one JSON object, also on errors) instead of the observation lines")
 	fs.StringVar(&rf.plant, "plant", "", "plant one `bug` into the system under test (negative control; the evidence says so):\n"+strings.Join(bugs, ", "))
+	rf.chaos.register(fs)
 	return fs
 }
 
@@ -134,6 +136,16 @@ func (rf *runFlags) check(fs *flagSet, args []string) (runner.Options, error) {
 	if rf.timeout <= 0 {
 		return opts, usageErrorf("--timeout must be positive")
 	}
+	chaos, err := rf.chaos.config()
+	if err != nil {
+		return opts, err
+	}
+	if name := rf.chaos.setWithout(set, rf.ids); name != "" {
+		return opts, usageErrorf("--%s configures the chaos scenario, which this run does not select (add --scenarios chaos)", name)
+	}
+	if !set["timeout"] {
+		rf.timeout = max(rf.timeout, runner.ChaosTimeout(chaos))
+	}
 	dbImage, kafkaImage, err := rf.containers(set)
 	if err != nil {
 		return opts, err
@@ -154,7 +166,7 @@ func (rf *runFlags) check(fs *flagSet, args []string) (runner.Options, error) {
 	}
 	opts = runner.Options{
 		MySQL: cfg, Brokers: ext, DBImage: dbImage, KafkaImage: kafkaImage, Scenarios: rf.ids, Seed: rf.seed,
-		Timeout: rf.timeout, Keep: rf.keep, Out: rf.out, Plant: bug, Args: redactArgs(args),
+		Timeout: rf.timeout, Keep: rf.keep, Out: rf.out, Plant: bug, Args: redactArgs(args), Chaos: chaos,
 		Version: ti.Version, Revision: ti.Revision, Build: &ti.Build,
 	}
 	if err := runner.Check(opts); err != nil {

@@ -30,7 +30,17 @@ func cmdScenarios(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		if fp == "" {
 			fp = "-"
 		}
-		fmt.Fprintf(stdout, "%s  (%s, boundary %s)\n    fault points: %s\n", s.ID, s.Suite, s.Boundary, fp)
+		optIn := ""
+		if s.OptIn {
+			optIn = ", opt-in: only with --scenarios " + s.ID
+		}
+		fmt.Fprintf(stdout, "%s  (%s, boundary %s%s)\n", s.ID, s.Suite, s.Boundary, optIn)
+		for j, l := range wrap("fault points: "+fp, scenariosWidth-4) {
+			if j > 0 {
+				l = "  " + l
+			}
+			fmt.Fprintf(stdout, "    %s\n", l)
+		}
 		for _, l := range wrap(s.Description, scenariosWidth-4) {
 			fmt.Fprintf(stdout, "    %s\n", l)
 		}

@@ -194,7 +194,7 @@ func runRelay(ctx context.Context, s Spec, db *sql.DB, log *evidence.Log,
 	if err != nil {
 		return err
 	}
-	cl, err := kgo.NewClient(k.ClientOpts(relay.ProducerOpts(s.PublishTimeout)...)...)
+	cl, err := kgo.NewClient(k.ClientOpts(append(relay.ProducerOpts(s.PublishTimeout), viaOpts(s)...)...)...)
 	if err != nil {
 		return fmt.Errorf("relay: producer: %w", err)
 	}
@@ -247,8 +247,12 @@ func runConsumer(ctx context.Context, s Spec, db *sql.DB, log *evidence.Log,
 	if member == "" {
 		member = s.Actor
 	}
+	extra := viaOpts(s)
+	if s.InstanceID != "" {
+		extra = append(extra, kgo.InstanceID(s.InstanceID))
+	}
 	c, err := consumer.New(ctx, consumer.Config{
-		DB: db, ClientOpts: k.ClientOpts(), Topic: s.Topic, Group: s.Group, Name: s.Name,
+		DB: db, ClientOpts: k.ClientOpts(extra...), Topic: s.Topic, Group: s.Group, Name: s.Name,
 		Member: member, Log: log, Faults: faults, Plant: bug,
 	})
 	if err != nil {
@@ -280,6 +284,19 @@ func runConsumer(ctx context.Context, s Spec, db *sql.DB, log *evidence.Log,
 		err = perr
 	}
 	return err
+}
+
+// viaOpts sends every connection to the broker to s.Via (none without
+// it): the broker advertises its own address, which would bypass a proxy
+// that is only the seed.
+func viaOpts(s Spec) []kgo.Opt {
+	if s.Via == "" {
+		return nil
+	}
+	d := &net.Dialer{Timeout: 3 * time.Second}
+	return []kgo.Opt{kgo.Dialer(func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return d.DialContext(ctx, network, s.Via)
+	})}
 }
 
 // closeUnlessCrashed leaves the group cleanly, except after a simulated

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -42,7 +43,7 @@ func (e Exit) Killed() bool { return e.Signal == syscall.SIGKILL }
 
 func (e Exit) String() string {
 	if e.Signal != 0 {
-		return "killed by " + e.Signal.String()
+		return "killed by signal " + strconv.Itoa(int(e.Signal)) + " (" + e.Signal.String() + ")"
 	}
 	return fmt.Sprintf("exit %d", e.Code)
 }

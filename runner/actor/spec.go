@@ -78,6 +78,10 @@ type Spec struct {
 	Brokers []string // default: ORDERFLOW_KAFKA_BROKERS; required (an embedded broker of another process cannot be shared otherwise)
 	Topic   string   // required
 	Once    bool     // relay: one RunOnce; consumer: poll until the --until-* counts
+	// Via, when set, is a host:port every connection to the broker goes
+	// to instead of the address the broker advertises (a proxy in front
+	// of a single broker).
+	Via string
 
 	// Relay.
 	ClaimID        string
@@ -90,6 +94,7 @@ type Spec struct {
 	Group         string
 	Name          string // inbox consumer name
 	Member        string // member name in events (default: Actor)
+	InstanceID    string // static group membership (group.instance.id); empty: dynamic
 	UntilEffects  int
 	UntilReceived int
 	Timeout       time.Duration // bound of --once; default 30s
@@ -142,6 +147,7 @@ func (s *Spec) RegisterFlags(fs *flag.FlagSet) {
 	case Relay, Consumer:
 		fs.Var(commaList{&s.Brokers}, "brokers", "Kafka `host:port,...` (default $"+infra.EnvKafkaBrokers+")")
 		fs.StringVar(&s.Topic, "topic", "", "Kafka `topic` (required)")
+		fs.StringVar(&s.Via, "via", "", "connect to the broker through `host:port` (a proxy in front of a single broker)")
 	}
 	switch s.Role {
 	case Relay:
@@ -156,6 +162,7 @@ func (s *Spec) RegisterFlags(fs *flag.FlagSet) {
 		fs.StringVar(&s.Group, "group", "", "consumer `group` (default: --name)")
 		fs.StringVar(&s.Name, "name", "", "inbox consumer `name` (default notifier)")
 		fs.StringVar(&s.Member, "member", "", "member `name` in the events (default: --actor)")
+		fs.StringVar(&s.InstanceID, "instance-id", "", "static group membership: this member's group.instance.id (`id`); a restarted\nprocess with the same id takes its place without a rebalance")
 		fs.IntVar(&s.UntilEffects, "until-effects", 0, "with --once: stop after `n` effects")
 		fs.IntVar(&s.UntilReceived, "until-received", 0, "with --once: stop after `n` received records")
 		fs.DurationVar(&s.Timeout, "timeout", DefaultOnceTimeout, "with --once: give up after `duration` (exit 1)")
@@ -199,6 +206,7 @@ func (s Spec) Args() []string {
 	case Relay, Consumer:
 		str("brokers", strings.Join(s.Brokers, ","))
 		str("topic", s.Topic)
+		str("via", s.Via)
 		if s.Once {
 			args = append(args, "--once")
 		}
@@ -214,6 +222,7 @@ func (s Spec) Args() []string {
 		str("group", s.Group)
 		str("name", s.Name)
 		str("member", s.Member)
+		str("instance-id", s.InstanceID)
 		num("until-effects", s.UntilEffects)
 		num("until-received", s.UntilReceived)
 		dur("timeout", s.Timeout, DefaultOnceTimeout)
@@ -290,6 +299,11 @@ func (s *Spec) Validate() error {
 		}
 		if s.Topic == "" {
 			return bad("--topic is required")
+		}
+		if s.Via != "" {
+			if _, _, err := net.SplitHostPort(s.Via); err != nil {
+				return bad("--via %q: %v", s.Via, err)
+			}
 		}
 	}
 	switch s.Role {

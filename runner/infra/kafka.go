@@ -81,7 +81,9 @@ type Kafka struct {
 	Implementation string
 	Brokers        []string
 	cluster        *kfake.Cluster
-	errs           *errorLog // what the embedded broker logged as errors (with a data directory)
+	errs           *errorLog    // what the embedded broker logged as errors (with a data directory)
+	opts           []kfake.Opt  // the embedded broker's options, for Restart (chaosbroker.go)
+	restartMu      sync.RWMutex // held by Restart while cluster changes
 }
 
 // errorLog is a kfake.Logger keeping the errors: kfake reports a failure
@@ -157,6 +159,7 @@ func StartKafka(ctx context.Context, cfg KafkaConfig) (*Kafka, error) {
 		Brokers:        c.ListenAddrs(),
 		cluster:        c,
 		errs:           errs,
+		opts:           opts,
 	}, nil
 }
 
@@ -209,12 +212,16 @@ func (k *Kafka) Shutdown() error {
 
 // Cluster returns the embedded kfake cluster (nil in external mode), for
 // fault injection at the protocol.
-func (k *Kafka) Cluster() *kfake.Cluster { return k.cluster }
+func (k *Kafka) Cluster() *kfake.Cluster {
+	k.restartMu.RLock()
+	defer k.restartMu.RUnlock()
+	return k.cluster
+}
 
 // Close stops the embedded broker; it leaves an external one alone.
 func (k *Kafka) Close() {
-	if k.cluster != nil {
-		k.cluster.Close()
+	if c := k.Cluster(); c != nil {
+		c.Close()
 	}
 }
 

@@ -224,8 +224,14 @@ type FileInfo struct {
 	// it has none.
 	First GTID `json:"first"`
 	Last  GTID `json:"last"`
-	// Closed is "rotate" or "stop": how the file ended. Next is the file a
-	// ROTATE names.
+	// Closed is "rotate" or "stop": how the file ended; "crash" for a
+	// file the server still marked in use when a later file of the
+	// sequence began (the server was killed and started again: see
+	// Scan). Next is the file a ROTATE names.
 	Closed string `json:"closed"`
-	Next   string `json:"next,omitempty"`
+	// Dropped is, for a crashed file, the bytes after its last whole
+	// transaction: a transaction the crash cut short, which crash recovery
+	// rolled back (the binary log decides what committed).
+	Dropped int64  `json:"dropped,omitempty"`
+	Next    string `json:"next,omitempty"`
 }

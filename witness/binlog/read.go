@@ -70,6 +70,7 @@ func Scan(paths []string, fn func(Transaction) error) ([]FileInfo, error) {
 	s := newScanner(fn)
 	var infos []FileInfo
 	for i, path := range paths {
+		s.crashable = i < len(paths)-1
 		info, err := s.file(path)
 		if err != nil {
 			return infos, err
@@ -129,7 +130,7 @@ func checkFollows(prev, next FileInfo) error {
 		if prev.Next != next.Name {
 			return fmt.Errorf("%w: %s rotates to %s, not %s", ErrNotContiguous, prev.Name, prev.Next, next.Name)
 		}
-	case "stop":
+	case "stop", "crash":
 		pm, nm := fileNameRE.FindStringSubmatch(prev.Name), fileNameRE.FindStringSubmatch(next.Name)
 		if pm == nil || nm == nil || pm[1] != nm[1] {
 			return fmt.Errorf("%w: %s does not follow %s", ErrNotContiguous, next.Name, prev.Name)
@@ -178,6 +179,9 @@ func (s *scanner) file(path string) (FileInfo, error) {
 		if err == io.EOF {
 			break
 		}
+		if err != nil && s.crashed(off) {
+			break
+		}
 		if err != nil {
 			return FileInfo{}, s.fail(off, fmt.Errorf("%w: %d of %d header bytes", ErrTruncated, n, len(header)))
 		}
@@ -186,6 +190,9 @@ func (s *scanner) file(path string) (FileInfo, error) {
 			return FileInfo{}, s.fail(off, fmt.Errorf("%w: event size %d", ErrCorrupt, size))
 		}
 		if off+size > st.Size() {
+			if s.crashed(off) {
+				break
+			}
 			return FileInfo{}, s.fail(off, fmt.Errorf("%w: event of %d bytes, %d left", ErrTruncated, size, st.Size()-off))
 		}
 		raw := make([]byte, size)
@@ -197,6 +204,12 @@ func (s *scanner) file(path string) (FileInfo, error) {
 			return FileInfo{}, s.fail(off, err)
 		}
 		off += size
+		if s.tx == nil {
+			s.txEnd = off
+		}
+	}
+	if s.inUse && s.closed == "" && s.crashed(off) {
+		s.endCrashed(st.Size())
 	}
 	if err := s.endFile(); err != nil {
 		return FileInfo{}, s.fail(off, err)

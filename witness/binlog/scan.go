@@ -39,6 +39,18 @@ type scanner struct {
 	domains   map[uint32]uint64
 	haveState bool
 
+	// crashable: the file being read is not the last of the sequence, so
+	// ending in use (and cut inside its last transaction) means the server
+	// crashed and was started again on a new file (crash.go).
+	crashable bool
+	// txEnd is where the last whole transaction (or the last event outside
+	// one) of the file ends.
+	txEnd int64
+	// txPrev is the open transaction's domain's sequence before it began
+	// (txPrevSeen: the domain had one), restored when a crash drops it.
+	txPrev     uint64
+	txPrevSeen bool
+
 	// per transaction
 	tx       *Transaction
 	annotate string
@@ -59,6 +71,7 @@ func (s *scanner) startFile(name string, size int64) {
 	s.p.Reset()
 	s.info = FileInfo{Name: name, Size: size}
 	s.inUse, s.closed = false, ""
+	s.txEnd = 0
 }
 
 func (s *scanner) endFile() error {
@@ -213,6 +226,7 @@ func (s *scanner) begin(e *replication.MariadbGTIDEvent, h *replication.EventHea
 	case !seen && s.haveState && g.Seq != 1:
 		return fmt.Errorf("%w: %s is the first of domain %d, not sequence 1", ErrGTIDGap, g, g.Domain)
 	}
+	s.txPrev, s.txPrevSeen = last, seen
 	s.domains[g.Domain] = g.Seq
 	s.tx = &Transaction{GTID: g, File: s.info.Name, Pos: uint32(off),
 		Time: time.Unix(int64(h.Timestamp), 0).UTC(), Standalone: e.IsStandalone()}

@@ -46,6 +46,7 @@ type Server struct {
 	DSN string
 
 	srv *mariadbd.Server
+	cfg mariadbd.Config
 }
 
 // Require skips the test with -short, and when the MariaDB binaries are
@@ -69,13 +70,12 @@ func Require(t testing.TB) {
 func Start(t testing.TB, opts Options) *Server {
 	t.Helper()
 	Require(t)
-	srv, err := mariadbd.Start(context.Background(), mariadbd.Config{
-		ServerID: ServerID, NoBinlog: opts.NoBinlog, Args: opts.Args,
-	})
+	cfg := mariadbd.Config{ServerID: ServerID, NoBinlog: opts.NoBinlog, Args: opts.Args}
+	srv, err := mariadbd.Start(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("start private mariadbd: %v", err)
 	}
-	s := &Server{DataDir: srv.DataDir, LogBase: srv.LogBase, Port: srv.Port, DSN: srv.DSN(), srv: srv}
+	s := &Server{DataDir: srv.DataDir, LogBase: srv.LogBase, Port: srv.Port, DSN: srv.DSN(), srv: srv, cfg: cfg}
 	t.Cleanup(func() {
 		if err := s.Stop(); err != nil {
 			t.Errorf("stop private mariadbd: %v", err)
@@ -91,6 +91,15 @@ func Start(t testing.TB, opts Options) *Server {
 // last binlog file with a STOP event) and kills it if it takes over 20 s.
 // A second call is a no-op.
 func (s *Server) Stop() error { return s.srv.Stop(20 * time.Second) }
+
+// Crash kills the server with SIGKILL and starts it again on its data
+// directory and port (crash recovery), waiting until it accepts logins.
+func (s *Server) Crash(t testing.TB) {
+	t.Helper()
+	if _, err := s.srv.Crash(context.Background(), s.cfg); err != nil {
+		t.Fatalf("crash and restart: %v", err)
+	}
+}
 
 // DB opens a connection pool to the server (optionally to one database),
 // closed in t.Cleanup.

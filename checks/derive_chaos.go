@@ -1,0 +1,63 @@
+package checks
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/orderflow-audit/orderflow-audit/spec"
+)
+
+// The chaos scenario (spec/chaos.go), recomputed from the events:
+//
+//   - orders: orders committed (order_committed); events: outbox intents;
+//   - deliveries: receive events (every delivery, replays included);
+//     duplicatesAbsorbed: inbox_reject events; effects: distinct effects;
+//   - missing: intents with no effect (liveness after healing);
+//   - lag: over the partitions a record was seen on (published or
+//     received), the end (highest offset + 1) minus the group's last
+//     committed offset;
+//   - faults: the nemesis's fault events by kind;
+//   - unknownResolved: publishes of unknown outcome whose outcome the
+//     records received settle, over all of them (model/chaos.go).
+//
+// Beyond the metrics, a PASS without any fault is inconclusive
+// (scenario-not-exercised).
+func init() {
+	derive("chaos", derivation{
+		metrics: func(f facts) []metricValue {
+			n := f.m.Counts()
+			orders, _, _ := f.countOrders()
+			var missing int64
+			for in := range f.m.Intents() {
+				if f.m.Deliveries(in.EventID).Effects == 0 {
+					missing++
+				}
+			}
+			unknown, resolved := f.m.UnknownPublishes()
+			return []metricValue{
+				num("orders", orders), num("events", n.Intents), num("deliveries", n.Received+n.Replays),
+				num("duplicatesAbsorbed", n.InboxRejects), num("effects", n.Notifications), num("missing", missing),
+				f.chaosLag(), text("faults", spec.FormatFaultCounts(f.m.FaultKinds())),
+				text("unknownResolved", fmt.Sprintf("%d/%d", resolved, unknown)),
+			}
+		},
+		// A run without a fault (--only-faults none, or nothing to hit)
+		// shows the load alone: its PASS says nothing about faults.
+		exercised: func(f facts) string {
+			if len(f.m.FaultKinds()) == 0 {
+				return "no fault event of the nemesis: the load ran without faults"
+			}
+			return ""
+		},
+	})
+}
+
+// chaosLag is the lag of the one group that received records.
+func (f facts) chaosLag() metricValue {
+	groups := f.m.Groups()
+	if len(groups) != 1 {
+		return unknown("lag", fmt.Sprintf("the lag is of one consumer group; records were received by %d (%s)",
+			len(groups), strings.Join(groups, ", ")))
+	}
+	return num("lag", f.m.Lag(groups[0]))
+}

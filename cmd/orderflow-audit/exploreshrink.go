@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/orderflow-audit/orderflow-audit/runner/nemesis"
+)
+
+// Shrinking a failure: fewer faults, then a shorter duration, then fewer
+// orders, each step kept only when the run fails again with the same
+// rule, within a budget of runs. The schedule of a seed is a pure
+// function of the seed and the flags (runner/nemesis): --only-faults
+// keeps some of its faults, --orders does not move them, and a shorter
+// --duration keeps a prefix of them, so every candidate is a flag change
+// that `orderflow-audit run` replays.
+
+// shrinker holds the search.
+type shrinker struct {
+	x      *exploration
+	run    func(ctx context.Context, c nemesis.Config) seedResult // one chaos run of the seed
+	seed   int64
+	rule   string
+	budget int
+	runs   int
+	best   nemesis.Config
+}
+
+// shrink shrinks the failure r and prints the replay command.
+func (x *exploration) shrink(ctx context.Context, r seedResult, budget int) {
+	rule := r.rules[0]
+	if x.plant != "" {
+		for _, rr := range r.rules {
+			if slices.Contains(plantRules(x.plant), rr) {
+				rule = rr
+				break
+			}
+		}
+	}
+	s := &shrinker{x: x, seed: r.seed, rule: rule, budget: budget, best: r.cfg,
+		run: func(ctx context.Context, c nemesis.Config) seedResult { return x.runSeed(ctx, r.seed, c) }}
+	fmt.Fprintf(x.stderr, "shrinking seed %d (rule %s, at most %d runs)...\n", r.seed, rule, budget)
+	s.shrink(ctx)
+	faults := nemesis.Schedule(s.best)
+	var parts []string
+	for _, f := range faults {
+		parts = append(parts, f.String())
+	}
+	fmt.Fprintf(x.stdout, "shrunk seed %d in %d run(s): %d fault(s), %d order(s), %v; rule %s still fails\n",
+		r.seed, s.runs, len(faults), s.best.Orders, s.best.Duration, rule)
+	if len(parts) > 0 {
+		fmt.Fprintf(x.stdout, "  faults: %s\n", strings.Join(parts, "; "))
+	}
+	fmt.Fprintln(x.stdout, "replay:")
+	fmt.Fprintln(x.stdout, "orderflow-audit run "+strings.Join(replayArgs(r.seed, s.best, x.plant), " "))
+}
+
+// shrink runs the three steps.
+func (s *shrinker) shrink(ctx context.Context) {
+	s.faults(ctx)
+	s.duration(ctx)
+	s.orders(ctx)
+}
+
+// try runs c and tells whether it fails with the rule; it spends one run
+// of the budget.
+func (s *shrinker) try(ctx context.Context, c nemesis.Config) bool {
+	if s.runs >= s.budget || ctx.Err() != nil {
+		return false
+	}
+	s.runs++
+	r := s.run(ctx, c)
+	ok := r.status == statusFail && slices.Contains(r.rules, s.rule)
+	verdict := r.status
+	if len(r.rules) > 0 {
+		verdict += " " + strings.Join(r.rules, ",")
+	}
+	fmt.Fprintf(s.x.stderr, "  shrink run %d: %d fault(s), %d order(s), %v: %s%s\n", s.runs, len(nemesis.Schedule(c)), c.Orders,
+		c.Duration, verdict, map[bool]string{true: " (kept)", false: ""}[ok])
+	if ok {
+		s.best = c
+	}
+	return ok
+}
+
+// numbers are the fault numbers of c's schedule.
+func numbers(c nemesis.Config) []int {
+	var out []int
+	for _, f := range nemesis.Schedule(c) {
+		out = append(out, f.N)
+	}
+	return out
+}
+
+// faults removes faults: first all of them, then halves, then one at a
+// time (a coarse ddmin).
+func (s *shrinker) faults(ctx context.Context) {
+	cur := numbers(s.best)
+	if len(cur) == 0 {
+		return
+	}
+	if s.tryOnly(ctx, []int{}) {
+		return
+	}
+	for chunk := len(cur) / 2; chunk >= 1; chunk /= 2 {
+		for i := 0; i < len(cur) && len(cur) > 1; {
+			cand := append(append([]int{}, cur[:i]...), cur[min(i+chunk, len(cur)):]...)
+			if len(cand) > 0 && s.tryOnly(ctx, cand) {
+				cur = cand
+				continue
+			}
+			i += chunk
+		}
+	}
+}
+
+// tryOnly tries the schedule with only the faults numbered keep (none:
+// no fault at all).
+func (s *shrinker) tryOnly(ctx context.Context, keep []int) bool {
+	c := s.best
+	c.Only = slices.Clone(keep)
+	if len(keep) == 0 {
+		c.Only = nemesis.NoFaults
+	}
+	return s.try(ctx, c)
+}
+
+// orders halves the orders while the rule still fails.
+func (s *shrinker) orders(ctx context.Context) {
+	for s.best.Orders > 1 {
+		c := s.best
+		c.Orders = max(1, c.Orders/2)
+		if !s.try(ctx, c) {
+			return
+		}
+	}
+}
+
+// duration cuts the duration to just after the last fault kept ends.
+func (s *shrinker) duration(ctx context.Context) {
+	end := time.Second
+	for _, f := range nemesis.Schedule(s.best) {
+		end = max(end, f.At+f.For+300*time.Millisecond)
+	}
+	end = end.Round(100 * time.Millisecond)
+	if end < s.best.Duration {
+		c := s.best
+		c.Duration = end
+		s.try(ctx, c)
+	}
+}

@@ -1,0 +1,105 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/orderflow-audit/orderflow-audit/runner/actor"
+	"github.com/orderflow-audit/orderflow-audit/runner/nemesis"
+)
+
+// startActors puts a proxy on every link of an actor (to the database;
+// relays and consumers also to the broker), then starts the order service,
+// the relays and the consumers under supervision, and waits until each
+// has started once.
+func (cr *chaosRun) startActors(ctx context.Context) error {
+	e := cr.e
+	if len(e.Kafka.Brokers) != 1 {
+		return fmt.Errorf("the chaos scenario proxies one broker; this one has %d addresses", len(e.Kafka.Brokers))
+	}
+	dbAddr := e.Server.ConfigFor(e.Scratch.Name).Addr
+	link := func(actorSlot, component, upstream string) (*nemesis.Link, error) {
+		return cr.proxies.Add(actorSlot+">"+component, upstream)
+	}
+	dsnVia := func(l *nemesis.Link) string {
+		c := e.Server.ConfigFor(e.Scratch.Name)
+		c.Addr = l.Addr
+		return c.FormatDSN()
+	}
+	plantName := string(e.Plant)
+
+	ordersDB, err := link(nemesis.OrdersName, nemesis.TargetDatabase, dbAddr)
+	if err != nil {
+		return err
+	}
+	cr.orders = cr.newSlot(nemesis.OrdersName, func(string) (actor.Spec, []string) {
+		return actor.Spec{Role: actor.Orders, DB: e.Scratch.Name, Plant: plantName}, actor.Env(dsnVia(ordersDB), e.Secret)
+	})
+	for i := 1; i <= cr.cfg.Relays; i++ {
+		name := nemesis.RelayName(i)
+		db, err := link(name, nemesis.TargetDatabase, dbAddr)
+		if err != nil {
+			return err
+		}
+		br, err := link(name, nemesis.TargetBroker, e.Kafka.Brokers[0])
+		if err != nil {
+			return err
+		}
+		cr.newSlot(name, func(actorName string) (actor.Spec, []string) {
+			return actor.Spec{
+				Role: actor.Relay, DB: e.Scratch.Name, Plant: plantName, Brokers: []string{br.Addr}, Via: br.Addr,
+				Topic: cr.topic, ClaimID: actorName + "-" + e.RunID, Lease: nemesis.PauseLease,
+				PublishTimeout: chaosPublishTimeout, Batch: chaosBatch, Poll: 50 * 1e6,
+			}, actor.Env(dsnVia(db), nil)
+		})
+	}
+	for i := 1; i <= cr.cfg.Consumers; i++ {
+		name := nemesis.ConsumerName(i)
+		db, err := link(name, nemesis.TargetDatabase, dbAddr)
+		if err != nil {
+			return err
+		}
+		br, err := link(name, nemesis.TargetBroker, e.Kafka.Brokers[0])
+		if err != nil {
+			return err
+		}
+		cr.newSlot(name, func(actorName string) (actor.Spec, []string) {
+			return actor.Spec{
+				Role: actor.Consumer, DB: e.Scratch.Name, Plant: plantName, Brokers: []string{br.Addr}, Via: br.Addr,
+				Topic: cr.topic, Group: cr.group, Name: "notifier", Member: actorName, InstanceID: name,
+			}, actor.Env(dsnVia(db), nil)
+		})
+	}
+	for _, s := range cr.slots {
+		go s.supervise(ctx)
+	}
+	for _, s := range cr.slots {
+		select {
+		case <-s.started:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		s.mu.Lock()
+		err := s.startErr
+		s.mu.Unlock()
+		if err != nil {
+			return fmt.Errorf("start %s: %w", s.name, err)
+		}
+	}
+	return nil
+}
+
+// stopActors stops every slot, all at once, each with chaosStopGrace to
+// stop cleanly. It is idempotent.
+func (cr *chaosRun) stopActors() {
+	var wg sync.WaitGroup
+	for _, s := range cr.slots {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.stop(chaosStopGrace)
+		}()
+	}
+	wg.Wait()
+}

@@ -1,0 +1,221 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/orderflow-audit/orderflow-audit/evidence"
+	"github.com/orderflow-audit/orderflow-audit/spec"
+)
+
+// Settling and measuring the chaos scenario. Once every fault is healed
+// the chain has chaosSettle to reach quiescence: every request answered
+// finally, every intent SENT, every intent with its effect, and the
+// group's committed offsets at the end of every partition.
+
+// chaosStuck ends settling early: a chain whose figures (intents not
+// SENT, intents without an effect, the group's lag) have not moved for
+// this long, with every fault healed, is not going to settle (a correct
+// one moves within a lease or two).
+const chaosStuck = 8 * time.Second
+
+// settled is what settling found.
+type settled struct {
+	ok   bool
+	took time.Duration // from the heal to quiescence (or to the bound)
+	last string        // what was still missing at the bound
+}
+
+// settle waits for the load to finish and the chain to reach quiescence,
+// at most chaosSettle after healed.
+func (cr *chaosRun) settle(ctx context.Context, loaded <-chan loadStats, healed time.Time) (loadStats, settled) {
+	deadline := healed.Add(chaosSettle)
+	var ls loadStats
+	select {
+	case ls = <-loaded:
+	case <-time.After(time.Until(deadline)):
+		return ls, settled{took: time.Since(healed), last: "the load had requests without a final answer"}
+	case <-ctx.Done():
+		return ls, settled{last: "interrupted"}
+	}
+	var last string
+	lastChange := time.Now()
+	for {
+		qctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		what, err := cr.quiescent(qctx)
+		cancel()
+		if err == nil && what == "" {
+			return ls, settled{ok: true, took: time.Since(healed)}
+		}
+		if err != nil {
+			what = err.Error()
+		}
+		if what != last {
+			last, lastChange = what, time.Now()
+		}
+		if stuck := time.Since(lastChange) > chaosStuck; stuck || time.Now().After(deadline) || ctx.Err() != nil {
+			if stuck {
+				what += fmt.Sprintf(" (no progress for %v)", chaosStuck)
+			}
+			return ls, settled{took: time.Since(healed), last: what}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// quiescent says what is still in flight ("" when nothing is).
+func (cr *chaosRun) quiescent(ctx context.Context) (string, error) {
+	unsent, err := cr.e.Count(ctx, "outbox", "state <> 'SENT'")
+	if err != nil {
+		return "", err
+	}
+	missing, err := cr.missing(ctx)
+	if err != nil {
+		return "", err
+	}
+	lag, err := cr.e.Kafka.GroupLag(ctx, cr.topic, cr.group)
+	if err != nil {
+		return "", err
+	}
+	if unsent == 0 && missing == 0 && lag == 0 {
+		return "", nil
+	}
+	return fmt.Sprintf("%d intent(s) not SENT, %d without an effect, group lag %d", unsent, missing, lag), nil
+}
+
+// missing counts the intents without an effect.
+func (cr *chaosRun) missing(ctx context.Context) (int64, error) {
+	return cr.e.QueryInt(ctx, `SELECT COUNT(*) FROM outbox o
+  WHERE NOT EXISTS (SELECT 1 FROM notification n WHERE n.event_id = o.event_id)`)
+}
+
+// measure records the metrics (spec/chaos.go), after the actors stopped.
+func (cr *chaosRun) measure(ctx context.Context, ls loadStats, st settled) error {
+	e := cr.e
+	orders, err := e.Count(ctx, "orders", "")
+	if err != nil {
+		return err
+	}
+	events, err := e.Count(ctx, "outbox", "")
+	if err != nil {
+		return err
+	}
+	effects, err := e.Count(ctx, "notification", "")
+	if err != nil {
+		return err
+	}
+	missing, err := cr.missing(ctx)
+	if err != nil {
+		return err
+	}
+	lag, err := e.Kafka.GroupLag(ctx, cr.topic, cr.group)
+	if err != nil {
+		return err
+	}
+	lc, err := cr.logCounts()
+	if err != nil {
+		return err
+	}
+	if !st.ok {
+		e.Result.Failf("the chain did not settle within %v of healing: %s", chaosSettle, st.last)
+	}
+	if ls.unanswered > 0 {
+		e.Result.Failf("%d order request(s) got no final answer", ls.unanswered)
+	}
+	cr.mu.Lock()
+	faults := spec.FormatFaultCounts(cr.injected)
+	cr.mu.Unlock()
+	e.Result.Metric("orders", orders)
+	e.Result.Metric("events", events)
+	e.Result.Metric("deliveries", lc.receives)
+	e.Result.Metric("duplicatesAbsorbed", lc.rejects)
+	e.Result.Metric("effects", effects)
+	e.Result.Metric("missing", missing)
+	e.Result.Metric("lag", lag)
+	e.Result.Metric("faults", faults)
+	e.Result.Metric("unknownResolved", fmt.Sprintf("%d/%d", lc.resolved, lc.unknown))
+	e.Log.Info("chaos settled", "ok", st.ok, "took", st.took, "requests", ls.attempts, "created", ls.created)
+	return nil
+}
+
+// logCounts are the figures read back from the actors' logs.
+type logCounts struct {
+	receives, rejects int
+	unknown, resolved int
+}
+
+// logCounts reads every actor log of the scenario (the processes have
+// ended) and counts the receives, the inbox rejects and the publishes of
+// unknown outcome, and resolves those: an unknown publish of event E is
+// resolved when the records of E received at offsets no acknowledged
+// publish produced are no more than the unknown publishes of E (each is
+// then one that was appended, the others were not). Once the group's lag
+// is 0 every appended record was received, so the receives show them all.
+func (cr *chaosRun) logCounts() (logCounts, error) {
+	var lc logCounts
+	type rec struct {
+		topic     string
+		partition int32
+		offset    int64
+	}
+	acked := map[rec]bool{}
+	received := map[string]map[rec]bool{}
+	unknown := map[string]map[string]bool{} // event id -> its tokens with a publish of unknown outcome
+	cr.e.mu.Lock()
+	actors := append([]string{}, cr.e.logOrder...)
+	dir := cr.e.logDir
+	cr.e.mu.Unlock()
+	for _, a := range actors {
+		events, err := evidence.ReadEvents(filepath.Join(dir, a+".jsonl"))
+		if err != nil && !strings.Contains(err.Error(), "truncated") {
+			return lc, fmt.Errorf("read the log of %s: %w", a, err)
+		}
+		for _, ev := range events {
+			switch ev.Kind {
+			case evidence.KindReceive:
+				lc.receives++
+				if ev.Partition != nil && ev.Offset != nil {
+					if received[ev.EventID] == nil {
+						received[ev.EventID] = map[rec]bool{}
+					}
+					received[ev.EventID][rec{ev.Topic, *ev.Partition, *ev.Offset}] = true
+				}
+			case evidence.KindInboxReject:
+				lc.rejects++
+			case evidence.KindPublishUnknown:
+				if unknown[ev.EventID] == nil {
+					unknown[ev.EventID] = map[string]bool{}
+				}
+				var v int64
+				if ev.ClaimVersion != nil {
+					v = *ev.ClaimVersion
+				}
+				unknown[ev.EventID][fmt.Sprintf("%d/%s", v, ev.ClaimID)] = true
+			case evidence.KindPublish:
+				if ev.Partition != nil && ev.Offset != nil {
+					acked[rec{ev.Topic, *ev.Partition, *ev.Offset}] = true
+				}
+			}
+		}
+	}
+	for id, tokens := range unknown {
+		u := len(tokens)
+		lc.unknown += u
+		extra := 0
+		for r := range received[id] {
+			if !acked[r] {
+				extra++
+			}
+		}
+		if extra <= u {
+			lc.resolved += u
+		}
+	}
+	return lc, nil
+}

@@ -1,0 +1,90 @@
+package nemesis_test
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/orderflow-audit/orderflow-audit/runner/nemesis"
+)
+
+// echo serves lines back until the test ends.
+func echo(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { defer c.Close(); _, _ = io.Copy(c, c) }()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// roundTrip sends a line through addr and times the answer.
+func roundTrip(addr string) (time.Duration, error) {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	t0 := time.Now()
+	if _, err := c.Write([]byte("ping\n")); err != nil {
+		return 0, err
+	}
+	if _, err := bufio.NewReader(c).ReadString('\n'); err != nil {
+		return 0, err
+	}
+	return time.Since(t0), nil
+}
+
+func TestLinkDelayCutHeal(t *testing.T) {
+	ps := nemesis.NewProxies()
+	defer ps.Close()
+	l, err := ps.Add("relay-1>database", echo(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := roundTrip(l.Addr)
+	if err != nil {
+		t.Fatalf("through the proxy: %v", err)
+	}
+	if err := l.Delay(150 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	slow, err := roundTrip(l.Addr)
+	if err != nil {
+		t.Fatalf("with latency: %v", err)
+	}
+	if slow < 200*time.Millisecond { // 150 ms each way, minus jitter
+		t.Fatalf("round trip with 150 ms latency each way took %v (without: %v)", slow, base)
+	}
+	if err := l.Heal(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	l.Cut()
+	if _, err := roundTrip(l.Addr); err == nil {
+		t.Fatal("a round trip went through a cut link")
+	}
+	if err := l.Heal(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	healed, err := roundTrip(l.Addr)
+	if err != nil {
+		t.Fatalf("after heal: %v", err)
+	}
+	if healed > 100*time.Millisecond {
+		t.Fatalf("healed round trip took %v", healed)
+	}
+}

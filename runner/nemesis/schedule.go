@@ -1,0 +1,349 @@
+// Package nemesis plans the chaos scenario: a seeded schedule of faults
+// and the order of the requests of its load, both pure functions of the
+// seed and the flags, so that the same seed gives the same schedule and
+// the same request order. It also holds the in-process network proxy
+// (proxy.go) that the network faults go through.
+//
+// It imports nothing of the runner: what a fault does is the runner's
+// (runner/chaos*.go); what is planned, and when, is decided here.
+package nemesis
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Kind is a kind of fault the nemesis can inject.
+type Kind string
+
+// The kinds, with the name --faults takes.
+const (
+	// Kill: SIGKILL of a relay, a consumer or the order service process;
+	// the supervisor restarts it.
+	Kill Kind = "kill"
+	// Pause: SIGSTOP of a relay for longer than its lease, then SIGCONT (a
+	// zombie that wakes up holding stale tokens).
+	Pause Kind = "pause"
+	// ProduceRefused: the broker refuses produce requests (INVALID_RECORD)
+	// for a while.
+	ProduceRefused Kind = "produce-refused"
+	// ProduceTimeout: the broker leaves produce requests unanswered for a
+	// while.
+	ProduceTimeout Kind = "produce-timeout"
+	// AckLost: the broker appends records and answers REQUEST_TIMED_OUT.
+	AckLost Kind = "ack-lost"
+	// FetchError: the broker fails fetch requests for a while.
+	FetchError Kind = "fetch-error"
+	// Rebalance: the group coordinator answers heartbeats
+	// REBALANCE_IN_PROGRESS: every member rejoins.
+	Rebalance Kind = "rebalance"
+	// BrokerRestart: the broker is closed and started again on its data
+	// directory and port.
+	BrokerRestart Kind = "broker-restart"
+	// ConnKill: KILL CONNECTION of a database connection of a relay or a
+	// consumer that is inside a transaction.
+	ConnKill Kind = "conn-kill"
+	// DBCrash: kill -9 of the private database server, then a restart on
+	// its data directory (InnoDB crash recovery).
+	DBCrash Kind = "db-crash"
+	// Latency: the proxy between an actor and the database or the broker
+	// delays every packet.
+	Latency Kind = "latency"
+	// NetCut: the proxy between an actor and the database or the broker
+	// drops its connections and refuses new ones for a while.
+	NetCut Kind = "net-cut"
+)
+
+// Kinds lists every kind, in the order --faults documents them.
+var Kinds = []Kind{Kill, Pause, ProduceRefused, ProduceTimeout, AckLost, FetchError, Rebalance,
+	BrokerRestart, ConnKill, DBCrash, Latency, NetCut}
+
+// ParseKinds parses a comma-separated list of kinds ("" or "all": every
+// kind). An unknown or repeated kind is an error naming the valid ones.
+func ParseKinds(s string) ([]Kind, error) {
+	if s == "" || s == "all" {
+		return slices.Clone(Kinds), nil
+	}
+	var out []Kind
+	for _, part := range strings.Split(s, ",") {
+		k := Kind(strings.TrimSpace(part))
+		switch {
+		case k == "":
+			return nil, fmt.Errorf("empty fault kind in %q", s)
+		case !slices.Contains(Kinds, k):
+			return nil, fmt.Errorf("unknown fault kind %q (valid: %s)", k, KindList())
+		case slices.Contains(out, k):
+			return nil, fmt.Errorf("fault kind %q given twice", k)
+		}
+		out = append(out, k)
+	}
+	return out, nil
+}
+
+// KindList is the kinds joined with commas.
+func KindList() string {
+	parts := make([]string, len(Kinds))
+	for i, k := range Kinds {
+		parts[i] = string(k)
+	}
+	return strings.Join(parts, ",")
+}
+
+// Defaults of Config.
+const (
+	DefaultDuration  = 4 * time.Second
+	DefaultOrders    = 40
+	DefaultRelays    = 2
+	DefaultConsumers = 2
+	DefaultUsers     = 4
+	// DefaultEvery is the mean time between two faults when Config.Count
+	// is not set.
+	DefaultEvery = 700 * time.Millisecond
+)
+
+// Config is what a schedule and a load are generated from.
+type Config struct {
+	Seed      int64
+	Duration  time.Duration
+	Orders    int
+	Relays    int
+	Consumers int
+	// Users place the orders (principals user-1 ... user-N).
+	Users int
+	// Kinds are the fault kinds that may be drawn (default: all).
+	Kinds []Kind
+	// Only keeps the faults with these 1-based numbers of the generated
+	// schedule (empty: all of them; NoFaults: none); shrinking uses it.
+	Only []int
+	// Plan, when set, is the schedule instead of the seed's (tests that
+	// need every kind of fault in one run); Only and Duration still apply.
+	// No flag sets it: a run with a plan cannot be replayed by flags.
+	Plan []Fault
+}
+
+// SetDefaults fills the zero fields.
+func (c *Config) SetDefaults() {
+	if c.Seed == 0 {
+		c.Seed = 1
+	}
+	if c.Duration <= 0 {
+		c.Duration = DefaultDuration
+	}
+	if c.Orders <= 0 {
+		c.Orders = DefaultOrders
+	}
+	if c.Relays <= 0 {
+		c.Relays = DefaultRelays
+	}
+	if c.Consumers <= 0 {
+		c.Consumers = DefaultConsumers
+	}
+	if c.Users <= 0 {
+		c.Users = DefaultUsers
+	}
+	if len(c.Kinds) == 0 {
+		c.Kinds = slices.Clone(Kinds)
+	}
+}
+
+// Limits of Config, checked by Validate: a chaos run stays short.
+const (
+	MaxDuration  = 5 * time.Minute
+	MaxOrders    = 10000
+	MaxRelays    = 8
+	MaxConsumers = 8
+)
+
+// Validate checks a Config after SetDefaults.
+func (c Config) Validate() error {
+	switch {
+	case c.Duration < 500*time.Millisecond || c.Duration > MaxDuration:
+		return fmt.Errorf("--duration %v: want 500ms to %v", c.Duration, MaxDuration)
+	case c.Orders > MaxOrders:
+		return fmt.Errorf("--orders %d: at most %d", c.Orders, MaxOrders)
+	case c.Relays > MaxRelays:
+		return fmt.Errorf("--relays %d: at most %d", c.Relays, MaxRelays)
+	case c.Consumers > MaxConsumers:
+		return fmt.Errorf("--consumers %d: at most %d", c.Consumers, MaxConsumers)
+	}
+	for _, n := range c.Only {
+		if n < 1 && !slices.Equal(c.Only, NoFaults) {
+			return fmt.Errorf("--only-faults %d: fault numbers start at 1", n)
+		}
+	}
+	return nil
+}
+
+// NoFaults as Config.Only keeps no fault of the schedule (--only-faults
+// none): the load alone.
+var NoFaults = []int{0}
+
+// Fault is one planned fault: what, on what, when and for how long.
+type Fault struct {
+	// N is the fault's 1-based number in the generated schedule (kept
+	// when Only filters it, so that a shrunk schedule names its faults as
+	// the full one does).
+	N    int
+	At   time.Duration // from the start of the load
+	Kind Kind
+	// Target is the process, component or link the fault hits: an actor
+	// name ("relay-2", "consumer-1", "orders"), "broker", "database", or
+	// a link "relay-1>database".
+	Target string
+	// For is how long the fault lasts before the nemesis heals it (0 for
+	// an instant fault: a kill, a restart, a killed connection).
+	For time.Duration
+	// Delay is the latency a Latency fault adds to each packet.
+	Delay time.Duration
+}
+
+func (f Fault) String() string {
+	s := fmt.Sprintf("#%d %s %s at %v", f.N, f.Kind, f.Target, f.At.Round(time.Millisecond))
+	if f.For > 0 {
+		s += " for " + f.For.Round(time.Millisecond).String()
+	}
+	if f.Delay > 0 {
+		s += " delay " + f.Delay.String()
+	}
+	return s
+}
+
+// RelayName, ConsumerName and OrdersName name the actor slots.
+func RelayName(i int) string    { return "relay-" + strconv.Itoa(i) }
+func ConsumerName(i int) string { return "consumer-" + strconv.Itoa(i) }
+
+// OrdersName is the order service's slot.
+const OrdersName = "orders"
+
+// Targets of the faults that hit a component rather than an actor.
+const (
+	TargetBroker   = "broker"
+	TargetDatabase = "database"
+)
+
+// streams separate the random choices of the schedule from those of the
+// load, so that changing the number of orders does not move a fault.
+const (
+	streamSchedule = 0x6e656d65736973 // "nemesis"
+	streamLoad     = 0x6c6f6164       // "load"
+)
+
+// Schedule generates the faults of cfg (after SetDefaults): a Poisson-like
+// sequence with a mean gap of DefaultEvery over [0, Duration). It draws
+// the same sequence of gaps (each between 100 ms and twice the mean, so
+// that no second of the run goes without a fault) and choices whatever the duration, so the
+// schedule of a shorter duration is a prefix of a longer one's: shrinking
+// the duration drops the last faults and moves none.
+func Schedule(cfg Config) []Fault {
+	if cfg.Plan != nil {
+		var out []Fault
+		for i, f := range cfg.Plan {
+			f.N = i + 1
+			if f.At < cfg.Duration && (len(cfg.Only) == 0 || slices.Contains(cfg.Only, f.N)) {
+				out = append(out, f)
+			}
+		}
+		return out
+	}
+	r := rand.New(rand.NewPCG(uint64(cfg.Seed), streamSchedule))
+	var out []Fault
+	at := time.Duration(0)
+	for n := 1; ; n++ {
+		// The first fault comes after a quarter of a gap at least, so
+		// that every actor has started and some load is in flight.
+		gap := time.Duration(r.ExpFloat64() * float64(DefaultEvery))
+		gap = min(max(gap, 100*time.Millisecond), 2*DefaultEvery)
+		at += gap
+		f := draw(r, cfg)
+		if at >= cfg.Duration {
+			break
+		}
+		f.N, f.At = n, at
+		if len(cfg.Only) == 0 || slices.Contains(cfg.Only, n) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// draw picks one fault's kind, target and length. It always consumes the
+// same number of random values, whatever it picks, so that one choice
+// does not shift the next fault's.
+func draw(r *rand.Rand, cfg Config) Fault {
+	k := cfg.Kinds[r.IntN(len(cfg.Kinds))]
+	pick, role, length, delay := r.IntN(1<<20), r.IntN(3), r.IntN(1000), r.IntN(1000)
+	relay := RelayName(1 + pick%cfg.Relays)
+	actor := []string{relay, ConsumerName(1 + pick%cfg.Consumers), OrdersName}[role]
+	f := Fault{Kind: k}
+	switch k {
+	case Kill:
+		f.Target = actor
+	case Pause:
+		f.Target = relay
+		// Longer than the relay's lease (ChaosLease), so that it wakes up
+		// after another relay took its claims over.
+		f.For = PauseLease + 300*time.Millisecond + time.Duration(length)*time.Millisecond/2
+	case ProduceRefused, ProduceTimeout, AckLost, FetchError, Rebalance:
+		f.Target = TargetBroker
+		f.For = 200*time.Millisecond + time.Duration(length)*time.Millisecond/2
+	case BrokerRestart:
+		f.Target = TargetBroker
+	case DBCrash:
+		f.Target = TargetDatabase
+	case ConnKill:
+		// A relay's or a consumer's connection (not the order service's:
+		// its transaction answers an HTTP request, retried by the load).
+		f.Target = []string{relay, ConsumerName(1 + pick%cfg.Consumers)}[role%2]
+	case Latency, NetCut:
+		f.Target = actor + ">" + []string{TargetDatabase, TargetBroker}[pick%2]
+		if actor == OrdersName {
+			f.Target = actor + ">" + TargetDatabase // the order service has no broker
+		}
+		f.For = 300*time.Millisecond + time.Duration(length)*time.Millisecond
+		if k == Latency {
+			f.Delay = time.Duration(20+delay%180) * time.Millisecond
+		}
+	}
+	return f
+}
+
+// PauseLease is the relays' lease in the chaos scenario: a paused relay
+// sleeps past it.
+const PauseLease = 1 * time.Second
+
+// Request is one order of the load, in the order the load sends them.
+type Request struct {
+	N        int    // 1-based
+	User     string // principal
+	Key      string // Idempotency-Key
+	Quantity int
+}
+
+// Load generates the requests of cfg (after SetDefaults) in send order.
+func Load(cfg Config) []Request {
+	r := rand.New(rand.NewPCG(uint64(cfg.Seed), streamLoad))
+	out := make([]Request, cfg.Orders)
+	for i := range out {
+		out[i] = Request{
+			N:        i + 1,
+			User:     "user-" + strconv.Itoa(1+r.IntN(cfg.Users)),
+			Key:      fmt.Sprintf("chaos-%d-%d", cfg.Seed, i+1),
+			Quantity: 1 + r.IntN(2),
+		}
+	}
+	return out
+}
+
+// Counts returns how many faults of each kind faults holds, by kind name
+// (spec.FormatFaultCounts renders them).
+func Counts(faults []Fault) map[string]int {
+	out := map[string]int{}
+	for _, f := range faults {
+		out[string(f.Kind)]++
+	}
+	return out
+}

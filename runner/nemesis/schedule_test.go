@@ -1,0 +1,178 @@
+package nemesis_test
+
+import (
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/orderflow-audit/orderflow-audit/runner/nemesis"
+	"github.com/orderflow-audit/orderflow-audit/spec"
+)
+
+func cfg(seed int64) nemesis.Config {
+	c := nemesis.Config{Seed: seed, Duration: 10 * time.Second}
+	c.SetDefaults()
+	return c
+}
+
+func TestSameSeedSameSchedule(t *testing.T) {
+	for seed := int64(1); seed <= 50; seed++ {
+		a, b := nemesis.Schedule(cfg(seed)), nemesis.Schedule(cfg(seed))
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("seed %d: two schedules differ:\n%v\n%v", seed, a, b)
+		}
+		if la, lb := nemesis.Load(cfg(seed)), nemesis.Load(cfg(seed)); !reflect.DeepEqual(la, lb) {
+			t.Fatalf("seed %d: two loads differ", seed)
+		}
+	}
+}
+
+func TestSeedsDiffer(t *testing.T) {
+	seen := map[string]int64{}
+	for seed := int64(1); seed <= 50; seed++ {
+		var b strings.Builder
+		for _, f := range nemesis.Schedule(cfg(seed)) {
+			b.WriteString(f.String() + ";")
+		}
+		if prev, dup := seen[b.String()]; dup {
+			t.Fatalf("seeds %d and %d have the same schedule %s", prev, seed, b.String())
+		}
+		seen[b.String()] = seed
+	}
+	if reflect.DeepEqual(nemesis.Load(cfg(1)), nemesis.Load(cfg(2))) {
+		t.Fatal("seeds 1 and 2 have the same load")
+	}
+}
+
+func TestScheduleBounds(t *testing.T) {
+	kindsSeen := map[nemesis.Kind]bool{}
+	for seed := int64(1); seed <= 200; seed++ {
+		c := cfg(seed)
+		fs := nemesis.Schedule(c)
+		if len(fs) == 0 {
+			t.Fatalf("seed %d: no fault in %v", seed, c.Duration)
+		}
+		for i, f := range fs {
+			if f.At <= 0 || f.At >= c.Duration {
+				t.Errorf("seed %d: %v outside (0, %v)", seed, f, c.Duration)
+			}
+			if i > 0 && f.At <= fs[i-1].At {
+				t.Errorf("seed %d: %v not after %v", seed, f, fs[i-1])
+			}
+			if f.N != i+1 {
+				t.Errorf("seed %d: fault %d numbered %d", seed, i+1, f.N)
+			}
+			if f.Target == "" {
+				t.Errorf("seed %d: %v has no target", seed, f)
+			}
+			if f.Kind == nemesis.Pause && f.For <= nemesis.PauseLease {
+				t.Errorf("seed %d: %v does not outlast the lease %v", seed, f, nemesis.PauseLease)
+			}
+			kindsSeen[f.Kind] = true
+		}
+	}
+	for _, k := range nemesis.Kinds {
+		if !kindsSeen[k] {
+			t.Errorf("200 seeds never drew %s", k)
+		}
+	}
+}
+
+// A shorter duration keeps a prefix of the schedule: shrinking drops the
+// last faults and moves none.
+func TestShorterDurationIsPrefix(t *testing.T) {
+	for seed := int64(1); seed <= 30; seed++ {
+		long := nemesis.Schedule(cfg(seed))
+		c := cfg(seed)
+		c.Duration = 3 * time.Second
+		short := nemesis.Schedule(c)
+		if len(short) == 0 || len(short) > len(long) || !reflect.DeepEqual(short, long[:len(short)]) {
+			t.Fatalf("seed %d: %v is not a prefix of %v", seed, short, long)
+		}
+	}
+}
+
+func TestOnlyKeepsNumberedFaults(t *testing.T) {
+	c := cfg(7)
+	all := nemesis.Schedule(c)
+	if len(all) < 3 {
+		t.Fatalf("seed 7 has %d faults", len(all))
+	}
+	c.Only = []int{1, 3}
+	got := nemesis.Schedule(c)
+	if want := []nemesis.Fault{all[0], all[2]}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("Only 1,3 = %v; want %v", got, want)
+	}
+}
+
+func TestKindsFilter(t *testing.T) {
+	c := cfg(3)
+	c.Kinds = []nemesis.Kind{nemesis.Kill, nemesis.Pause}
+	for _, f := range nemesis.Schedule(c) {
+		if !slices.Contains(c.Kinds, f.Kind) {
+			t.Fatalf("%v drawn with --faults kill,pause", f)
+		}
+	}
+}
+
+func TestParseKinds(t *testing.T) {
+	all, err := nemesis.ParseKinds("")
+	if err != nil || !reflect.DeepEqual(all, nemesis.Kinds) {
+		t.Fatalf(`ParseKinds("") = %v, %v`, all, err)
+	}
+	got, err := nemesis.ParseKinds("kill, pause")
+	if err != nil || !reflect.DeepEqual(got, []nemesis.Kind{nemesis.Kill, nemesis.Pause}) {
+		t.Fatalf(`ParseKinds("kill, pause") = %v, %v`, got, err)
+	}
+	for _, bad := range []string{"kill,,pause", "nope", "kill,kill"} {
+		if _, err := nemesis.ParseKinds(bad); err == nil {
+			t.Errorf("ParseKinds(%q) accepted", bad)
+		}
+	}
+}
+
+func TestLoad(t *testing.T) {
+	c := cfg(5)
+	reqs := nemesis.Load(c)
+	if len(reqs) != c.Orders {
+		t.Fatalf("%d requests; want %d", len(reqs), c.Orders)
+	}
+	users, keys := map[string]bool{}, map[string]bool{}
+	for _, r := range reqs {
+		users[r.User] = true
+		if keys[r.Key] {
+			t.Fatalf("key %s twice", r.Key)
+		}
+		keys[r.Key] = true
+		if r.Quantity < 1 || r.Quantity > 2 {
+			t.Fatalf("quantity %d", r.Quantity)
+		}
+	}
+	if len(users) < 2 {
+		t.Fatalf("%d users place the orders; want several", len(users))
+	}
+}
+
+// The kinds are the spec's nemesis points, in the same order (the faults
+// metric lists them so).
+func TestKindsAreSpecPoints(t *testing.T) {
+	var got []string
+	for _, k := range nemesis.Kinds {
+		got = append(got, string(k))
+	}
+	if want := spec.NemesisKinds(); !slices.Equal(got, want) {
+		t.Fatalf("nemesis.Kinds = %v; spec.NemesisKinds() = %v", got, want)
+	}
+}
+
+func TestFormatCounts(t *testing.T) {
+	got := spec.FormatFaultCounts(nemesis.Counts([]nemesis.Fault{{Kind: nemesis.Pause}, {Kind: nemesis.Kill}, {Kind: nemesis.Pause}}))
+	if got != "kill:1+pause:2" {
+		t.Fatalf("FormatFaultCounts = %q", got)
+	}
+	if got := spec.FormatFaultCounts(nil); got != "none" {
+		t.Fatalf("FormatFaultCounts(nil) = %q", got)
+	}
+}
