@@ -22,6 +22,7 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/runner/infra"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra/infratest"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra/mariadbd"
+	"github.com/orderflow-audit/orderflow-audit/spec"
 	"github.com/orderflow-audit/orderflow-audit/witness/binlog"
 	"github.com/orderflow-audit/orderflow-audit/witness/broker"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -74,7 +75,7 @@ func TestDefaultRunWitnessed(t *testing.T) {
 		t.Fatal(err)
 	}
 	nothingLeft(t, priv)
-	if ev.Summary.Passed != len(runner.Scenarios()) {
+	if ev.Summary.Passed != len(spec.DefaultIDs()) {
 		t.Fatalf("summary %+v", ev.Summary)
 	}
 	if db := ev.Environment.Database; db.Mode != evidence.DatabasePrivate || !strings.HasPrefix(db.DSN, "root@tcp(127.0.0.1:") {
