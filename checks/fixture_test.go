@@ -67,10 +67,31 @@ func writeEvidence(t testing.TB, path string, ev *evidence.Evidence) {
 // --scenarios <scenario> would have written it (run.args select it alone;
 // the derived summary, boundaries and proof matrix are recomputed), so
 // that a test can verify it alone. Such evidence leaves the boundaries of
-// the other scenarios unproven: see clean.
+// the other scenarios unproven: see clean. The witnesses of the whole run
+// hold the other scenarios too, which a run of the one would not: only
+// lists them as missing (so they are not read), and the tests of the
+// witnesses use onlyWitnessed.
 func only(t testing.TB, path, scenario string) {
 	t.Helper()
+	onlyScenario(t, path, scenario, false)
+}
+
+// onlyWitnessed is only keeping the witnesses (which then also hold the
+// scenarios left out: witness-scenario-unlisted).
+func onlyWitnessed(t testing.TB, path, scenario string) {
+	t.Helper()
+	onlyScenario(t, path, scenario, true)
+}
+
+func onlyScenario(t testing.TB, path, scenario string, keepWitness bool) {
+	t.Helper()
 	ev := readEvidence(t, path)
+	if !keepWitness {
+		ev.Witness = &evidence.Witness{Missing: []string{
+			"database: left out by the test helper only, which keeps one scenario of a run of several",
+			"broker: left out by the test helper only, which keeps one scenario of a run of several",
+		}}
+	}
 	ev.Scenarios = slices.DeleteFunc(ev.Scenarios, func(s evidence.Scenario) bool { return s.ID != scenario })
 	if len(ev.Scenarios) != 1 {
 		t.Fatalf("no scenario %s", scenario)
@@ -111,10 +132,10 @@ func verify(t testing.TB, path string) *Verdict {
 }
 
 // clean reports whether v found nothing but the boundaries a partial run
-// leaves unproven (boundary-not-run): what a single-scenario copy of a
-// clean run gets.
+// leaves unproven (boundary-not-run) and the witnesses only leaves out
+// (witness-missing): what a single-scenario copy of a clean run gets.
 func clean(v *Verdict) bool {
-	return !slices.ContainsFunc(v.Reasons, func(r Reason) bool { return r.Rule != "boundary-not-run" })
+	return !slices.ContainsFunc(v.Reasons, func(r Reason) bool { return r.Rule != "boundary-not-run" && r.Rule != "witness-missing" })
 }
 
 func rules(v *Verdict) []string {

@@ -49,7 +49,8 @@ func bulkReasonsOK(v *Verdict) bool {
 		got = append(got, r.Rule)
 	}
 	slices.Sort(got)
-	return slices.Equal(got, []string{"boundary-not-run", "boundary-not-run", "boundary-not-run", "scenario-failed"})
+	return slices.Equal(got, []string{"boundary-not-run", "boundary-not-run", "boundary-not-run", "scenario-failed",
+		"witness-missing", "witness-missing"})
 }
 
 func TestBulkEvidence(t *testing.T) {

@@ -133,7 +133,11 @@ func (c *checker) foldEvents(ctx context.Context, sc *evidence.Scenario, m *Mode
 		st := &states[i]
 		w.check(run, st, d)
 		st.prevSeq, st.prevLine, st.lastTime = max(st.prevSeq, d.Event.Seq), d.Line, d.Event.Time
-		m.Step(&d.Event, Source{Log: st.ref.Path, Line: d.Line, Seq: d.Event.Seq})
+		src := Source{Log: st.ref.Path, Line: d.Line, Seq: d.Event.Seq}
+		m.Step(&d.Event, src)
+		if c.collect {
+			c.wevents = keepEvent(c.wevents, &d.Event, src)
+		}
 		if n%4096 == 0 && ctx.Err() != nil {
 			return ctx.Err()
 		}

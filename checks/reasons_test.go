@@ -64,7 +64,10 @@ func TestCheckerReasons(t *testing.T) {
 		{"event-decode", Fail, func(t *testing.T, path string, ev *evidence.Evidence) {
 			// 0.0 is an integer to JSON Schema, not to encoding/json.
 			for _, ref := range ev.Scenarios[1].Logs {
-				rewriteLog(t, path, ref.Path, func(l string) string { return strings.Replace(l, `"offset":0}`, `"offset":0.0}`, 1) })
+				rewriteLog(t, path, ref.Path, func(l string) string {
+					l = strings.Replace(l, `"offset":0}`, `"offset":0.0}`, 1)
+					return strings.Replace(l, `"offset":0,`, `"offset":0.0,`, 1)
+				})
 			}
 		}},
 		{"run-id", Fail, func(t *testing.T, path string, ev *evidence.Evidence) {

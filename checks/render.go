@@ -12,12 +12,15 @@ import (
 // and the invariants compared.
 func WriteText(w io.Writer, v *Verdict) error {
 	b := bufio.NewWriter(w)
-	fmt.Fprintf(b, "orderflow-audit verify: %s\n", v.Status)
+	fmt.Fprintf(b, "orderflow-audit verify: %s\n", v.StatusLine())
 	fmt.Fprintf(b, "evidence   %s (run %s)\n", v.Evidence, v.RunID)
 	if v.Planted != "" {
 		fmt.Fprintf(b, "planted    %s (a negative control: this run is expected to FAIL)\n", v.Planted)
 	}
 	fmt.Fprintf(b, "checked    %d scenario(s), %d event(s); invariants on %s\n", v.Scenarios, v.Events, v.Engine)
+	for _, u := range v.Unwitnessed {
+		fmt.Fprintf(b, "unwitnessed %s (allowed by --allow-unwitnessed: the actors' word alone)\n", u)
+	}
 
 	var fails, incs []Reason
 	for _, r := range v.Reasons {
@@ -84,6 +87,9 @@ func writeReason(b *bufio.Writer, r Reason) {
 			loc += fmt.Sprintf(" seq %d", r.Seq)
 		}
 		where = append(where, loc)
+	}
+	if r.Witness != "" {
+		where = append(where, "witness "+r.Witness)
 	}
 	head := "  [" + r.Rule + "]"
 	if len(where) > 0 {

@@ -77,6 +77,39 @@ const (
 	RulePlantedUnknown            Rule = "planted-unknown"
 	RuleNegativeControlNotTripped Rule = "negative-control-not-tripped"
 	RuleNegativeControlNotRun     Rule = "negative-control-not-run"
+
+	// The witnesses: their files, whether they are this run's, and every
+	// actor event held against them (checks/witness*.go).
+	RuleWitnessMissing          Rule = "witness-missing"
+	RuleWitnessPath             Rule = "witness-path"
+	RuleWitnessFileMissing      Rule = "witness-file-missing"
+	RuleWitnessSize             Rule = "witness-size"
+	RuleWitnessDigest           Rule = "witness-digest"
+	RuleWitnessUnlisted         Rule = "witness-unlisted"
+	RuleWitnessDamaged          Rule = "witness-damaged"
+	RuleWitnessServer           Rule = "witness-server"
+	RuleWitnessGTID             Rule = "witness-gtid"
+	RuleWitnessForeign          Rule = "witness-foreign"
+	RuleWitnessScenarioUnlisted Rule = "witness-scenario-unlisted"
+	RuleWitnessScenarioAbsent   Rule = "witness-scenario-absent"
+	RuleWitnessNames            Rule = "witness-names"
+	RuleWitnessWrite            Rule = "witness-write"
+	RuleWitnessOrderTx          Rule = "witness-order-tx"
+	RuleWitnessRollbackWrote    Rule = "witness-rollback-wrote"
+	RuleWitnessClaim            Rule = "witness-claim"
+	RuleWitnessMark             Rule = "witness-mark"
+	RuleWitnessLeaseExpired     Rule = "witness-lease-expired"
+	RuleWitnessEffectTx         Rule = "witness-effect-tx"
+	RuleWitnessRejectWrote      Rule = "witness-reject-wrote"
+	RuleWitnessUnloggedWrite    Rule = "witness-unlogged-write"
+	RuleWitnessPublish          Rule = "witness-publish"
+	RuleWitnessPublishRefused   Rule = "witness-publish-refused"
+	RuleWitnessReceive          Rule = "witness-receive"
+	RuleWitnessUnloggedRecord   Rule = "witness-unlogged-record"
+	RuleWitnessOffset           Rule = "witness-offset"
+	RuleWitnessState            Rule = "witness-state"
+	RuleWitnessTableDigest      Rule = "witness-table-digest"
+	RuleWitnessInvariant        Rule = "witness-invariant"
 )
 
 // RuleInfo describes a rule of the checker in one line.
@@ -150,4 +183,35 @@ var Rules = []RuleInfo{
 	{RulePlantedUnknown, "run.planted names a bug the verifier's table of negative controls does not know"},
 	{RuleNegativeControlNotTripped, "a planted bug's exposing scenario ran, but none of the rules that catch it did"},
 	{RuleNegativeControlNotRun, "no scenario that exposes the planted bug ran (inconclusive)"},
+
+	{RuleWitnessMissing, "the evidence has no witness, or says one could not be had: the actors' word is all there is (inconclusive; verify --allow-unwitnessed lists it instead)"},
+	{RuleWitnessPath, "a witness file path is rejected: outside the bundle's witness directory, through a symlink out of it, not a file"},
+	{RuleWitnessFileMissing, "a witness file the evidence lists does not exist (deleted or moved), or a witness lists no file"},
+	{RuleWitnessSize, "a witness file's size differs from the one the evidence recorded"},
+	{RuleWitnessDigest, "a witness file's sha256 differs from the one the evidence recorded"},
+	{RuleWitnessUnlisted, "a witness directory holds a file the evidence does not list"},
+	{RuleWitnessDamaged, "the binlog or the broker's directory cannot be read whole: cut short, corrupt, not contiguous"},
+	{RuleWitnessServer, "the binlog was written by another server (version, server id) than the evidence names"},
+	{RuleWitnessGTID, "the binlog's GTIDs do not run without gap from gtid_start to gtid_end"},
+	{RuleWitnessForeign, "the witness holds databases, topics or a marker of another run"},
+	{RuleWitnessScenarioUnlisted, "the witness holds a database or topic of this run for a scenario the evidence does not list"},
+	{RuleWitnessScenarioAbsent, "a scenario that ran has no database in the binlog, or a topic of it is not in the broker's witness"},
+	{RuleWitnessNames, "the evidence names a scenario's database or topic otherwise than the run names them"},
+	{RuleWitnessWrite, "a logged seed or outbox write is not a transaction of that one row in the binlog"},
+	{RuleWitnessOrderTx, "a committed (or advanced) order is not exactly one binlog transaction of its writes with the logged values and nothing else"},
+	{RuleWitnessRollbackWrote, "a request the log calls rolled back has a committed transaction in the binlog"},
+	{RuleWitnessClaim, "a logged claim is not an outbox row change with its state before and its token and lease after, in a transaction of claims"},
+	{RuleWitnessMark, "a mark of 1 row has no CLAIMED -> SENT change under its token in the binlog (or one in a transaction of other writes), or a mark of 0 rows has one"},
+	{RuleWitnessLeaseExpired, "a logged lease expiry is not an outbox change that moves lease_until back under the same token (or 0 rows has one)"},
+	{RuleWitnessEffectTx, "an effect is not one binlog transaction (of the logged trx_id) of its inbox row and its notification with the logged values"},
+	{RuleWitnessRejectWrote, "a duplicate the inbox rejected, or an effect the log says rolled back, has an inbox row or notification in the binlog that no effect explains"},
+	{RuleWitnessUnloggedWrite, "a binlog row change of the scenario's database that no logged event explains"},
+	{RuleWitnessPublish, "a logged publish has no broker record at its partition and offset, or the record's key, value or headers differ"},
+	{RuleWitnessPublishRefused, "a publish the log calls refused has its record in the broker's log"},
+	{RuleWitnessReceive, "a logged receive names a broker record that does not exist, or one of another event"},
+	{RuleWitnessUnloggedRecord, "a broker record of the scenario's topics that no logged publish explains"},
+	{RuleWitnessOffset, "a group's committed offset in the broker is not the last one the logs committed, or no log committed it"},
+	{RuleWitnessState, "the binlog's row images do not chain: the end state cannot be rebuilt from it"},
+	{RuleWitnessTableDigest, "a table rebuilt from the binlog differs from the live table digest"},
+	{RuleWitnessInvariant, "an invariant returns rows on the end state rebuilt from the binlog, or differs from the live result"},
 }

@@ -20,7 +20,8 @@ import (
 
 // ruleUses returns every rule the checker's source (non-test files of
 // this package) names where a Reason gets its rule: the rule argument of
-// fail, inconclusive and mismatch, the Rule field of a Reason literal, and
+// fail, inconclusive and mismatch (and the first of the witness step's
+// failWitness and reason), the Rule field of a Reason literal, and
 // a variable named rule. A string literal is returned as it is, a Rule
 // constant by its value; other expressions (a rule passed on) are skipped.
 func ruleUses(t *testing.T) map[string][]string {
@@ -50,6 +51,11 @@ func ruleUses(t *testing.T) map[string][]string {
 				if sel, ok := x.Fun.(*ast.SelectorExpr); ok && len(x.Args) > 1 &&
 					slices.Contains([]string{"fail", "inconclusive", "mismatch"}, sel.Sel.Name) {
 					exprs = append(exprs, x.Args[1])
+				}
+				// The witness step's helpers take the rule first.
+				if sel, ok := x.Fun.(*ast.SelectorExpr); ok && len(x.Args) > 0 &&
+					slices.Contains([]string{"failWitness", "reason"}, sel.Sel.Name) {
+					exprs = append(exprs, x.Args[0])
 				}
 			case *ast.CompositeLit:
 				if id, ok := x.Type.(*ast.Ident); ok && id.Name == "Reason" {

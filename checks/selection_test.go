@@ -169,11 +169,14 @@ func TestScenarioSelection(t *testing.T) {
 		ev := readEvidence(t, p)
 		ev.Run.Args = []string{"-scenarios", "normalChain,businessInvariants"}
 		ev.Scenarios = slices.DeleteFunc(ev.Scenarios, func(s evidence.Scenario) bool { return s.Boundary != evidence.BoundaryNone })
+		// The run's witnesses hold the scenarios left out (witness-scenario-unlisted):
+		// a run of the two would not have them.
+		ev.Witness = &evidence.Witness{Missing: []string{"database: not of this subset", "broker: not of this subset"}}
 		rederive(t, p, ev)
 		v := verify(t, p)
 		rs := reasonsOf(v, "boundary-not-run")
-		if v.Status != Inconclusive || len(rs) != 3 || len(rs) != len(v.Reasons) {
-			t.Fatalf("verdict %s %+v; want INCONCLUSIVE with three boundary-not-run only", v.Status, v.Reasons)
+		if v.Status != Inconclusive || len(rs) != 3 || len(rs)+len(reasonsOf(v, "witness-missing")) != len(v.Reasons) {
+			t.Fatalf("verdict %s %+v; want INCONCLUSIVE with three boundary-not-run only (and the witnesses missing)", v.Status, v.Reasons)
 		}
 		for _, r := range rs {
 			if !strings.Contains(r.Message, "unproven in this run") || !strings.Contains(r.Message, "not selected") {

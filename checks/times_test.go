@@ -45,8 +45,8 @@ func TestEventTimes(t *testing.T) {
 		at    func(p string, old time.Time) time.Time
 		rules []string // nil: clean
 	}{
-		{"mark 7 s before its claim and the run", relay, 3,
-			func(p string, _ time.Time) time.Time { return claimTime(t, p).Add(-7 * time.Second) },
+		{"mark before its claim and 5 s before the run", relay, 3,
+			func(p string, _ time.Time) time.Time { return readEvidence(t, p).Run.Start.Add(-5 * time.Second) },
 			[]string{"time-order", "time-outside-run"}},
 		{"mark before its publish, within the run", relay, 3,
 			func(p string, _ time.Time) time.Time { return claimTime(t, p).Add(time.Microsecond) },

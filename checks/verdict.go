@@ -31,7 +31,11 @@ type Reason struct {
 	Field      string `json:"field,omitempty"`
 	Claimed    string `json:"claimed,omitempty"`
 	Recomputed string `json:"recomputed,omitempty"`
-	Message    string `json:"message"`
+	// Witness locates the finding in a witness: a binlog transaction
+	// ("GTID 0-1-12 (binlog.000001@4567)"), a broker record
+	// ("topic/partition@offset"), a group's offset or a witness file.
+	Witness string `json:"witness,omitempty"`
+	Message string `json:"message"`
 }
 
 // InvariantCheck compares one invariant of one scenario: the live result
@@ -59,7 +63,23 @@ type Verdict struct {
 	// verdict is expected to be FAIL); empty for a clean run.
 	Planted   string    `json:"planted,omitempty"`
 	CheckedAt time.Time `json:"checked_at"`
+	// Witnessed says, per scenario, what the witnesses (the binlog, the
+	// broker's log) confirmed of its claims.
+	Witnessed []WitnessedScenario `json:"witnessed,omitempty"`
+	// Unwitnessed lists what could not be witnessed ("database: why") when
+	// verify ran with AllowUnwitnessed; such a verdict may PASS, but only
+	// on the actors' word for what is listed.
+	Unwitnessed []string `json:"unwitnessed,omitempty"`
 	// Warnings are problems of the verification itself that do not bear
 	// on the evidence (for example a scratch database left behind).
 	Warnings []string `json:"warnings,omitempty"`
+}
+
+// StatusLine is the verdict as one phrase: the status, and "(unwitnessed)"
+// when it was reached without a witness that is missing (AllowUnwitnessed).
+func (v *Verdict) StatusLine() string {
+	if len(v.Unwitnessed) > 0 {
+		return string(v.Status) + " (unwitnessed)"
+	}
+	return string(v.Status)
 }

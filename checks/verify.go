@@ -27,6 +27,10 @@ type Options struct {
 	// Workers is how many goroutines decode event lines. Default:
 	// runtime.GOMAXPROCS(0).
 	Workers int
+	// AllowUnwitnessed lets evidence without a witness (or with one
+	// listed as missing) pass: the verdict then lists what is unwitnessed
+	// instead of being at best INCONCLUSIVE.
+	AllowUnwitnessed bool
 }
 
 func (o *Options) setDefaults() {
@@ -69,6 +73,18 @@ func Verify(ctx context.Context, path string, opt Options) (*Verdict, error) {
 	}
 	pool := newDecoderPool(opt.Workers)
 	defer pool.Close()
+	// The witnesses are read beside the evidence-level checks: serving the
+	// broker's directory to read it takes a tenth of a second.
+	type witnessRead struct {
+		ws      *witnessSet
+		reasons []Reason
+		missing []string
+	}
+	wch := make(chan witnessRead, 1)
+	go func() {
+		ws, rs, missing := readWitnesses(ctx, ev, path, realDir)
+		wch <- witnessRead{ws, rs, missing}
+	}()
 
 	v := &Verdict{
 		Evidence: path, RunID: ev.Run.ID, Engine: eng.name, Scenarios: len(ev.Scenarios),
@@ -79,6 +95,8 @@ func Verify(ctx context.Context, path string, opt Options) (*Verdict, error) {
 		logOwners: map[string]string{}, seen: map[string]bool{},
 	}
 	c.evidenceLevel()
+	wr := <-wch
+	c.witnessed(wr.ws, wr.reasons, wr.missing, opt.AllowUnwitnessed)
 	for i := range ev.Scenarios {
 		if err := c.scenario(ctx, &ev.Scenarios[i]); err != nil {
 			_ = eng.close(context.WithoutCancel(ctx))
@@ -120,6 +138,11 @@ type checker struct {
 	// cut: end-state comparisons may then be explained by the lost tail,
 	// so they are inconclusive instead of failures.
 	truncated bool
+	// wit is what the witnesses hold (witness.go); wevents collects, while
+	// a scenario replays, the events the witnesses are held against.
+	wit     *witnessSet
+	collect bool
+	wevents []wEvent
 }
 
 // endState adds a finding about the replayed end state or a recomputed
@@ -225,7 +248,10 @@ func (c *checker) scenario(ctx context.Context, sc *evidence.Scenario) error {
 
 	m := model.New(c.layers, sc.FaultPoints) // the layers the system under test claims (systemUnderTest)
 	run := &scenarioRun{c: c, id: id, counts: map[[2]string]int{}, overCap: map[[2]string]int{}}
+	c.collect, c.wevents = c.wit != nil && (c.wit.db != nil || c.wit.broker != nil), nil
 	truncated, err := c.replay(ctx, sc, m, run)
+	events := c.wevents
+	c.collect, c.wevents = false, nil
 	if err != nil {
 		return err
 	}
@@ -246,6 +272,7 @@ func (c *checker) scenario(ctx context.Context, sc *evidence.Scenario) error {
 
 	c.liveInvariantEvents(sc, m, truncated)
 	inv := c.sqlChecks(ctx, sc, m)
+	c.witnessScenario(ctx, sc, events, truncated)
 	if known {
 		c.metrics(sc, s, d, facts{m: m, inv: inv})
 	}

@@ -12,8 +12,17 @@ import (
 )
 
 // SchemaVersion is the value of schema_version this code reads and writes;
-// schemas/evidence.schema.json pins it with "const".
-const SchemaVersion = "orderflow-audit/evidence/v1"
+// schemas/evidence.schema.json pins it with "const". v2 made the witness
+// object required (the database's binlog and the broker's log in the
+// bundle); v1 evidence has none and is refused by name (Parse).
+const SchemaVersion = "orderflow-audit/evidence/v2"
+
+// schemaVersionsBefore are the versions this code no longer reads, with
+// why, so that a reader of an old file is told what to do.
+var schemaVersionsBefore = map[string]string{
+	"orderflow-audit/evidence/v1": "written before runs carried witnesses (the database's binlog and the broker's own log, " +
+		"which verify holds every actor event against)",
+}
 
 // Scenario statuses.
 const (
@@ -40,8 +49,10 @@ type Evidence struct {
 	Boundaries    []Boundary  `json:"boundaries"`
 	ProofBoundary []ProofRow  `json:"proof_boundary"`
 	Summary       Summary     `json:"summary"`
-	// Witness is what the database and the broker recorded themselves.
-	Witness *Witness `json:"witness,omitempty"`
+	// Witness is what the database and the broker recorded themselves
+	// (required since schema v2; a witness that could not be had is
+	// listed in Witness.Missing).
+	Witness *Witness `json:"witness"`
 }
 
 // Tool identifies the binary that produced the evidence.

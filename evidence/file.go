@@ -133,6 +133,10 @@ func Parse(raw []byte) (*Evidence, error) {
 	case probe.SchemaVersion == nil:
 		return nil, fmt.Errorf("%w: no schema_version: not an orderflow-audit evidence file (want %q)", ErrBadInput, SchemaVersion)
 	case probe.SchemaVersion != SchemaVersion:
+		if why, ok := schemaVersionsBefore[fmt.Sprint(probe.SchemaVersion)]; ok {
+			return nil, fmt.Errorf("%w: schema_version %v is an older evidence format, %s; this version of orderflow-audit reads %q only: "+
+				"run `orderflow-audit run` again with it to get witnessed evidence", ErrBadInput, probe.SchemaVersion, why, SchemaVersion)
+		}
 		return nil, fmt.Errorf("%w: schema_version %v, want %q", ErrBadInput, probe.SchemaVersion, SchemaVersion)
 	}
 	if err := schemas.ValidateEvidenceJSON(raw); err != nil {

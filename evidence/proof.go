@@ -226,8 +226,48 @@ func proofReal(ev *Evidence, ran []Scenario) ProofRow {
 		goVersion = "Go " + goVersion
 	}
 	row.Had = append(row.Had, fmt.Sprintf("%s on %s/%s", goVersion, env.OS, env.Arch))
+	if w := witnessHad(ev.Witness); w != "" {
+		row.Had = append(row.Had, w)
+	}
 	row.CannotInfer = realCannotInfer(env)
+	row.CannotInfer = append(row.CannotInfer, witnessCannotInfer(ev.Witness)...)
 	return row
+}
+
+// witnessHad says which witnesses the bundle holds: the systems' own
+// record that verify derives the history from.
+func witnessHad(w *Witness) string {
+	if w == nil || (w.Database == nil && w.Broker == nil) {
+		return ""
+	}
+	var parts []string
+	if d := w.Database; d != nil {
+		from := "its start"
+		if d.GTIDStart != "" {
+			from = "after " + d.GTIDStart
+		}
+		parts = append(parts, fmt.Sprintf("the database's binary log (%s of %s, server id %d, GTIDs from %s to %s, %d file(s))",
+			d.Source, d.ServerVersion, d.ServerID, from, orNone(d.GTIDEnd), len(d.Files)))
+	}
+	if b := w.Broker; b != nil {
+		parts = append(parts, fmt.Sprintf("the broker's own log (%s, %d file(s))", b.Source, len(b.Files)))
+	}
+	return "witnesses in the bundle: " + strings.Join(parts, " and ") + ", with their sha256: verify derives the history " +
+		"from them and holds every actor event against it"
+}
+
+// witnessCannotInfer lists the claims no witness backs: what a missing
+// witness would have confirmed rests on the actors' logs alone.
+func witnessCannotInfer(w *Witness) []string {
+	if w == nil {
+		return []string{"unwitnessed: every claim (no witness object): the database's and the broker's side rest on the actors' logs alone"}
+	}
+	var out []string
+	for _, m := range w.Missing {
+		what, why, _ := strings.Cut(m, ": ")
+		out = append(out, fmt.Sprintf("unwitnessed: what the actors say about the %s (%s) rests on their logs alone", what, why))
+	}
+	return out
 }
 
 // serverOrigin says who started the database server, when the evidence

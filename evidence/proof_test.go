@@ -3,6 +3,7 @@ package evidence
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -96,6 +97,7 @@ func baseEvidence() *Evidence {
 			{ID: "offsetReplay", Suite: "U80", Boundary: BoundaryAck, Description: "consumer dies between effect and offset commit", FaultPoints: []string{"after-effect-before-offset-commit"}, Status: StatusPass, Metrics: metrics("replay", "1"), Line: "U80 offsetReplay=PASS replay=1"},
 			{ID: "orderCrashWindow", Suite: "EXT", Boundary: BoundaryCommit, Description: "order committed, intent not yet written", FaultPoints: []string{"after-order-commit-before-outbox"}, Status: StatusNotRun, Reason: "reachable only with the planted bug outbox-outside-tx", Line: "EXT orderCrashWindow=NOT_RUN"},
 		},
+		Witness: &Witness{Missing: []string{"database: not captured in this test", "broker: not captured in this test"}},
 	}
 	for i := range ev.Scenarios {
 		sc := &ev.Scenarios[i]
@@ -400,5 +402,36 @@ func TestComputeProofBoundaryFitsSchemaLimits(t *testing.T) {
 	ev.Summary = Summarize(ev.Scenarios)
 	if _, err := Marshal(ev); err != nil {
 		t.Errorf("Marshal: %v", err)
+	}
+}
+
+// TestProofBoundaryWitnesses: the matrix says which witnesses the bundle
+// holds, and lists every missing one as unwitnessed.
+func TestProofBoundaryWitnesses(t *testing.T) {
+	ev := baseEvidence()
+	real := ComputeProofBoundary(ev)[0]
+	if got := strings.Count(strings.Join(real.CannotInfer, "\n"), "unwitnessed: "); got != 2 {
+		t.Errorf("%d unwitnessed entries; want 2: %q", got, real.CannotInfer)
+	}
+	if slices.ContainsFunc(real.Had, func(s string) bool { return strings.HasPrefix(s, "witnesses in the bundle") }) {
+		t.Errorf("had lists witnesses the evidence lacks: %q", real.Had)
+	}
+	ev.Witness = &Witness{Missing: []string{"broker: lost"}, Database: &DatabaseWitness{Source: WitnessBinlogFiles,
+		ServerVersion: "10.11.6-MariaDB-log", ServerID: 1, GTIDEnd: "0-1-40", Files: []WitnessFile{{Path: "u80/witness/db/binlog.000001"}}}}
+	real = ComputeProofBoundary(ev)[0]
+	had := strings.Join(real.Had, "\n")
+	cannot := strings.Join(real.CannotInfer, "\n")
+	for _, want := range []string{"witnesses in the bundle: the database's binary log (binlog-files of 10.11.6-MariaDB-log, server id 1, GTIDs from its start to 0-1-40, 1 file(s))"} {
+		if !strings.Contains(had, want) {
+			t.Errorf("had lacks %q: %s", want, had)
+		}
+	}
+	if !strings.Contains(cannot, "unwitnessed: what the actors say about the broker (lost) rests on their logs alone") ||
+		strings.Contains(cannot, "about the database") || strings.Contains(had, "broker's own log") {
+		t.Errorf("cannot infer %q, had %q; want the broker alone unwitnessed", cannot, had)
+	}
+	ev.Witness = nil
+	if c := strings.Join(ComputeProofBoundary(ev)[0].CannotInfer, "\n"); !strings.Contains(c, "unwitnessed: every claim") {
+		t.Errorf("no witness object: cannot infer %q", c)
 	}
 }

@@ -459,10 +459,46 @@ func generateFixture(t *testing.T, dir, planted string) (*evidence.Evidence, int
 		},
 		Scenarios: scs,
 	}
+	ev.Witness = fixtureWitness(ev.Environment.Kafka.Implementation)
 	ev.Boundaries = evidence.ComputeBoundaries(ev.Scenarios)
 	ev.ProofBoundary = evidence.ComputeProofBoundary(ev)
 	ev.Summary = evidence.Summarize(ev.Scenarios)
 	return ev, g.events
+}
+
+// fixtureWitness lists witness files as a run would (the report reads the
+// list, not the files; the hand-made fixture has none to read).
+func fixtureWitness(broker string) *evidence.Witness {
+	file := func(p string, size int64) evidence.WitnessFile {
+		sum := sha256.Sum256([]byte(p))
+		return evidence.WitnessFile{Path: p, Size: size, SHA256: hex.EncodeToString(sum[:])}
+	}
+	return &evidence.Witness{
+		Database: &evidence.DatabaseWitness{Source: evidence.WitnessBinlogFiles, ServerVersion: "10.11.6-MariaDB-0+deb12u1-log",
+			ServerID: 1, StartFile: "binlog.000001", StartPos: 325, GTIDStart: "", GTIDEnd: "0-1-212",
+			Files: []evidence.WitnessFile{file("logs/witness/db/binlog.000001", 143210)}},
+		Broker: &evidence.BrokerWitness{Source: evidence.WitnessKfakeDataDir, Implementation: broker,
+			Files: []evidence.WitnessFile{file("logs/witness/kafka/groups.log", 1765), file("logs/witness/kafka/meta.json", 34)}},
+		Missing: []string{},
+	}
+}
+
+// fixtureWitnessed is what the verifier would say the witnesses confirmed
+// of a scenario that ran.
+func fixtureWitnessed(ev *evidence.Evidence) []checks.WitnessedScenario {
+	var out []checks.WitnessedScenario
+	for i, sc := range ev.Scenarios {
+		if sc.Status == evidence.StatusNotRun {
+			continue
+		}
+		line := "database: no write but the setup and seeds"
+		if len(sc.Topics) > 0 {
+			line = fmt.Sprintf("commit boundary: 1 transaction of 5 row writes, GTID 0-1-%d; outbox CAS: 1 claim, 1 mark; "+
+				"ack: 1 transaction inbox+notification; publish: 1 record at p0 offset 0, group offsets p0=1", 10*i+12)
+		}
+		out = append(out, checks.WitnessedScenario{Scenario: sc.ID, Summary: line})
+	}
+	return out
 }
 
 // fixtureVerdict is what the verifier would say: PASS with every invariant
@@ -511,7 +547,9 @@ func TestFixture(t *testing.T) {
 					t.Fatal(err)
 				}
 				if f.planted == "" {
-					writeJSON(t, filepath.Join(f.dir, "verdict-pass.json"), fixtureVerdict(ev, "evidence/u80.json", events, checks.Pass, nil))
+					pass := fixtureVerdict(ev, "evidence/u80.json", events, checks.Pass, nil)
+					pass.Witnessed = fixtureWitnessed(ev)
+					writeJSON(t, filepath.Join(f.dir, "verdict-pass.json"), pass)
 					fail := fixtureVerdict(ev, "evidence/u80.json", events, checks.Fail, []checks.Reason{
 						{Rule: "metric-mismatch", Status: checks.Fail, Scenario: "sendBeforeMarkCrash", Log: "logs/sendBeforeMarkCrash/relay-A.jsonl",
 							Line: 4, Seq: 4, Field: "oldTokenCas", Claimed: "0", Recomputed: "1",

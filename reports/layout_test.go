@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/orderflow-audit/orderflow-audit/checks"
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 )
 
@@ -226,28 +227,55 @@ func TestManyScenarios(t *testing.T) {
 	}
 }
 
-// TestWitnessLine: each section says what the witnesses confirmed; with
-// none recorded, that every event is the actors' claim; with witnesses
-// recorded but no per-scenario confirmation in the verdict, that too (a
-// clean pass keeps its summary to one line: the section body says it).
+// TestWitnessLine: each section says what the witnesses confirmed (the
+// verdict's line for the scenario), that they disagree when a witness rule
+// names the scenario, that the verdict was allowed unwitnessed, and, with
+// none recorded, that every event is the actors' claim.
 func TestWitnessLine(t *testing.T) {
-	ev := loadEvidence(t, "testdata/u80")
-	v := loadVerdict(t, "testdata/u80/verdict-pass.json")
-	ev.Witness = &evidence.Witness{
-		Database: &evidence.DatabaseWitness{Source: evidence.WitnessBinlogFiles, Files: []evidence.WitnessFile{{Path: "w/binlog.000001"}}},
-		Missing:  []string{"broker: the external broker's log could not be read"},
-	}
-	md, err := Markdown(ev, v, DirLogs("testdata/u80"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(md)
-	for _, want := range []string{
-		"witnesses: database binlog (1 file), 1 missing",
-		"- **witnesses**: recorded (database binlog (1 file), 1 missing), but this verdict does not say what they confirmed for this scenario",
+	for _, tc := range []struct {
+		name string
+		edit func(ev *evidence.Evidence, v *checks.Verdict)
+		want []string
+	}{
+		{"confirmed", func(ev *evidence.Evidence, v *checks.Verdict) {}, []string{
+			"- **witnesses**: confirmed commit boundary: 1 transaction of 5 row writes, GTID 0-1-"}},
+		{"confirmed, the evidence not accepted", func(ev *evidence.Evidence, v *checks.Verdict) { v.Status = checks.Inconclusive },
+			[]string{"· witnesses: confirmed</summary>"}},
+		{"disagree", func(ev *evidence.Evidence, v *checks.Verdict) {
+			v.Status = checks.Fail
+			v.Reasons = append(v.Reasons, checks.Reason{Rule: "witness-mark", Status: checks.Fail, Scenario: "sendBeforeMarkCrash",
+				Log: "logs/sendBeforeMarkCrash/relay-A.jsonl", Seq: 4, Witness: "GTID 0-1-44 (binlog.000001@9876)", Message: "m"})
+		}, []string{"· witnesses: DISAGREE</summary>", "- **witnesses**: disagree with the logs (witness-mark); confirmed",
+			"logs/sendBeforeMarkCrash/relay-A.jsonl seq 4, GTID 0-1-44 (binlog.000001@9876)"}},
+		{"unwitnessed", func(ev *evidence.Evidence, v *checks.Verdict) {
+			v.Witnessed = nil
+			v.Unwitnessed = []string{"broker: the external broker's log could not be read"}
+		}, []string{"# PASS (unwitnessed): orderflow-audit run", "accepted them UNWITNESSED (--allow-unwitnessed)",
+			"- **witnesses**: UNWITNESSED (allowed): broker: the external broker"}},
+		{"unwitnessed, the evidence not accepted", func(ev *evidence.Evidence, v *checks.Verdict) {
+			v.Status, v.Witnessed, v.Unwitnessed = checks.Inconclusive, nil, []string{"broker: lost"}
+		}, []string{"· witnesses: unwitnessed (allowed)</summary>"}},
+		{"none recorded", func(ev *evidence.Evidence, v *checks.Verdict) {
+			v.Status, v.Witnessed = checks.Inconclusive, nil
+			ev.Witness = &evidence.Witness{Missing: []string{"database: x", "broker: y"}}
+		}, []string{"· witnesses: none recorded</summary>", "- **witnesses**: none: the evidence records neither"}},
+		{"recorded, not confirmed", func(ev *evidence.Evidence, v *checks.Verdict) {
+			v.Status, v.Witnessed = checks.Inconclusive, nil
+		}, []string{"· witnesses: not confirmed</summary>", "but the verifier could not hold this scenario against them"}},
 	} {
-		if !strings.Contains(s, want) {
-			t.Errorf("report lacks %q", want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			ev := loadEvidence(t, "testdata/u80")
+			v := loadVerdict(t, "testdata/u80/verdict-pass.json")
+			tc.edit(ev, v)
+			md, err := Markdown(ev, v, DirLogs("testdata/u80"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(string(md), want) {
+					t.Errorf("report lacks %q", want)
+				}
+			}
+		})
 	}
 }

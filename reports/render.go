@@ -132,7 +132,7 @@ func (p *printer) status(id, s string) string {
 // title states the verdict and, in one line, why.
 func (p *printer) title() {
 	r := p.r
-	p.printf("# %s: orderflow-audit run %s\n\n", inline(string(r.Verdict.Status)), inline(r.Run.ID))
+	p.printf("# %s: orderflow-audit run %s\n\n", inline(r.Verdict.StatusLine()), inline(r.Run.ID))
 	p.printf("**Why:** %s\n\n", inline(p.why()))
 	if !r.Verified {
 		p.printf("> [!CAUTION]\n")
@@ -154,8 +154,12 @@ func (p *printer) title() {
 func (p *printer) why() string {
 	r := p.r
 	if r.Verdict.Status == checks.Pass {
-		return fmt.Sprintf("The verifier re-derived the %d %s from their %d logged events and accepted every claim of the evidence.",
-			r.Verdict.Scenarios, plural(int64(r.Verdict.Scenarios), "scenario", "scenarios"), r.Verdict.Events)
+		held := "held them against the witnesses (the database's binlog, the broker's log)"
+		if len(r.Verdict.Unwitnessed) > 0 {
+			held = "accepted them UNWITNESSED (--allow-unwitnessed): " + strings.Join(r.Verdict.Unwitnessed, "; ")
+		}
+		return fmt.Sprintf("The verifier re-derived the %d %s from their %d logged events, %s, and accepted every claim of the evidence.",
+			r.Verdict.Scenarios, plural(int64(r.Verdict.Scenarios), "scenario", "scenarios"), r.Verdict.Events, held)
 	}
 	// One entry per status and rule, with its scenarios, in reason order.
 	type group struct {
@@ -292,11 +296,14 @@ func (p *printer) reasons() {
 		if x.Seq != 0 {
 			where += " seq " + strconv.FormatInt(x.Seq, 10)
 		}
-		if x.Field != "" {
+		for _, more := range []string{x.Field, x.Witness} {
+			if more == "" {
+				continue
+			}
 			if where != "" {
 				where += ", "
 			}
-			where += x.Field
+			where += more
 		}
 		scenario := cell(x.Scenario)
 		if i, ok := r.index(x.Scenario); ok {

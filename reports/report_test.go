@@ -163,7 +163,8 @@ func TestRenderSections(t *testing.T) {
 		want, notWant     []string
 	}{
 		{name: "pass states the verdict", md: pass, section: passTitle,
-			want:    []string{"**Why:** The verifier re-derived the 8 scenarios from their 189 logged events", "witnesses: none recorded"},
+			want: []string{"**Why:** The verifier re-derived the 8 scenarios from their 189 logged events, held them against the witnesses",
+				"witnesses: database binlog (1 file), broker log (2 files)"},
 			notWant: []string{"[!CAUTION]", "NEGATIVE CONTROL"}},
 		{name: "fail states the verdict and why", md: fail, section: failTitle,
 			want: []string{"**Why:** The verifier did not accept this evidence: metric-mismatch in sendBeforeMarkCrash; log-digest (INCONCLUSIVE) in offsetReplay.",
@@ -233,7 +234,8 @@ func TestRenderSections(t *testing.T) {
 			want: []string{"<details><summary><b>PASS</b> <code>U80 sendBeforeMarkCrash=PASS deliveries=2 businessEffects=1 oldTokenCas=0 state=SENT</code></summary>",
 				"- **fault** `after-publish-before-mark`: the relay abandoned its work",
 				"- **runner**: ran it on the live database and broker: 4 metrics measured; 7 invariants run live (0 rows each)",
-				"- **verifier**: re-derived the line and its 4 metrics from the", "all agree", "- **witnesses**: none"},
+				"- **verifier**: re-derived the line and its 4 metrics from the", "all agree",
+				"- **witnesses**: confirmed commit boundary: 1 transaction of 5 row writes"},
 			notWant: []string{"<br>runner: ran it live"}},
 		{name: "stale mark drawn", md: pass, section: "### U80 sendBeforeMarkCrash",
 			want: []string{"rect rgb(255, 225, 225)", "0 rows, stale", "FAULT after-publish-before-mark [1]", "expire lease e-1 v1",

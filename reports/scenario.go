@@ -89,11 +89,7 @@ func (p *printer) checkedShort(sc evidence.Scenario, tl Timeline) string {
 	case !p.r.Verified:
 		verifier = "verifier: did not accept the evidence as a whole"
 	}
-	witnesses := "witnesses: none recorded"
-	if w := p.r.Witness; w != nil && (w.Database != nil || w.Broker != nil) {
-		witnesses = "witnesses: recorded, not reported per scenario"
-	}
-	out := runner + " · " + verifier + " · " + witnesses
+	out := runner + " · " + verifier + " · witnesses: " + p.witnessShort(sc)
 	if p.unfired(sc) {
 		out = "its fault cannot fire in this run: it shows the window is absent, not a recovery · " + out
 	}
@@ -254,18 +250,75 @@ func (p *printer) witnessesRecorded() string {
 }
 
 // witnessed says what the witnesses (the database's binlog, the broker's
-// log) confirmed of this scenario. This is the place for the verifier's
-// per-scenario witness confirmations: the verdict does not carry them yet,
-// so the line says what the evidence records and that nothing of it was
-// checked against this scenario.
+// log) confirmed of this scenario, as the verdict states it, and which of
+// the verifier's witness rules disagree.
 func (p *printer) witnessed(sc evidence.Scenario) string {
 	if sc.Status == evidence.StatusNotRun {
 		return "nothing to confirm"
 	}
+	out := ""
+	for _, w := range p.r.Verdict.Witnessed {
+		if w.Scenario == sc.ID {
+			out = "confirmed " + w.Summary
+		}
+	}
+	if rs := p.witnessRules(sc.ID); len(rs) > 0 {
+		out = joinNonEmpty("; ", "disagree with the logs ("+strings.Join(rs, ", ")+")", out)
+	}
+	if u := p.r.Verdict.Unwitnessed; len(u) > 0 {
+		out = joinNonEmpty("; ", out, "UNWITNESSED (allowed): "+strings.Join(u, "; "))
+	}
+	if out != "" {
+		return out
+	}
 	if w := p.r.Witness; w == nil || (w.Database == nil && w.Broker == nil) {
 		return "none: the evidence records neither the database's binlog nor the broker's log, so every event above is the actors' own claim"
 	}
-	return "recorded (" + p.witnessesRecorded() + "), but this verdict does not say what they confirmed for this scenario"
+	return "recorded (" + p.witnessesRecorded() + "), but the verifier could not hold this scenario against them (see the reasons)"
+}
+
+// witnessShort is witnessed in a word or two, for a section's summary.
+func (p *printer) witnessShort(sc evidence.Scenario) string {
+	switch {
+	case sc.Status == evidence.StatusNotRun:
+		return "nothing to confirm"
+	case len(p.witnessRules(sc.ID)) > 0:
+		return "DISAGREE"
+	case len(p.r.Verdict.Unwitnessed) > 0:
+		return "unwitnessed (allowed)"
+	}
+	for _, w := range p.r.Verdict.Witnessed {
+		if w.Scenario == sc.ID {
+			return "confirmed"
+		}
+	}
+	if w := p.r.Witness; w == nil || (w.Database == nil && w.Broker == nil) {
+		return "none recorded"
+	}
+	return "not confirmed"
+}
+
+// witnessRules are the witness rules (witness-*) with reasons about the
+// scenario.
+func (p *printer) witnessRules(id string) []string {
+	var out []string
+	for _, x := range p.r.Verdict.Reasons {
+		if x.Scenario == id && strings.HasPrefix(x.Rule, "witness-") && !contains(out, x.Rule) {
+			out = append(out, x.Rule)
+		}
+	}
+	return out
+}
+
+// joinNonEmpty joins the non-empty parts with sep.
+func joinNonEmpty(sep string, parts ...string) string {
+	var out []string
+	for _, s := range parts {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return strings.Join(out, sep)
 }
 
 // mustLook tells whether a reviewer must look at a scenario: it failed,

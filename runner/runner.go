@@ -281,6 +281,8 @@ func (rs *runScope) finish(runCtx context.Context, ev *evidence.Evidence) error 
 		runErr = &marked{fmt.Errorf("%s; %s records what ran (not a passing run)", interruption(runCtx), out), ErrInterrupted}
 	}
 	ev.Witness = rs.captureWitness(runCtx)
+	// The matrix lists the witnesses and what is unwitnessed: known now.
+	ev.ProofBoundary = evidence.ComputeProofBoundary(ev)
 	data, err := evidence.Marshal(ev)
 	if err != nil {
 		return err

@@ -43,7 +43,7 @@ func TestCommittedEvidenceVerifies(t *testing.T) {
 // TestCommittedReportUpToDate fails when reports/u80.md is not what
 // `report` renders from the committed evidence today.
 func TestCommittedReportUpToDate(t *testing.T) {
-	got, _, err := renderReport(t.Context(), committedEvidence, "")
+	got, _, err := renderReport(t.Context(), committedEvidence, checks.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

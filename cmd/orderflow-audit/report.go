@@ -30,11 +30,14 @@ not JSON, fails the schema) exits 2 without writing anything; so does an -o
 that is the evidence file itself, any other evidence file, or a place that
 cannot be written.`,
 		`orderflow-audit report evidence/u80.json
-orderflow-audit report -o reports/u80.md evidence/u80.json`)
+orderflow-audit report -o reports/u80.md evidence/u80.json
+orderflow-audit report --allow-unwitnessed evidence/u80.json`)
 	var out string
 	fs.StringVar(&out, "o", "", "write the report to this file (atomically) instead of stdout")
 	fs.StringVar(&out, "out", "", "same as -o")
 	dsn := fs.String("mysql-dsn", "", "verify on this MySQL/MariaDB server instead of the embedded SQLite engine")
+	allow := fs.Bool("allow-unwitnessed", false, "verify as verify --allow-unwitnessed does: evidence without a witness may PASS,\n"+
+		`and the report says "unwitnessed" and lists what`)
 	if code, ok := fs.parse(args, stdout, stderr); !ok {
 		return code
 	}
@@ -48,7 +51,7 @@ orderflow-audit report -o reports/u80.md evidence/u80.json`)
 		}
 	}
 
-	md, v, err := renderReport(ctx, path, *dsn)
+	md, v, err := renderReport(ctx, path, checks.Options{MySQLDSN: *dsn, AllowUnwitnessed: *allow})
 	if err != nil {
 		return fail(stderr, "report", err, *dsn)
 	}
@@ -65,12 +68,11 @@ orderflow-audit report -o reports/u80.md evidence/u80.json`)
 	return verdictExit(v.Status)
 }
 
-// renderReport runs the verifier on the evidence file at path (on the
-// MySQL server of mysqlDSN when set, else the embedded engine) and renders
-// the report under its verdict. The out-of-date test of reports/u80.md can
-// call it.
-func renderReport(ctx context.Context, path, mysqlDSN string) ([]byte, *checks.Verdict, error) {
-	v, err := checks.Verify(ctx, path, checks.Options{MySQLDSN: mysqlDSN})
+// renderReport runs the verifier on the evidence file at path with opt
+// and renders the report under its verdict. The out-of-date test of
+// reports/u80.md can call it.
+func renderReport(ctx context.Context, path string, opt checks.Options) ([]byte, *checks.Verdict, error) {
+	v, err := checks.Verify(ctx, path, opt)
 	if err != nil {
 		return nil, nil, err
 	}

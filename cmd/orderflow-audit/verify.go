@@ -29,14 +29,24 @@ order transaction); every metric, observation line, status and summary
 recomputed; the invariant SQL files run on the replayed end state (an
 embedded SQLite by default, so no server is needed) and compared with the
 live results and table digests. A planted run (run --plant) must be caught
-by the rule that exposes its bug. Prints PASS, FAIL or INCONCLUSIVE with
-every reason. Exit 0 pass, 1 fail, 2 bad input, 3 --mysql-dsn server
-unavailable, 4 inconclusive.`,
+by the rule that exposes its bug. Then the witnesses: the run's binlog and
+the broker's own log, listed in the evidence with their sha256, must be
+whole and this run's (its server, a gapless GTID range, its databases and
+topics); every order, claim, mark, lease expiry, effect, rejected
+duplicate, publish, receive and offset commit of the logs is held against
+them, and the end state rebuilt from the binlog against the live digests
+and the invariants. Evidence without witnesses is at best INCONCLUSIVE,
+unless --allow-unwitnessed, which may PASS and says "unwitnessed". Prints
+PASS, FAIL or INCONCLUSIVE with every reason. Exit 0 pass, 1 fail, 2 bad
+input, 3 --mysql-dsn server unavailable, 4 inconclusive.`,
 		`orderflow-audit verify evidence/u80.json
 orderflow-audit verify --json evidence/u80.json
+orderflow-audit verify --allow-unwitnessed evidence/u80.json
 orderflow-audit verify --mysql-dsn 'root@tcp(127.0.0.1:3306)/' evidence/u80.json`)
 	asJSON := fs.Bool("json", false, "print the verdict as JSON instead of text; on bad input (exit 2)\n"+
 		`{"status":"BAD_INPUT","error":"..."} on stdout as well as the message on stderr`)
+	allow := fs.Bool("allow-unwitnessed", false, "let evidence without a witness (or with one listed as missing) PASS on the actors' word;\n"+
+		`the verdict then says "unwitnessed" and lists what`)
 	dsn := fs.String("mysql-dsn", "", "run the invariants in a scratch database ofa_verify_<random> on this MySQL/MariaDB\nserver (dropped after) instead of the embedded SQLite")
 	if code, ok := fs.parse(args, stdout, stderr); !ok {
 		return code
@@ -65,7 +75,7 @@ orderflow-audit verify --mysql-dsn 'root@tcp(127.0.0.1:3306)/' evidence/u80.json
 			return failed(usageErrorf("--mysql-dsn: %v", err))
 		}
 	}
-	v, err := checks.Verify(ctx, fs.Arg(0), checks.Options{MySQLDSN: *dsn})
+	v, err := checks.Verify(ctx, fs.Arg(0), checks.Options{MySQLDSN: *dsn, AllowUnwitnessed: *allow})
 	if err != nil {
 		return failed(err)
 	}

@@ -146,3 +146,55 @@ func TestVerifyCommand(t *testing.T) {
 		}
 	})
 }
+
+// TestVerifyUnwitnessed: evidence whose witnesses are missing is at best
+// INCONCLUSIVE (exit 4, witness-missing); --allow-unwitnessed lets it pass
+// and says "unwitnessed" in the verdict line, --json and the report.
+func TestVerifyUnwitnessed(t *testing.T) {
+	path := verifyFixture(t, "u80", func(dir string) {
+		p := filepath.Join(dir, "u80.json")
+		ev, _, err := evidence.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev.Witness = &evidence.Witness{Missing: []string{"database: the binary log could not be captured", "broker: the broker was lost"}}
+		if err := evidence.WriteFile(p, ev); err != nil {
+			t.Fatal(err)
+		}
+	})
+	code, stdout, _ := runCLI(t, "verify", path)
+	if code != exitInconclusive || !strings.HasPrefix(stdout, "orderflow-audit verify: INCONCLUSIVE\n") || !strings.Contains(stdout, "[witness-missing]") {
+		t.Fatalf("exit %d:\n%s\nwant 4, INCONCLUSIVE by witness-missing", code, stdout)
+	}
+	code, stdout, _ = runCLI(t, "verify", "--allow-unwitnessed", path)
+	if code != exitOK || !strings.HasPrefix(stdout, "orderflow-audit verify: PASS (unwitnessed)\n") ||
+		!strings.Contains(stdout, "unwitnessed database: the binary log could not be captured") || strings.Contains(stdout, "witness-missing") {
+		t.Fatalf("--allow-unwitnessed: exit %d:\n%s\nwant 0, PASS (unwitnessed) listing what", code, stdout)
+	}
+	code, stdout, _ = runCLI(t, "verify", "--allow-unwitnessed", "--json", path)
+	var v struct {
+		Status      string   `json:"status"`
+		Unwitnessed []string `json:"unwitnessed"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &v); err != nil || code != exitOK || v.Status != "PASS" || len(v.Unwitnessed) != 2 {
+		t.Fatalf("--json: exit %d, %+v (%v)", code, v, err)
+	}
+	code, stdout, _ = runCLI(t, "report", "--allow-unwitnessed", path)
+	if code != exitOK || !strings.HasPrefix(stdout, "# PASS (unwitnessed): ") || !strings.Contains(stdout, "unwitnessed: what the actors say about the broker") {
+		t.Fatalf("report --allow-unwitnessed: exit %d:\n%.600s", code, stdout)
+	}
+}
+
+// TestVerifyOlderSchema: evidence of schema v1 (before witnesses) is bad
+// input with a message that says what to do.
+func TestVerifyOlderSchema(t *testing.T) {
+	path := verifyFixture(t, "u80", nil)
+	b, _ := os.ReadFile(path)
+	os.WriteFile(path, []byte(strings.Replace(string(b), evidence.SchemaVersion, "orderflow-audit/evidence/v1", 1)), 0o644)
+	code, _, stderr := runCLI(t, "verify", path)
+	for _, want := range []string{"orderflow-audit/evidence/v1 is an older evidence format", "before runs carried witnesses", "orderflow-audit run"} {
+		if code != exitUsage || !strings.Contains(stderr, want) {
+			t.Errorf("exit %d, stderr %q; want 2 and %q", code, stderr, want)
+		}
+	}
+}

@@ -213,6 +213,11 @@ func WriteBulk(tb testing.TB, dir string, b Bulk) (path string, events int64) {
 			Go:       "go1.26", OS: "linux", Arch: "amd64",
 		},
 		Scenarios: []evidence.Scenario{scen},
+		// Generated evidence has no run behind it, so nothing witnessed it.
+		Witness: &evidence.Witness{Missing: []string{
+			"database: generated evidence (evidencetest), no server ran",
+			"broker: generated evidence (evidencetest), no broker ran",
+		}},
 	}
 	ev.Summary = evidence.Summarize(ev.Scenarios)
 	ev.Boundaries = evidence.ComputeBoundaries(ev.Scenarios)

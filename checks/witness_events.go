@@ -1,0 +1,96 @@
+package checks
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/orderflow-audit/orderflow-audit/evidence"
+)
+
+// wEvent is an actor's event that a witness can confirm or refute, copied
+// out of the replay (the decoder reuses its storage) with where it was
+// logged.
+type wEvent struct {
+	e   evidence.Event
+	src Source
+}
+
+// witnessKinds are the kinds the cross-checks hold against the witnesses:
+// every write to the database and every call to the broker.
+var witnessKinds = map[evidence.Kind]bool{
+	evidence.KindSeedStock: true, evidence.KindSeedOutbox: true,
+	evidence.KindOrderCommitted: true, evidence.KindOutboxWritten: true, evidence.KindOrderRolledBack: true,
+	evidence.KindClaim: true, evidence.KindPublish: true, evidence.KindPublishUnknown: true, evidence.KindMark: true,
+	evidence.KindLeaseExpired: true, evidence.KindReceive: true, evidence.KindInboxInsert: true,
+	evidence.KindInboxReject: true, evidence.KindEffect: true, evidence.KindOffsetCommit: true,
+	evidence.KindOrderAdvanced: true, evidence.KindEffectRolledBack: true, evidence.KindCommitUnknown: true,
+}
+
+// keepEvent copies e if a witness can speak to it.
+func keepEvent(out []wEvent, e *evidence.Event, src Source) []wEvent {
+	if !witnessKinds[e.Kind] {
+		return out
+	}
+	c := *e
+	c.OrderID = clonePtr(e.OrderID)
+	c.ClaimVersion = clonePtr(e.ClaimVersion)
+	c.LeaseUntil = clonePtr(e.LeaseUntil)
+	c.Rows = clonePtr(e.Rows)
+	c.Partition = clonePtr(e.Partition)
+	c.Offset = clonePtr(e.Offset)
+	c.NotificationID = clonePtr(e.NotificationID)
+	c.Quantity = clonePtr(e.Quantity)
+	c.Stock = clonePtr(e.Stock)
+	c.LeaseMS = clonePtr(e.LeaseMS)
+	c.AggregateVersion = clonePtr(e.AggregateVersion)
+	c.Writes = slices.Clone(e.Writes)
+	return append(out, wEvent{e: c, src: src})
+}
+
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
+// Accessors for the optional fields: absent reads as the zero value, and
+// the event schema requires the fields each kind needs.
+
+func i64(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+func i32(p *int32) int32 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// reason is a cross-check finding about an event.
+func (w wEvent) reason(rule string, where, format string, args ...any) Reason {
+	return Reason{Rule: rule, Status: Fail, Log: w.src.Log, Seq: w.src.Seq, Line: w.src.Line, Witness: where,
+		Message: fmt.Sprintf(format, args...)}
+}
+
+// token names a claim token in messages.
+func tokenText(v int64, claimID string) string {
+	return "claim_version " + strconv.FormatInt(v, 10) + ", claim_id " + strconv.Quote(claimID)
+}
+
+// sameInstant compares a logged time with a binlog DATETIME(6) value to
+// the microsecond.
+func sameInstant(logged *time.Time, v any) bool {
+	t, ok := v.(time.Time)
+	if logged == nil || !ok {
+		return logged == nil && v == nil
+	}
+	return logged.UTC().Truncate(time.Microsecond).Equal(t.UTC().Truncate(time.Microsecond))
+}
