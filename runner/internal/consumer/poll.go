@@ -17,7 +17,9 @@ import (
 const RetryBackoff = 20 * time.Millisecond
 
 // PollOnce polls one batch of records (waiting until records arrive or ctx
-// ends) and handles each in offset order. It returns what this call did.
+// ends) and handles each in offset order; no rebalance takes this
+// member's partitions from it until the batch is done. It returns what
+// this call did.
 // An effect transaction that did not commit (ErrEffectFailed) stops the
 // batch: every partition with records left unhandled is rewound to its
 // first one, so that the next poll replays them, and PollOnce returns
@@ -28,6 +30,7 @@ const RetryBackoff = 20 * time.Millisecond
 func (c *Consumer) PollOnce(ctx context.Context) (Stats, error) {
 	before := c.Stats()
 	fs := c.cl.PollFetches(ctx)
+	defer c.cl.AllowRebalance() // the client blocks rebalances from the poll on (New)
 	if fs.IsClientClosed() {
 		return Stats{}, fmt.Errorf("consumer %s: %w", c.cfg.Member, ErrClosed)
 	}
@@ -151,6 +154,7 @@ func (c *Consumer) Close() {
 	c.closeOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), LeaveTimeout)
 		defer cancel()
+		c.cl.AllowRebalance() // leaving is a rebalance: a batch left unfinished must not block it
 		_ = c.cl.LeaveGroupContext(ctx) // a broker that is gone: the group times the member out
 		c.cl.Close()
 	})
