@@ -360,6 +360,7 @@ func TestWitnessOutboxCAS(t *testing.T) {
 		{"claim state before", "normalChain", "relay-a.jsonl", first("claim"), set("state_before", "CLAIMED"), "witness-claim", first("claim"), nil},
 		{"claim never made", "normalChain", "relay-a.jsonl", first("claim"), set("claim_id", "relay-z"), "witness-claim", first("claim"), nil},
 		{"claim of another row", "normalChain", "relay-a.jsonl", first("claim"), set("event_id", "e-2"), "witness-claim", first("claim"), nil},
+		{"claim lease not on the database clock", "normalChain", "relay-a.jsonl", first("claim"), set("lease_ms", 29999), "witness-lease-clock", first("claim"), nil},
 		{"unlogged claim", "relayKill9", "relay-a.jsonl", first("claim"), drop, "witness-unlogged-write", none, nil},
 		{"mark 1 row logged as 0", "normalChain", "relay-a.jsonl", first("mark"), set("rows", 0), "witness-mark", first("mark"), nil},
 		{"mark 0 rows logged as 1", "sendBeforeMarkCrash", "relay-a.jsonl", first("mark"), set("rows", 1), "witness-mark", first("mark"), nil},
@@ -509,5 +510,37 @@ func TestWitnessEffectApart(t *testing.T) {
 		!strings.Contains(s.reasons[0].Message, "its inbox row is in another transaction, GTID 0-1-7 (binlog.000001@700)") ||
 		strings.Contains(s.reasons[0].Message, "committed by transaction") {
 		t.Fatalf("reasons %+v; want one witness-effect-tx naming both transactions (the trx_ids agree with them)", s.reasons)
+	}
+}
+
+// TestLeaseOffClock: a claim's lease_until must be the server's changed_at
+// plus the lease, to the microsecond.
+func TestLeaseOffClock(t *testing.T) {
+	at := time.Date(2026, 12, 1, 10, 0, 0, 123456000, time.UTC)
+	lease := int64(30000)
+	img := func(until time.Time, withChanged bool) *binlog.RowChange {
+		c := &binlog.RowChange{Table: "outbox", Op: binlog.Update, After: map[string]binlog.Value{"lease_until": until}}
+		if withChanged {
+			c.After["changed_at"] = at
+		}
+		return c
+	}
+	exact := at.Add(30 * time.Second)
+	for _, tc := range []struct {
+		name  string
+		c     *binlog.RowChange
+		lease *int64
+		off   bool
+	}{
+		{"on the clock", img(exact, true), &lease, false},
+		{"a microsecond early", img(exact.Add(-time.Microsecond), true), &lease, true},
+		{"a microsecond late", img(exact.Add(time.Microsecond), true), &lease, true},
+		{"an hour ahead", img(exact.Add(time.Hour), true), &lease, true},
+		{"no changed_at", img(exact.Add(time.Hour), false), &lease, false},
+		{"no lease logged", img(exact.Add(time.Hour), true), nil, false},
+	} {
+		if got := leaseOffClock(tc.c, tc.lease); (got != "") != tc.off {
+			t.Errorf("%s: leaseOffClock = %q, want off=%v", tc.name, got, tc.off)
+		}
 	}
 }

@@ -56,12 +56,17 @@ func (s *scenarioCheck) claims() {
 		if !sameInstant(e.LeaseUntil, ch.c.After["lease_until"]) {
 			problems = append(problems, fmt.Sprintf("lease_until became %s, the log says %s", show(ch.c.After["lease_until"]), showTime(e.LeaseUntil)))
 		}
-		if p := onlyChanged(ch.c, "state", "claim_version", "claim_id", "lease_until"); p != "" {
+		if p := onlyChanged(ch.c, "state", "claim_version", "claim_id", "lease_until", "changed_at"); p != "" {
 			problems = append(problems, p)
 		}
 		if len(problems) > 0 {
 			s.add(w.reason("witness-claim", txWhere(*ch.tx), "the claim of %s (%s) is not the row change the binlog shows: %s",
 				e.EventID, tokenText(v, e.ClaimID), strings.Join(problems, "; ")))
+			continue
+		}
+		if p := leaseOffClock(ch.c, e.LeaseMS); p != "" {
+			s.add(w.reason("witness-lease-clock", txWhere(*ch.tx), "the claim of %s (%s) %s: a lease is NOW(6) plus the lease "+
+				"in the claim's own statement, on the database clock", e.EventID, tokenText(v, e.ClaimID), p))
 			continue
 		}
 		s.sum.claims++
@@ -76,6 +81,25 @@ func (s *scenarioCheck) claims() {
 			}
 		}
 	}
+}
+
+// leaseOffClock: the outbox's changed_at is the database clock at the
+// claim's statement (the server sets it on every update), so a lease on
+// the database clock ends exactly leaseMS after it. It says how the
+// after image differs, or "" when it does not or the row has no
+// changed_at (a schema without it: nothing to hold the lease to).
+func leaseOffClock(c *binlog.RowChange, leaseMS *int64) string {
+	at, ok := c.After["changed_at"].(time.Time)
+	if !ok || leaseMS == nil {
+		return ""
+	}
+	until, _ := c.After["lease_until"].(time.Time)
+	want := at.Add(time.Duration(*leaseMS) * time.Millisecond)
+	if until.Equal(want) {
+		return ""
+	}
+	return fmt.Sprintf("wrote lease_until %s at %s (the server's changed_at), %s off the lease of %d ms it logged",
+		show(c.After["lease_until"]), show(c.After["changed_at"]), until.Sub(want), *leaseMS)
 }
 
 // claimLike tells whether c claims an outbox row for claim id id.
@@ -122,7 +146,7 @@ func (s *scenarioCheck) marks() {
 			if !slices.Contains(markTxs, ch.tx) {
 				markTxs = append(markTxs, ch.tx)
 			}
-			if p := onlyChanged(ch.c, "state", "sent_at"); p != "" || rows != 1 {
+			if p := onlyChanged(ch.c, "state", "sent_at", "changed_at"); p != "" || rows != 1 {
 				s.add(w.reason("witness-mark", txWhere(*ch.tx), "the mark of %s (%s, %d row(s) logged) is not one CAS of one row: %s",
 					e.EventID, tokenText(v, e.ClaimID), rows, orDefault(p, "one row changed")))
 				continue
@@ -176,7 +200,7 @@ func (s *scenarioCheck) leases() {
 		s.db.use(ch)
 		before, _ := ch.c.Before["lease_until"].(time.Time)
 		after, _ := ch.c.After["lease_until"].(time.Time)
-		if p := onlyChanged(ch.c, "lease_until"); p != "" || !after.Before(before) {
+		if p := onlyChanged(ch.c, "lease_until", "changed_at"); p != "" || !after.Before(before) {
 			s.add(w.reason("witness-lease-expired", txWhere(*ch.tx), "expiring the lease of %s (%s) did not move lease_until back "+
 				"(%s -> %s) %s", e.EventID, tokenText(v, e.ClaimID), show(ch.c.Before["lease_until"]), show(ch.c.After["lease_until"]), p))
 			continue

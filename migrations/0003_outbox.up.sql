@@ -13,6 +13,11 @@ CREATE TABLE outbox (
   lease_until       DATETIME(6)  NULL,
   created_at        TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
   sent_at           DATETIME(6)  NULL,
+  -- The database clock at the row's last change, set by the server on
+  -- every update: the binlog shows a claim's lease_until beside the time
+  -- of that claim, so a lease taken from any clock but the database's
+  -- (lease_until = NOW(6) + the lease, in the claim's own statement) shows.
+  changed_at        DATETIME(6)  NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6),
   UNIQUE KEY uk_outbox_event (event_id),
   -- serves the claim query: WHERE state IN (...) AND lease_until ... ORDER BY id
   KEY idx_outbox_due (state, lease_until, id),
