@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/orderflow-audit/orderflow-audit/runner/fault"
 	"github.com/orderflow-audit/orderflow-audit/runner/sut"
@@ -94,22 +93,36 @@ func concurrentRelays(ctx context.Context, e *Env) error {
 	if err != nil {
 		return err
 	}
+	// Relay B claims inside relay A's claim transaction, after A's select
+	// returned (and locked) its rows and before A claims them: the two
+	// claims overlap by construction. A correct claim gives each relay its
+	// own four rows (SKIP LOCKED skips the rows A is locking), and both
+	// hold them (live leases of 30 s) until phase 3; a claim that does not
+	// lock what it selects hands A's rows to B, and A then claims them
+	// again over B's live lease.
+	inA := &fault.Injector{}
 	relays := make([]sut.Relay, 2)
 	for i, name := range []string{"relay-a", "relay-b"} {
-		if relays[i], err = e.Relay(name, topic, nil); err != nil {
+		var inj *fault.Injector
+		if i == 0 {
+			inj = inA
+		}
+		if relays[i], err = e.Relay(name, topic, inj); err != nil {
 			return err
 		}
 	}
-	// Both relays claim at the same moment, each half of the rows, and both
-	// hold their claims (live leases of 30 s) until phase 3: a correct claim
-	// gives each relay its own four rows (SKIP LOCKED skips the rows the
-	// other is locking; a committed claim holds a live lease), a claim
-	// without the lock or the lease check hands the same rows out twice.
-	held, err := claimAtOnce(ctx, relays, n/len(relays))
-	if err != nil {
+	held := make([][]sut.Claimed, len(relays))
+	var errB error
+	inA.ArmFunc(fault.ClaimLocked, 1, func() error {
+		held[1], errB = relays[1].Claim(ctx, n/len(relays))
+		return errB
+	})
+	if held[0], err = relays[0].Claim(ctx, n/len(relays)); err != nil {
 		return err
 	}
-	overlap := len(held[0]) > 0 && len(held[1]) > 0
+	inA.Disarm(fault.ClaimLocked)
+	// Overlap: B's claim ran while A's was open, and both got rows.
+	overlap := inA.Hits(fault.ClaimLocked) == 1 && len(held[0]) > 0 && len(held[1]) > 0
 	// While every row is held, relay B tries to claim them all: a claim
 	// that honours live leases gets none, whatever the timing of phase 1.
 	again, err := relays[1].Claim(ctx, n)
@@ -142,24 +155,6 @@ func concurrentRelays(ctx context.Context, e *Env) error {
 	e.Result.Metric("sent", sent)
 	e.Result.Metric("effects", effects)
 	return nil
-}
-
-// claimAtOnce has every relay claim up to max rows at the same moment and
-// returns what each got.
-func claimAtOnce(ctx context.Context, relays []sut.Relay, max int) ([][]sut.Claimed, error) {
-	held := make([][]sut.Claimed, len(relays))
-	errs := make([]error, len(relays))
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i, r := range relays {
-		wg.Go(func() {
-			<-start
-			held[i], errs[i] = r.Claim(ctx, max)
-		})
-	}
-	close(start)
-	wg.Wait()
-	return held, errors.Join(errs...)
 }
 
 // doubleClaims counts the claims of a row whose previous claim was by

@@ -36,6 +36,14 @@ const (
 	// EffectCommitKilled: the consumer's connection is killed after its
 	// inserts, before its COMMIT reached the server.
 	EffectCommitKilled Point = "effect-commit-killed"
+
+	// ClaimLocked is not a fault but a place to interleave: the relay's
+	// claim transaction has selected (and, with FOR UPDATE SKIP LOCKED,
+	// locked) its due rows and not yet claimed them. concurrentRelays runs
+	// the other relay's whole claim there, so that the two claims overlap
+	// by construction, not by the luck of the scheduler. It has no row in
+	// the fault table: nothing fails there.
+	ClaimLocked Point = "claim-locked"
 )
 
 // Injection is how a fault is brought about.

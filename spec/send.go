@@ -19,9 +19,10 @@ func init() {
 		},
 		Scenario{
 			ID: "concurrentRelays", Suite: SuiteEXT, Boundary: BoundarySend,
-			Description: "8 orders; two relays claim 4 each at the same moment and hold them, so that both hold live claims at " +
-				"once (the verifier finds the scenario inconclusive when they did not); then one relay tries to claim all 8 while " +
-				"they are held and must get none; no row may be held by both",
+			Description: "8 orders; relay B claims 4 inside relay A's claim of 4, after A's select locked its rows and before A " +
+				"claims them, and both hold what they got, so that both hold live claims at once (the verifier finds the scenario " +
+				"inconclusive when they did not); then one relay tries to claim all 8 while they are held and must get none; no " +
+				"row may be held by both",
 			Metrics: []Metric{{"claims", ""}, {"doubleClaims", "0"}, {"overlap", ""}, {"sent", "8"}, {"effects", "8"}},
 			Needs:   []Feature{FeatureStepwiseRelay, FeatureClaimTokens},
 		},

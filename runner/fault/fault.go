@@ -23,6 +23,7 @@ const (
 	AfterOrderCommitBeforeOutbox  = spec.AfterOrderCommitBeforeOutbox
 	AfterClaimBeforePublish       = spec.AfterClaimBeforePublish
 	EffectCommitKilled            = spec.EffectCommitKilled
+	ClaimLocked                   = spec.ClaimLocked // an interleaving point, not a fault
 )
 
 // Points lists every point an in-process hook can fire at, sorted: the

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
+	"github.com/orderflow-audit/orderflow-audit/runner/fault"
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/plant"
 )
 
@@ -89,6 +90,11 @@ func (r *Relay) claimTx(ctx context.Context, max int) (out []Claimed, err error)
 	dues, err := r.selectDue(ctx, tx, max)
 	if err != nil {
 		return nil, err
+	}
+	// A scenario may run another relay's claim here, while this one
+	// holds the rows it selected (fault.ClaimLocked).
+	if err := r.cfg.Faults.Hit(fault.ClaimLocked); err != nil {
+		return nil, fmt.Errorf("claim: %w", err)
 	}
 	if len(dues) > 0 {
 		if out, err = r.claimRows(ctx, tx, dues); err != nil {
