@@ -154,7 +154,7 @@ func (c *Consumer) Close() {
 	c.closeOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), LeaveTimeout)
 		defer cancel()
-		c.cl.AllowRebalance() // leaving is a rebalance: a batch left unfinished must not block it
+		c.cl.AllowRebalance()           // leaving is a rebalance: a batch left unfinished must not block it
 		_ = c.cl.LeaveGroupContext(ctx) // a broker that is gone: the group times the member out
 		c.cl.Close()
 	})
