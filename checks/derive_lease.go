@@ -42,6 +42,27 @@ func init() {
 			f.lastMarkRows("staleMark", 1), f.deliveries("deliveries"), f.effects("effects"), f.rowState("state"),
 		}
 	}})
+	// batchSelfTakeover: staleMarks = marks that hit no row, marks =
+	// marks that hit one, over every token of every intent (a token's
+	// last mark).
+	derive("batchSelfTakeover", derivation{metrics: func(f facts) []metricValue {
+		sent, _ := f.sent()
+		n := f.m.Counts()
+		var stale, hit int64
+		for in := range f.m.Intents() {
+			for _, t := range f.m.Tokens(in.EventID) {
+				switch {
+				case !t.Marked:
+				case t.MarkRows == 0:
+					stale++
+				default:
+					hit++
+				}
+			}
+		}
+		return []metricValue{num("claims", n.Claims), num("selfTakeovers", n.SelfTakeovers), num("staleMarks", stale),
+			num("marks", hit), num("sent", sent), num("effects", n.Notifications)}
+	}})
 	// relayClockSkew: leasesOffClock = claims breaking lease-off-claim;
 	// steals = takeovers by another claim_id than the row's holder.
 	derive("relayClockSkew", derivation{metrics: func(f facts) []metricValue {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/orderflow-audit/orderflow-audit/runner/fault"
 	"github.com/orderflow-audit/orderflow-audit/runner/sut"
 )
 
@@ -12,6 +13,70 @@ import (
 func init() {
 	bind("selfTakeover", selfTakeover)
 	bind("relayClockSkew", relayClockSkew)
+	bind("batchSelfTakeover", batchSelfTakeover)
+}
+
+// batchSelfTakeover: relay A claims two intents in one round (RunOnce)
+// and publishes both; at its first pass of AfterPublishBeforeMark (armed
+// to act, not to crash) the first row's lease is aged by SQL and A takes
+// that row over itself (v2, the same claim_id). A's batch mark, one
+// compare-and-set over both rows with v1, must then hit the second row
+// only: a mark that checks less than the whole token, or that keeps
+// what a partial compare-and-set changed, reports the first as marked.
+// A publishes the first again under v2 and marks it.
+func batchSelfTakeover(ctx context.Context, e *Env) error {
+	topic, placed, err := e.startChain(ctx, "batchself", 2)
+	if err != nil {
+		return err
+	}
+	first := placed[0].EventID
+	inj := &fault.Injector{}
+	a, err := e.Relay("relay-a", topic, inj)
+	if err != nil {
+		return err
+	}
+	var takeover sut.Claimed
+	inj.ArmFunc(fault.AfterPublishBeforeMark, 1, func() error {
+		row, err := e.readOutbox(ctx, first)
+		if err != nil {
+			return err
+		}
+		held := sut.Claimed{ID: row.ID, EventID: first, OrderID: row.AggregateID, ClaimVersion: row.ClaimVersion, ClaimID: row.ClaimID.String}
+		if _, err := e.ExpireLease(ctx, held); err != nil {
+			return err
+		}
+		takeover, err = claimOne(ctx, a, first)
+		return err
+	})
+	res, err := a.RunOnce(ctx)
+	if err != nil {
+		return err
+	}
+	if inj.Hits(fault.AfterPublishBeforeMark) != 1 || takeover.EventID == "" {
+		return fmt.Errorf("relay A's round claimed %d intents and never reached its batch mark with them published", len(res.Claimed))
+	}
+	if _, _, err := a.Publish(ctx, takeover); err != nil {
+		return err
+	}
+	rows, err := a.Mark(ctx, takeover)
+	if err != nil {
+		return err
+	}
+	sent, effects, err := e.consumeAll(ctx, topic)
+	if err != nil {
+		return err
+	}
+	self := 0
+	if takeover.ClaimID == a.ClaimID() && takeover.ClaimVersion == 2 {
+		self = 1
+	}
+	e.Result.Metric("claims", len(res.Claimed)+1)
+	e.Result.Metric("selfTakeovers", self)
+	e.Result.Metric("staleMarks", res.LeaseLost)
+	e.Result.Metric("marks", int64(res.Marked)+rows)
+	e.Result.Metric("sent", sent)
+	e.Result.Metric("effects", effects)
+	return nil
 }
 
 // selfTakeover: relay A claims (v1) and publishes, then stalls past its

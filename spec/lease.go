@@ -16,6 +16,16 @@ func init() {
 			Needs: []Feature{FeatureStepwiseRelay, FeatureClaimTokens},
 		},
 		Scenario{
+			ID: "batchSelfTakeover", Suite: SuiteEXT, Boundary: BoundarySend,
+			Description: "2 orders; relay A claims both in one round and publishes both; between its publish and its batch " +
+				"mark the first lease runs out (aged by SQL) and A takes that row over itself (v2, the same claim_id); A's one " +
+				"compare-and-set over the batch, with v1 for both, must hit the second row only; A publishes the first again " +
+				"under v2 and marks it",
+			Metrics: []Metric{{"claims", "3"}, {"selfTakeovers", "1"}, {"staleMarks", "1"}, {"marks", "2"}, {"sent", "2"},
+				{"effects", "2"}},
+			Needs: []Feature{FeatureStepwiseRelay, FeatureClaimTokens},
+		},
+		Scenario{
 			ID: "relayClockSkew", Suite: SuiteEXT, Boundary: BoundarySend,
 			Description: "2 orders; a relay whose own clock is an hour ahead and one whose clock is an hour behind each claim " +
 				"one; every lease ends the configured lease after its claim on the database clock, so that neither relay can " +
