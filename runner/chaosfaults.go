@@ -3,10 +3,13 @@ package runner
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra"
@@ -219,24 +222,29 @@ func (cr *chaosRun) killConnection(ctx context.Context, f nemesis.Fault) (string
 	// Transactions last milliseconds: look for one for a little while.
 	deadline := time.Now().Add(connKillSearch)
 	for {
+		id, command, state, info, age = 0, sql.NullString{}, sql.NullString{}, sql.NullString{}, sql.NullInt64{}
 		err := cr.e.DB.QueryRowContext(ctx, `SELECT p.ID, p.COMMAND, p.STATE, p.INFO,
     TIMESTAMPDIFF(MICROSECOND, t.trx_started, NOW(6))
   FROM information_schema.PROCESSLIST p LEFT JOIN information_schema.INNODB_TRX t ON p.ID = t.trx_mysql_thread_id
   WHERE p.DB = ? AND p.ID <> CONNECTION_ID() AND (t.trx_id IS NOT NULL OR p.COMMAND <> 'Sleep')
   ORDER BY t.trx_id IS NULL, p.ID LIMIT 1`, cr.e.Scratch.Name).Scan(&id, &command, &state, &info, &age)
 		if err == nil {
-			break
-		}
-		if err != sql.ErrNoRows {
+			_, err = cr.e.DB.ExecContext(ctx, "KILL CONNECTION "+fmt.Sprint(id))
+			var me *mysql.MySQLError
+			if err == nil {
+				break
+			}
+			if !errors.As(err, &me) || me.Number != errNoSuchThread {
+				return "", fmt.Errorf("kill connection %d: %w", id, err)
+			}
+			// It closed between the look-up and the KILL: look again.
+		} else if err != sql.ErrNoRows {
 			return "", fmt.Errorf("find a connection in a transaction: %w", err)
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			return "", nil // no transaction open meanwhile: nothing to kill
 		}
 		time.Sleep(2 * time.Millisecond)
-	}
-	if _, err := cr.e.DB.ExecContext(ctx, "KILL CONNECTION "+fmt.Sprint(id)); err != nil {
-		return "", fmt.Errorf("kill connection %d: %w", id, err)
 	}
 	what := info.String
 	if what == "" {
@@ -249,6 +257,10 @@ func (cr *chaosRun) killConnection(ctx context.Context, f nemesis.Fault) (string
 	return fmt.Sprintf("KILL CONNECTION %d, %s, command %s, state %q: %s",
 		id, trx, command.String, state.String, clip(what, 200)), nil
 }
+
+// errNoSuchThread is the server's answer to a KILL of a connection that
+// is gone (ER_NO_SUCH_THREAD, "Unknown thread id").
+const errNoSuchThread = 1094
 
 // connKillSearch is how long conn-kill looks for an open transaction.
 const connKillSearch = 500 * time.Millisecond

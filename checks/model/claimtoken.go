@@ -41,6 +41,13 @@ func (m *Model) stepClaim(e *evidence.Event, src Source) {
 	}
 	in.touched = true
 	v := val(e.ClaimVersion)
+	if v <= in.claimVersion && m.fillClaimGap(in, e, v, src) {
+		return
+	}
+	gap := v > in.claimVersion+1 && e.StateBefore == evidence.StateClaimed
+	if gap {
+		m.openClaimGap(in, e, v, src)
+	}
 	if in.state == evidence.StateSent {
 		m.violate(RuleClaimOnLiveLease, src, e.EventID, "claim v%d of %s, which is already SENT", v, e.EventID)
 	} else if in.state == evidence.StateClaimed && !in.leaseExpired && in.leaseUntil > e.Time.UnixNano() {
@@ -52,11 +59,11 @@ func (m *Model) stepClaim(e *evidence.Event, src Source) {
 			m.doubleClaims++
 		}
 	}
-	if v != in.claimVersion+1 {
+	if v != in.claimVersion+1 && !gap {
 		m.violate(RuleClaimVersionSkew, src, e.EventID, "claim of %s has claim_version %d, want %d (the row's + 1)",
 			e.EventID, v, in.claimVersion+1)
 	}
-	if e.StateBefore != in.state {
+	if e.StateBefore != in.state && !gap {
 		m.violate(RuleClaimStateMismatch, src, e.EventID, "claim of %s says state_before %s, the row was %s",
 			e.EventID, e.StateBefore, in.state)
 	}

@@ -2,8 +2,10 @@ package model
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 )
@@ -27,6 +29,106 @@ type logOrder struct {
 	// waitingRejects: inbox_reject events with no inbox row yet, by inbox
 	// key.
 	waitingRejects map[inboxKey][]waiting
+	// claimGaps: takeovers logged before the claims they took over, by
+	// event id.
+	claimGaps map[string]*claimGap
+}
+
+// A relay logs its claim after the claim's COMMIT; stopped in between (a
+// pause, a slow process) it writes the line after another relay's
+// takeover of the same row, once the first lease ran out, and maybe after
+// that relay's mark. The database numbered the claims (claim_version): a
+// takeover whose claim_version skips versions the history has not shown
+// yet, with state_before CLAIMED, waits for the missing claims' lines;
+// each, when it comes, is checked where the database put it: its
+// state_before is the row's before the gap, its lease had run out when
+// the takeover came (claim-on-live-lease), the takeover's lease is later
+// (takeover-old-lease). A gap still open at the end is the claim-version
+// skew it looked like (claim-version-skew, claim-state-mismatch).
+
+// claimGap is a takeover that skipped claim versions.
+type claimGap struct {
+	missing     []int64 // the claim versions not yet shown, ascending
+	from, to    int64   // the first and the last version skipped
+	stateBefore string  // the row's state before the first of them
+	// the takeover that skipped them: its time, lease, claim id, actor
+	at, leaseUntil int64
+	claimID, actor string
+	src            Source
+	message        string
+}
+
+// openClaimGap: e, a claim of in with state_before CLAIMED, skipped the
+// versions between the row's and v.
+func (m *Model) openClaimGap(in *intent, e *evidence.Event, v int64, src Source) {
+	g := &claimGap{from: in.claimVersion + 1, to: v - 1, stateBefore: in.state, at: e.Time.UnixNano(), leaseUntil: val(e.LeaseUntil).UnixNano(),
+		claimID: m.intern(e.ClaimID), actor: m.intern(e.Actor), src: src,
+		message: fmt.Sprintf("claim of %s has claim_version %d and state_before %s, but the history shows the row at claim_version %d, %s, "+
+			"and no line of the claims between", e.EventID, v, e.StateBefore, in.claimVersion, in.state)}
+	for w := in.claimVersion + 1; w < v; w++ {
+		g.missing = append(g.missing, w)
+	}
+	if m.claimGaps == nil {
+		m.claimGaps = map[string]*claimGap{}
+	}
+	m.claimGaps[in.id] = g
+}
+
+// fillClaimGap: e is a claim of version v at or below the row's; when v
+// is a version a takeover skipped, it is that claim's late line: checked
+// in its place and taken as a token of the row, which stays as it is. It
+// tells whether it was.
+func (m *Model) fillClaimGap(in *intent, e *evidence.Event, v int64, src Source) bool {
+	g := m.claimGaps[in.id]
+	if g == nil {
+		return false
+	}
+	i := slices.Index(g.missing, v)
+	if i < 0 {
+		return false
+	}
+	g.missing = slices.Delete(g.missing, i, i+1)
+	want := evidence.StateClaimed
+	if v == g.from {
+		want = g.stateBefore
+	}
+	if e.StateBefore != want {
+		m.violate(RuleClaimStateMismatch, src, e.EventID, "claim v%d of %s (logged after its takeover) says state_before %s, the row was %s",
+			v, e.EventID, e.StateBefore, want)
+	}
+	until := val(e.LeaseUntil)
+	if until.UnixNano() > g.at {
+		m.violate(RuleClaimOnLiveLease, g.src, e.EventID,
+			"takeover of %s by %s at %s while v%d of %s (its line logged later) held a live lease until %s",
+			e.EventID, g.actor, time.Unix(0, g.at).UTC().Format(time.RFC3339Nano), v, e.Actor, until.Format(time.RFC3339Nano))
+		if g.actor != m.intern(e.Actor) {
+			m.doubleClaims++
+		}
+	}
+	if e.LeaseMS != nil {
+		// The line came late: its lease may start long before it, never after.
+		if d := until.Add(-time.Duration(*e.LeaseMS) * time.Millisecond).Sub(e.Time); d > LeaseTolerance {
+			m.leasesOffClaim++
+			m.violate(RuleLeaseOffClaim, src, e.EventID, "claim v%d of %s at %s has lease_until %s: a lease of %d ms starting %s after the line that logs it",
+				v, e.EventID, e.Time.Format(time.RFC3339Nano), until.Format(time.RFC3339Nano), *e.LeaseMS, d)
+		}
+	}
+	if v == g.to {
+		// the takeover took the row over from this claim
+		m.takeovers++
+		if g.claimID == m.intern(e.ClaimID) {
+			m.selfTakeovers++
+		}
+		if g.leaseUntil <= until.UnixNano() {
+			m.violate(RuleTakeoverOldLease, g.src, e.EventID, "takeover of %s has lease_until %s, not after the lease %s of the claim v%d it replaces",
+				e.EventID, time.Unix(0, g.leaseUntil).UTC().Format(time.RFC3339Nano), until.Format(time.RFC3339Nano), v)
+		}
+	}
+	if len(g.missing) == 0 {
+		delete(m.claimGaps, in.id)
+	}
+	in.insertToken(v, m.intern(e.ClaimID)).Claimed = true
+	return true
 }
 
 // waiting is an event that waits for its cause.
@@ -92,6 +194,15 @@ func (m *Model) checkWaiting(truncated bool) {
 	for _, id := range ids {
 		w := m.provisional[id]
 		m.report(truncated, RuleUnknownIntent, w.src, id, "%s", w.message)
+	}
+	gapIDs := make([]string, 0, len(m.claimGaps))
+	for id := range m.claimGaps {
+		gapIDs = append(gapIDs, id)
+	}
+	slices.SortFunc(gapIDs, func(a, b string) int { return cmpSource(m.claimGaps[a].src, m.claimGaps[b].src) })
+	for _, id := range gapIDs {
+		g := m.claimGaps[id]
+		m.report(truncated, RuleClaimVersionSkew, g.src, id, "%s", g.message)
 	}
 	keys := make([]inboxKey, 0, len(m.waitingRejects))
 	for k := range m.waitingRejects {

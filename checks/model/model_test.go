@@ -147,3 +147,38 @@ func TestConcurrentStock(t *testing.T) {
 		t.Fatalf("stock = %d; want 7 (the lowest reported)", got)
 	}
 }
+
+// TestLateClaimLine: a claim whose line came after the takeover of its
+// row (its relay stopped between the COMMIT and the line) is checked where
+// the database put it. The two histories under testdata/late break two
+// rules each, which a late line cannot avoid: a lease that starts after
+// its own late line was live at the takeover; a takeover whose lease is
+// not later than the late claim's ended before the takeover's line.
+func TestLateClaimLine(t *testing.T) {
+	for _, tc := range []struct {
+		dir  string
+		want []string
+	}{
+		{"testdata/late/lease-off-claim--late-line", []string{"claim-on-live-lease", "lease-off-claim"}},
+		{"testdata/late/takeover-old-lease--late-line", []string{"lease-off-claim", "takeover-old-lease"}},
+	} {
+		m := replay(t, modeltest.Load(t, tc.dir), nil)
+		if got := reported(m); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: rules = %v, want %v", tc.dir, got, tc.want)
+		}
+		if n := m.Counts().Takeovers; n != 1 {
+			t.Errorf("%s: %d takeovers counted, want 1 (the takeover of the late claim)", tc.dir, n)
+		}
+	}
+	m := replay(t, modeltest.Load(t, histories+"/ok-claim-line-after-takeover"), nil)
+	if c := m.Counts(); c.Takeovers != 1 || c.SelfTakeovers != 0 || c.Claims != 2 {
+		t.Errorf("ok-claim-line-after-takeover: %d claims, %d takeovers (%d self), want 2, 1, 0", c.Claims, c.Takeovers, c.SelfTakeovers)
+	}
+	var versions []int64
+	for _, tk := range m.Tokens("e-1") {
+		versions = append(versions, tk.Version)
+	}
+	if !slices.Equal(versions, []int64{1, 2}) {
+		t.Errorf("tokens of e-1 in versions %v, want [1 2] (claim order, the late line's in its place)", versions)
+	}
+}

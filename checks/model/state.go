@@ -1,6 +1,8 @@
 package model
 
 import (
+	"cmp"
+	"slices"
 	"strings"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
@@ -89,6 +91,18 @@ func (in *eventState) addToken(version int64, id string) *Token {
 	}
 	in.tokens = append(in.tokens, Token{Version: version, ID: id})
 	return &in.tokens[len(in.tokens)-1]
+}
+
+// insertToken is addToken for a token whose line came after a later
+// claim's: it goes in version order, so that the tokens stay in claim
+// order.
+func (in *eventState) insertToken(version int64, id string) *Token {
+	if ts := in.token(version, id); ts != nil {
+		return ts
+	}
+	i, _ := slices.BinarySearchFunc(in.tokens, version, func(t Token, v int64) int { return cmp.Compare(t.Version, v) })
+	in.tokens = slices.Insert(in.tokens, i, Token{Version: version, ID: id})
+	return &in.tokens[i]
 }
 
 // observed holds what only a few event ids have: a seed and observations.
