@@ -84,18 +84,36 @@ func (m *Model) stepClaim(e *evidence.Event, src Source) {
 // the claim.
 func (m *Model) claimLease(in *intent, e *evidence.Event, src Source) {
 	until := val(e.LeaseUntil)
+	// The claim happened after its relay's previous line and before this
+	// one, which may come late (the relay stopped after the COMMIT): its
+	// lease is held to the earliest the claim can have been. A relay's
+	// first line has no previous one: the claim is then held to its line.
+	earliest := e.Time
+	if t, ok := m.lastLine[e.Actor]; ok {
+		earliest = time.Unix(0, t).UTC()
+	}
+	when := "it"
+	if !earliest.Equal(e.Time) {
+		when = "the line before it of " + e.Actor + " (" + earliest.Format(time.RFC3339Nano) + ")"
+	}
 	switch {
-	case !until.After(e.Time):
+	case !until.After(earliest):
 		m.leasesOffClaim++
-		m.violate(RuleLeaseOffClaim, src, e.EventID, "claim v%d of %s at %s has a lease that ended at %s, before it",
-			val(e.ClaimVersion), e.EventID, e.Time.Format(time.RFC3339Nano), until.Format(time.RFC3339Nano))
+		m.violate(RuleLeaseOffClaim, src, e.EventID, "claim v%d of %s at %s has a lease that ended at %s, before %s",
+			val(e.ClaimVersion), e.EventID, e.Time.Format(time.RFC3339Nano), until.Format(time.RFC3339Nano), when)
 	case e.LeaseMS != nil:
 		start := until.Add(-time.Duration(*e.LeaseMS) * time.Millisecond)
-		if d := start.Sub(e.Time); d > LeaseTolerance || d < -LeaseTolerance {
+		var off time.Duration // how far the lease starts outside [earliest, its line]
+		if d := start.Sub(e.Time); d > LeaseTolerance {
+			off = d
+		} else if d := start.Sub(earliest); d < -LeaseTolerance {
+			off = d
+		}
+		if off != 0 {
 			m.leasesOffClaim++
 			m.violate(RuleLeaseOffClaim, src, e.EventID,
 				"claim v%d of %s at %s has lease_until %s: a lease of %d ms starting %s from the claim, not on the clock of the claim",
-				val(e.ClaimVersion), e.EventID, e.Time.Format(time.RFC3339Nano), until.Format(time.RFC3339Nano), *e.LeaseMS, d)
+				val(e.ClaimVersion), e.EventID, e.Time.Format(time.RFC3339Nano), until.Format(time.RFC3339Nano), *e.LeaseMS, off)
 		}
 	}
 	if in.state != evidence.StateClaimed {

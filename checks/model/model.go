@@ -91,6 +91,10 @@ type Model struct {
 
 	chaosState // the chaos scenario's figures (chaos.go)
 	logOrder   // events waiting for their cause (logorder.go)
+
+	// lastLine is each actor's latest line's time (unix nanoseconds), by
+	// interned actor name: what it did next happened after it.
+	lastLine map[string]int64
 }
 
 // New returns the empty state of a scenario that declares faultPoints (as
@@ -192,7 +196,19 @@ func (m *Model) Step(e *evidence.Event, src Source) {
 	if h := handlers[e.Kind]; h != nil {
 		h(m, e, src)
 	}
+	if len(m.lastLine) < maxActors {
+		if m.lastLine == nil {
+			m.lastLine = map[string]int64{}
+		}
+		m.lastLine[m.intern(e.Actor)] = e.Time.UnixNano()
+	} else if _, ok := m.lastLine[e.Actor]; ok {
+		m.lastLine[e.Actor] = e.Time.UnixNano()
+	}
 }
+
+// maxActors bounds lastLine: a history with more actor names than that
+// keeps the first ones'.
+const maxActors = 4096
 
 // setKeyIntent makes in the scenario's intent e when there is none yet.
 func (m *Model) setKeyIntent(in *intent) {
