@@ -31,13 +31,17 @@ const (
 
 // Orders starts the order service on a loopback HTTP server for this
 // scenario and returns a client for it.
-func (e *Env) Orders() (*orders.Client, error) {
-	log, err := e.ActorLog("orders")
+func (e *Env) Orders() (*orders.Client, error) { return e.OrdersReplica("orders") }
+
+// OrdersReplica is Orders for another replica of the order service, named
+// actor: its own process state (its in-flight guard), the same database.
+func (e *Env) OrdersReplica(actor string) (*orders.Client, error) {
+	log, err := e.ActorLog(actor)
 	if err != nil {
 		return nil, err
 	}
 	svc, err := e.SUT.NewOrders(sut.OrdersConfig{
-		Actor: sut.Actor{DB: e.DB, Log: log, Name: "orders", Plant: e.Plant, Faults: e.Faults}, Secret: e.Secret,
+		Actor: sut.Actor{DB: e.DB, Log: log, Name: actor, Plant: e.Plant, Faults: e.Faults}, Secret: e.Secret,
 	})
 	if err != nil {
 		return nil, err

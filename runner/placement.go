@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"time"
 
+	"github.com/orderflow-audit/orderflow-audit/runner/fault"
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/orders"
 )
 
@@ -166,13 +168,31 @@ func answered(results []orders.Result) int {
 	return n
 }
 
+// concurrentDuplicates sends 10 requests with one key at once to two
+// replicas of the order service, 5 each. Each replica lets one request of
+// a key in at a time (its in-flight guard); the first request of each
+// replica that finds no idempotency record waits at fault.IdemChecked for
+// the other's, so that two order transactions with one key race in the
+// database, where only the unique key on (principal, idem_key) stops the
+// second.
 func concurrentDuplicates(ctx context.Context, e *Env) error {
 	const n = 10
 	cl, err := e.setupOrders(ctx, 100)
 	if err != nil {
 		return err
 	}
-	results, err := e.concurrently(n, func(int) (orders.Result, error) { return e.placeOne(ctx, cl, "dup-key", 1) })
+	cl2, err := e.OrdersReplica("orders-b")
+	if err != nil {
+		return err
+	}
+	if e.Faults == nil {
+		e.Faults = &fault.Injector{}
+	}
+	e.Faults.ArmFunc(fault.IdemChecked, 2, barrier(2, 2*time.Second))
+	defer e.Faults.Disarm(fault.IdemChecked)
+	results, err := e.concurrently(n, func(i int) (orders.Result, error) {
+		return e.placeOne(ctx, []*orders.Client{cl, cl2}[i%2], "dup-key", 1)
+	})
 	if err != nil {
 		return err
 	}
@@ -197,6 +217,26 @@ func concurrentDuplicates(ctx context.Context, e *Env) error {
 	e.Result.Metric("distinctOrderIds", len(ids))
 	e.Result.Metric("created", created)
 	return nil
+}
+
+// barrier returns a function that returns once n callers called it, or
+// after wait (the callers that came are then let go).
+func barrier(n int, wait time.Duration) func() error {
+	var mu sync.Mutex
+	came := 0
+	all := make(chan struct{})
+	return func() error {
+		mu.Lock()
+		if came++; came == n {
+			close(all)
+		}
+		mu.Unlock()
+		select {
+		case <-all:
+		case <-time.After(wait):
+		}
+		return nil
+	}
 }
 
 func insufficientStock(ctx context.Context, e *Env) error {

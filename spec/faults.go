@@ -44,6 +44,13 @@ const (
 	// by construction, not by the luck of the scheduler. It has no row in
 	// the fault table: nothing fails there.
 	ClaimLocked Point = "claim-locked"
+	// IdemChecked is the other interleaving point: the order service
+	// looked its idempotency record up and found none, and has not begun
+	// the order transaction. concurrentDuplicates holds two replicas of the
+	// service there until both arrived, so that two transactions with one
+	// key race in the database, where only its unique key can stop the
+	// second (each replica's own in-flight guard cannot).
+	IdemChecked Point = "idem-checked"
 )
 
 // Injection is how a fault is brought about.

@@ -14,7 +14,8 @@ func init() {
 			Metric{"idemRows", "1"}),
 		u79("keyReuseOtherBody", "the same key with another body: 422, no writes",
 			Metric{"status", "422"}, Metric{"orders", "1"}, Metric{"idemRows", "1"}),
-		u79("concurrentDuplicates", "10 concurrent requests with one key create exactly one order",
+		u79("concurrentDuplicates", "10 concurrent requests with one key to two replicas of the order service, two of them racing in the database, "+
+			"create exactly one order",
 			Metric{"requests", "10"}, Metric{"orders", "1"}, Metric{"distinctOrderIds", "1"}, Metric{"created", "1"}),
 		u79("insufficientStock", "quantity 2 against stock 1: 409, the transaction rolls back",
 			Metric{"status", "409"}, Metric{"stock", "1"}, Metric{"orders", "0"}, Metric{"idemRows", "0"}),

@@ -24,6 +24,7 @@ const (
 	AfterClaimBeforePublish       = spec.AfterClaimBeforePublish
 	EffectCommitKilled            = spec.EffectCommitKilled
 	ClaimLocked                   = spec.ClaimLocked // an interleaving point, not a fault
+	IdemChecked                   = spec.IdemChecked // an interleaving point, not a fault
 )
 
 // Points lists every point an in-process hook can fire at, sorted: the

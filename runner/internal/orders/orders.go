@@ -284,6 +284,10 @@ func (s *Service) handleAs(r *http.Request, principal string) outcome {
 	} else if found {
 		return o
 	}
+	// A scenario may hold requests here (fault.IdemChecked).
+	if err := s.cfg.Faults.Hit(fault.IdemChecked); err != nil {
+		return rejected(http.StatusInternalServerError, key, "internal error", err.Error())
+	}
 	return s.place(ctx, principal, key, fp, req)
 }
 
