@@ -44,6 +44,24 @@ func init() {
 		},
 		injected: faultHit(spec.EffectCommitKilled, spec.EffectInsertError),
 	})
+	// replayCrash: rolledBack; committedAtFailure as in effectDbError;
+	// resumedAt = consumer-2's first receive; effects; lag.
+	derive("replayCrash", derivation{
+		metrics: func(f facts) []metricValue {
+			n := f.m.Counts()
+			at := unknown("committedAtFailure", "no fault at "+string(spec.EffectInsertError)+" naming an unsettled record")
+			if c, ok := f.m.CommittedAtFault(string(spec.EffectInsertError)); ok {
+				at = num("committedAtFailure", c)
+			}
+			resumed := unknown("resumedAt", "consumer-2 received no record")
+			if ps := f.m.Member("consumer-2"); len(ps) == 1 && ps[0].FirstReceived >= 0 {
+				resumed = num("resumedAt", ps[0].FirstReceived)
+			}
+			return []metricValue{num("rolledBack", n.RolledBackEffects), at, resumed, num("effects", n.Notifications),
+				num("lag", n.Lag)}
+		},
+		injected: faultHit(spec.EffectInsertError, spec.AfterEffectBeforeOffsetCommit),
+	})
 	// consumerRestart: duplicates = inbox_reject events; committed =
 	// consumer-1's last offset_commit; resumedAt = consumer-2's first
 	// receive; replays; effects; lag.

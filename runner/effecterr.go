@@ -16,7 +16,10 @@ import (
 
 // Database errors inside the consumer's effect transaction
 // (spec/consumer.go).
-func init() { bind("effectDbError", effectDbError) }
+func init() {
+	bind("effectDbError", effectDbError)
+	bind("replayCrash", replayCrash)
+}
 
 // The trigger effectDbError puts on notification: it refuses the effect
 // insert of one event id (interpolated: DDL takes no placeholders, and the
@@ -167,5 +170,93 @@ func (e *Env) measureEffectDbError(ctx context.Context, topic, group string, st 
 	e.Result.Metric("replays", int64(st.Received)-end)
 	e.Result.Metric("effects", effects)
 	e.Result.Metric("lag", end-committed)
+	return nil
+}
+
+// replayCrash: 2 orders, one partition, one batch. A trigger refuses e-1's
+// effect insert: the consumer rolls the transaction back and rewinds; its
+// next poll hands it both records again, and it stops (a simulated crash)
+// after e-1's replayed effect committed, before that offset commit. The
+// group must still be at e-1: consumer-2 resumes there (its inbox rejects
+// e-1) and applies e-2. A consumer that commits past the failed record
+// before its replay settled it (skipping it, or committing the batch it
+// rewound) leaves e-2, or e-1, without its effect.
+func replayCrash(ctx context.Context, e *Env) error {
+	topic, placed, err := e.startChain(ctx, "rcrash", 2)
+	if err != nil {
+		return err
+	}
+	refused := placed[0].EventID
+	if !eventIDRE.MatchString(refused) {
+		return fmt.Errorf("event id %q cannot go into a trigger", refused)
+	}
+	if _, err := e.DB.ExecContext(ctx, fmt.Sprintf(qRefuseEffect, refused)); err != nil {
+		return fmt.Errorf("create trigger: %w", err)
+	}
+	e.Defer(func() { _, _ = e.DB.ExecContext(context.WithoutCancel(ctx), qDropRefuse) })
+	r, err := e.Relay("relay-a", topic, nil)
+	if err != nil {
+		return err
+	}
+	if _, err := r.RunOnce(ctx); err != nil {
+		return err
+	}
+	group := "notify-" + e.RunID
+	faults := &fault.Injector{}
+	faults.Arm(fault.AfterEffectBeforeOffsetCommit, fault.Crash, 1)
+	c1, err := e.Consumer(ctx, "consumer-1", topic, group, faults)
+	if err != nil {
+		return err
+	}
+	st, err := e.poll(ctx, c1, func(s sut.ConsumerStats) bool { return s.EffectsRolledBack >= 1 })
+	if err != nil {
+		return err
+	}
+	atFailure, err := e.Kafka.Committed(ctx, group, topic)
+	if err != nil {
+		return err
+	}
+	if _, err := e.DB.ExecContext(ctx, qDropRefuse); err != nil {
+		return fmt.Errorf("drop trigger: %w", err)
+	}
+	if err := e.Emit(evidence.Event{Kind: evidence.KindFault, Point: string(spec.EffectInsertError), EventID: refused,
+		Detail: fmt.Sprintf("a trigger on notification refused the effect insert of %s after its inbox insert; the group had "+
+			"committed offset %d; the trigger is dropped now", refused, atFailure)}); err != nil {
+		return err
+	}
+	if _, err := e.poll(ctx, c1, func(s sut.ConsumerStats) bool { return s.Effects >= 1 }); !errors.Is(err, fault.ErrCrash) {
+		return fmt.Errorf("consumer 1 did not stop between its replayed effect and its offset commit: %v", err)
+	}
+	c1.Close()
+	committed, err := e.Kafka.Committed(ctx, group, topic)
+	if err != nil {
+		return err
+	}
+	c2, err := e.Consumer(ctx, "consumer-2", topic, group, nil)
+	if err != nil {
+		return err
+	}
+	end, err := e.Kafka.EndOffset(ctx, topic)
+	if err != nil {
+		return err
+	}
+	second, err := e.poll(ctx, c2, func(s sut.ConsumerStats) bool { return int64(s.Received) >= end-committed })
+	if err != nil {
+		return err
+	}
+	c2.Close()
+	after, err := e.Kafka.Committed(ctx, group, topic)
+	if err != nil {
+		return err
+	}
+	effects, err := e.Count(ctx, "notification", "")
+	if err != nil {
+		return err
+	}
+	e.Result.Metric("rolledBack", st.EffectsRolledBack)
+	e.Result.Metric("committedAtFailure", atFailure)
+	e.Result.Metric("resumedAt", end-int64(second.Received))
+	e.Result.Metric("effects", effects)
+	e.Result.Metric("lag", end-after)
 	return nil
 }

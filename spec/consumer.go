@@ -25,6 +25,16 @@ func init() {
 			Needs: []Feature{FeatureFaultHooks},
 		},
 		Scenario{
+			ID: "replayCrash", Suite: SuiteEXT, Boundary: BoundaryAck,
+			Faults: []FaultRef{{EffectInsertError, InjectSQL}, {AfterEffectBeforeOffsetCommit, InjectHook}},
+			Description: "2 orders in one batch: a trigger refuses e-1's effect insert, the consumer rolls back and rewinds; " +
+				"replaying both, it stops after e-1's effect and before that offset commit; consumer-2 of the group resumes at " +
+				"e-1 (a duplicate for its inbox) and applies e-2: nothing the crashed member polled was committed for it",
+			Metrics: []Metric{{"rolledBack", "1"}, {"committedAtFailure", "0"}, {"resumedAt", "0"}, {"effects", "2"},
+				{"lag", "0"}},
+			Needs: []Feature{FeatureFaultHooks},
+		},
+		Scenario{
 			ID: "consumerRestart", Suite: SuiteEXT, Boundary: BoundaryAck,
 			Description: "2 orders, the second published twice (a duplicate record); consumer-1 applies both, its inbox rejects " +
 				"the duplicate, it commits every offset and stops; a third order is published; consumer-2 of the same group " +
