@@ -156,15 +156,19 @@ func TestConcurrentStock(t *testing.T) {
 // not later than the late claim's ended before the takeover's line.
 func TestLateClaimLine(t *testing.T) {
 	for _, tc := range []struct {
-		dir  string
-		want []string
+		dir    string
+		want   []string
+		double int64
 	}{
-		{"testdata/late/lease-off-claim--late-line", []string{"claim-on-live-lease", "lease-off-claim"}},
-		{"testdata/late/takeover-old-lease--late-line", []string{"lease-off-claim", "takeover-old-lease"}},
+		{"testdata/late/lease-off-claim--late-line", []string{"claim-on-live-lease", "lease-off-claim"}, 1},
+		{"testdata/late/takeover-old-lease--late-line", []string{"lease-off-claim", "takeover-old-lease"}, 0},
 	} {
 		m := replay(t, modeltest.Load(t, tc.dir), nil)
 		if got := reported(m); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: rules = %v, want %v", tc.dir, got, tc.want)
+		}
+		if n := m.Counts().DoubleClaims; n != tc.double {
+			t.Errorf("%s: %d double claims, want %d", tc.dir, n, tc.double)
 		}
 		if n := m.Counts().Takeovers; n != 1 {
 			t.Errorf("%s: %d takeovers counted, want 1 (the takeover of the late claim)", tc.dir, n)
