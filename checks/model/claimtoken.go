@@ -84,10 +84,12 @@ func (m *Model) stepClaim(e *evidence.Event, src Source) {
 // the claim.
 func (m *Model) claimLease(in *intent, e *evidence.Event, src Source) {
 	until := val(e.LeaseUntil)
-	// The claim happened after its relay's previous line and before this
-	// one, which may come late (the relay stopped after the COMMIT): its
-	// lease is held to the earliest the claim can have been. A relay's
-	// first line has no previous one: the claim is then held to its line.
+	// The claim happened after its relay's last line before the claim's
+	// transaction (its last line that is not a claim: the claims of one
+	// transaction are all logged after its COMMIT) and before this one,
+	// which may come late (the relay stopped after the COMMIT): its lease
+	// is held to the earliest the claim can have been. Without such a
+	// line the claim is held to its own line.
 	earliest := e.Time
 	if t, ok := m.lastLine[e.Actor]; ok {
 		earliest = time.Unix(0, t).UTC()

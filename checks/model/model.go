@@ -92,8 +92,9 @@ type Model struct {
 	chaosState // the chaos scenario's figures (chaos.go)
 	logOrder   // events waiting for their cause (logorder.go)
 
-	// lastLine is each actor's latest line's time (unix nanoseconds), by
-	// interned actor name: what it did next happened after it.
+	// lastLine is each actor's latest line's time (unix nanoseconds) other
+	// than a claim, by interned actor name: what it did next happened
+	// after it (claimLease).
 	lastLine map[string]int64
 }
 
@@ -195,6 +196,12 @@ func (m *Model) Step(e *evidence.Event, src Source) {
 	m.events++
 	if h := handlers[e.Kind]; h != nil {
 		h(m, e, src)
+	}
+	if e.Kind == evidence.KindClaim {
+		// A relay logs the claims of one transaction one after the other,
+		// all after its COMMIT: none of them bounds when the next was
+		// made. Its last other line came before the transaction.
+		return
 	}
 	if len(m.lastLine) < maxActors {
 		if m.lastLine == nil {
