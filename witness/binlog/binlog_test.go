@@ -230,7 +230,8 @@ func wantChain() [][]change {
 	stock2 := map[string]binlog.Value{"sku": "sku-2", "quantity": int64(5), "price_cents": int64(100)}
 	outbox := map[string]binlog.Value{"id": int64(1), "event_id": "e-1", "aggregate_id": int64(1),
 		"aggregate_version": int64(1), "payload": `{"orderId":1,"sku":"sku-1","quantity":2}`, "state": "PENDING",
-		"claim_version": int64(0), "claim_id": nil, "lease_until": nil, "created_at": anyTime, "sent_at": nil}
+		"claim_version": int64(0), "claim_id": nil, "lease_until": nil, "created_at": anyTime, "sent_at": nil,
+		"changed_at": anyTime}
 	claimed := with(outbox, "state", "CLAIMED", "claim_version", int64(1), "claim_id", "c-1",
 		"lease_until", time.Date(2030, 1, 2, 3, 4, 5, 678901000, time.UTC))
 	return [][]change{
