@@ -35,11 +35,7 @@ func init() {
 	derive("effectDbError", derivation{
 		metrics: func(f facts) []metricValue {
 			n := f.m.Counts()
-			at := unknown("committedAtFailure", "no fault at "+string(spec.EffectInsertError)+" naming an unsettled record")
-			if c, ok := f.m.CommittedAtFault(string(spec.EffectInsertError)); ok {
-				at = num("committedAtFailure", c)
-			}
-			return []metricValue{num("rolledBack", n.RolledBackEffects), num("commitUnknown", n.UnknownCommits), at,
+			return []metricValue{num("rolledBack", n.RolledBackEffects), num("commitUnknown", n.UnknownCommits), committedAtFailure(f),
 				num("replays", n.Replays), num("effects", n.Notifications), num("lag", n.Lag)}
 		},
 		injected: faultHit(spec.EffectCommitKilled, spec.EffectInsertError),
@@ -49,15 +45,7 @@ func init() {
 	derive("replayCrash", derivation{
 		metrics: func(f facts) []metricValue {
 			n := f.m.Counts()
-			at := unknown("committedAtFailure", "no fault at "+string(spec.EffectInsertError)+" naming an unsettled record")
-			if c, ok := f.m.CommittedAtFault(string(spec.EffectInsertError)); ok {
-				at = num("committedAtFailure", c)
-			}
-			resumed := unknown("resumedAt", "consumer-2 received no record")
-			if ps := f.m.Member("consumer-2"); len(ps) == 1 && ps[0].FirstReceived >= 0 {
-				resumed = num("resumedAt", ps[0].FirstReceived)
-			}
-			return []metricValue{num("rolledBack", n.RolledBackEffects), at, resumed, num("effects", n.Notifications),
+			return []metricValue{num("rolledBack", n.RolledBackEffects), committedAtFailure(f), resumedAt(f), num("effects", n.Notifications),
 				num("lag", n.Lag)}
 		},
 		injected: faultHit(spec.EffectInsertError, spec.AfterEffectBeforeOffsetCommit),
@@ -72,12 +60,25 @@ func init() {
 			if ps := f.m.Member("consumer-1"); len(ps) == 1 && ps[0].LastCommitted >= 0 {
 				committed = num("committed", ps[0].LastCommitted)
 			}
-			resumed := unknown("resumedAt", "consumer-2 received no record")
-			if ps := f.m.Member("consumer-2"); len(ps) == 1 && ps[0].FirstReceived >= 0 {
-				resumed = num("resumedAt", ps[0].FirstReceived)
-			}
-			return []metricValue{num("duplicates", n.InboxRejects), committed, resumed, num("replays", n.Replays),
+			return []metricValue{num("duplicates", n.InboxRejects), committed, resumedAt(f), num("replays", n.Replays),
 				num("effects", n.Notifications), num("lag", n.Lag)}
 		},
 	})
+}
+
+// committedAtFailure: the offset the group had committed when the trigger's
+// fault (effect-insert-error) was recorded, its record unsettled.
+func committedAtFailure(f facts) metricValue {
+	if c, ok := f.m.CommittedAtFault(string(spec.EffectInsertError)); ok {
+		return num("committedAtFailure", c)
+	}
+	return unknown("committedAtFailure", "no fault at "+string(spec.EffectInsertError)+" naming an unsettled record")
+}
+
+// resumedAt: the offset of consumer-2's first receive.
+func resumedAt(f facts) metricValue {
+	if ps := f.m.Member("consumer-2"); len(ps) == 1 && ps[0].FirstReceived >= 0 {
+		return num("resumedAt", ps[0].FirstReceived)
+	}
+	return unknown("resumedAt", "consumer-2 received no record")
 }

@@ -54,13 +54,9 @@ func effectDbError(ctx context.Context, e *Env) error {
 		return err
 	}
 	killed, refused := placed[0].EventID, placed[1].EventID
-	if !eventIDRE.MatchString(refused) {
-		return fmt.Errorf("event id %q cannot go into a trigger", refused)
+	if err := e.refuseEffect(ctx, refused); err != nil {
+		return err
 	}
-	if _, err := e.DB.ExecContext(ctx, fmt.Sprintf(qRefuseEffect, refused)); err != nil {
-		return fmt.Errorf("create trigger: %w", err)
-	}
-	e.Defer(func() { _, _ = e.DB.ExecContext(context.WithoutCancel(ctx), qDropRefuse) })
 	r, err := e.Relay("relay-a", topic, nil)
 	if err != nil {
 		return err
@@ -79,17 +75,8 @@ func effectDbError(ctx context.Context, e *Env) error {
 	if err != nil {
 		return err
 	}
-	atFailure, err := e.Kafka.Committed(ctx, group, topic)
+	atFailure, err := e.effectRefused(ctx, refused, group, topic, st)
 	if err != nil {
-		return err
-	}
-	if _, err := e.DB.ExecContext(ctx, qDropRefuse); err != nil {
-		return fmt.Errorf("drop trigger: %w", err)
-	}
-	if err := e.Emit(evidence.Event{Kind: evidence.KindFault, Point: string(spec.EffectInsertError), EventID: refused,
-		Detail: fmt.Sprintf("a trigger on notification refused the effect insert of %s after its inbox insert "+
-			"(%d effect transaction(s) rolled back); the group had committed offset %d; the trigger is dropped now",
-			refused, st.EffectsRolledBack, atFailure)}); err != nil {
 		return err
 	}
 	want := len(placed)
@@ -187,13 +174,9 @@ func replayCrash(ctx context.Context, e *Env) error {
 		return err
 	}
 	refused := placed[0].EventID
-	if !eventIDRE.MatchString(refused) {
-		return fmt.Errorf("event id %q cannot go into a trigger", refused)
+	if err := e.refuseEffect(ctx, refused); err != nil {
+		return err
 	}
-	if _, err := e.DB.ExecContext(ctx, fmt.Sprintf(qRefuseEffect, refused)); err != nil {
-		return fmt.Errorf("create trigger: %w", err)
-	}
-	e.Defer(func() { _, _ = e.DB.ExecContext(context.WithoutCancel(ctx), qDropRefuse) })
 	r, err := e.Relay("relay-a", topic, nil)
 	if err != nil {
 		return err
@@ -212,16 +195,8 @@ func replayCrash(ctx context.Context, e *Env) error {
 	if err != nil {
 		return err
 	}
-	atFailure, err := e.Kafka.Committed(ctx, group, topic)
+	atFailure, err := e.effectRefused(ctx, refused, group, topic, st)
 	if err != nil {
-		return err
-	}
-	if _, err := e.DB.ExecContext(ctx, qDropRefuse); err != nil {
-		return fmt.Errorf("drop trigger: %w", err)
-	}
-	if err := e.Emit(evidence.Event{Kind: evidence.KindFault, Point: string(spec.EffectInsertError), EventID: refused,
-		Detail: fmt.Sprintf("a trigger on notification refused the effect insert of %s after its inbox insert; the group had "+
-			"committed offset %d; the trigger is dropped now", refused, atFailure)}); err != nil {
 		return err
 	}
 	if _, err := e.poll(ctx, c1, func(s sut.ConsumerStats) bool { return s.Effects >= 1 }); !errors.Is(err, fault.ErrCrash) {
@@ -232,31 +207,44 @@ func replayCrash(ctx context.Context, e *Env) error {
 	if err != nil {
 		return err
 	}
-	c2, err := e.Consumer(ctx, "consumer-2", topic, group, nil)
-	if err != nil {
-		return err
-	}
-	end, err := e.Kafka.EndOffset(ctx, topic)
-	if err != nil {
-		return err
-	}
-	second, err := e.poll(ctx, c2, func(s sut.ConsumerStats) bool { return int64(s.Received) >= end-committed })
-	if err != nil {
-		return err
-	}
-	c2.Close()
-	after, err := e.Kafka.Committed(ctx, group, topic)
-	if err != nil {
-		return err
-	}
-	effects, err := e.Count(ctx, "notification", "")
+	rs, err := e.resume(ctx, topic, group, committed)
 	if err != nil {
 		return err
 	}
 	e.Result.Metric("rolledBack", st.EffectsRolledBack)
 	e.Result.Metric("committedAtFailure", atFailure)
-	e.Result.Metric("resumedAt", end-int64(second.Received))
-	e.Result.Metric("effects", effects)
-	e.Result.Metric("lag", end-after)
+	e.Result.Metric("resumedAt", rs.resumedAt)
+	e.Result.Metric("effects", rs.effects)
+	e.Result.Metric("lag", rs.lag)
 	return nil
+}
+
+// refuseEffect puts the trigger on notification that refuses the effect
+// insert of eventID, dropped at the end of the scenario at the latest.
+func (e *Env) refuseEffect(ctx context.Context, eventID string) error {
+	if !eventIDRE.MatchString(eventID) {
+		return fmt.Errorf("event id %q cannot go into a trigger", eventID)
+	}
+	if _, err := e.DB.ExecContext(ctx, fmt.Sprintf(qRefuseEffect, eventID)); err != nil {
+		return fmt.Errorf("create trigger: %w", err)
+	}
+	e.Defer(func() { _, _ = e.DB.ExecContext(context.WithoutCancel(ctx), qDropRefuse) })
+	return nil
+}
+
+// effectRefused: the trigger refused refused's effect insert (st says how
+// often); it reads the group's committed offset, drops the trigger and
+// records the fault, and returns that offset.
+func (e *Env) effectRefused(ctx context.Context, refused, group, topic string, st sut.ConsumerStats) (int64, error) {
+	atFailure, err := e.Kafka.Committed(ctx, group, topic)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := e.DB.ExecContext(ctx, qDropRefuse); err != nil {
+		return 0, fmt.Errorf("drop trigger: %w", err)
+	}
+	return atFailure, e.Emit(evidence.Event{Kind: evidence.KindFault, Point: string(spec.EffectInsertError), EventID: refused,
+		Detail: fmt.Sprintf("a trigger on notification refused the effect insert of %s after its inbox insert "+
+			"(%d effect transaction(s) rolled back); the group had committed offset %d; the trigger is dropped now",
+			refused, st.EffectsRolledBack, atFailure)})
 }

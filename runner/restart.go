@@ -79,33 +79,51 @@ func consumerRestart(ctx context.Context, e *Env) error {
 // consumer-1 had handled, the effects and the lag at the end (offsets as
 // the broker has them).
 func (e *Env) measureRestart(ctx context.Context, topic, group string, first sut.ConsumerStats, committed, end1 int64) error {
-	c2, err := e.Consumer(ctx, "consumer-2", topic, group, nil)
+	rs, err := e.resume(ctx, topic, group, committed)
 	if err != nil {
 		return err
+	}
+	e.Result.Metric("duplicates", first.InboxRejected+rs.stats.InboxRejected)
+	e.Result.Metric("committed", committed)
+	e.Result.Metric("resumedAt", rs.resumedAt)
+	e.Result.Metric("replays", max(end1-rs.resumedAt, 0))
+	e.Result.Metric("effects", rs.effects)
+	e.Result.Metric("lag", rs.lag)
+	return nil
+}
+
+// resumed is what consumer-2 of a group did once it took over.
+type resumed struct {
+	stats     sut.ConsumerStats
+	resumedAt int64 // the end offset minus what it received (a contiguous tail)
+	effects   int64 // notifications at the end
+	lag       int64 // the end offset minus the group's committed offset, as the broker has them
+}
+
+// resume runs consumer-2 of group until it has received every record past
+// committed (the group's offset when the previous member stopped), stops
+// it, and reads where it resumed, the effects and the lag.
+func (e *Env) resume(ctx context.Context, topic, group string, committed int64) (resumed, error) {
+	var rs resumed
+	c2, err := e.Consumer(ctx, "consumer-2", topic, group, nil)
+	if err != nil {
+		return rs, err
 	}
 	end, err := e.Kafka.EndOffset(ctx, topic)
 	if err != nil {
-		return err
+		return rs, err
 	}
-	second, err := e.poll(ctx, c2, func(s sut.ConsumerStats) bool { return int64(s.Received) >= end-committed })
-	if err != nil {
-		return err
+	if rs.stats, err = e.poll(ctx, c2, func(s sut.ConsumerStats) bool { return int64(s.Received) >= end-committed }); err != nil {
+		return rs, err
 	}
 	c2.Close()
 	after, err := e.Kafka.Committed(ctx, group, topic)
 	if err != nil {
-		return err
+		return rs, err
 	}
-	effects, err := e.Count(ctx, "notification", "")
-	if err != nil {
-		return err
+	if rs.effects, err = e.Count(ctx, "notification", ""); err != nil {
+		return rs, err
 	}
-	resumedAt := end - int64(second.Received)
-	e.Result.Metric("duplicates", first.InboxRejected+second.InboxRejected)
-	e.Result.Metric("committed", committed)
-	e.Result.Metric("resumedAt", resumedAt)
-	e.Result.Metric("replays", max(end1-resumedAt, 0))
-	e.Result.Metric("effects", effects)
-	e.Result.Metric("lag", end-after)
-	return nil
+	rs.resumedAt, rs.lag = end-int64(rs.stats.Received), end-after
+	return rs, nil
 }
