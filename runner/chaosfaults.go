@@ -222,7 +222,6 @@ func (cr *chaosRun) killConnection(ctx context.Context, f nemesis.Fault) (string
 	// Transactions last milliseconds: look for one for a little while.
 	deadline := time.Now().Add(connKillSearch)
 	for {
-		id, command, state, info, age = 0, sql.NullString{}, sql.NullString{}, sql.NullString{}, sql.NullInt64{}
 		err := cr.e.DB.QueryRowContext(ctx, `SELECT p.ID, p.COMMAND, p.STATE, p.INFO,
     TIMESTAMPDIFF(MICROSECOND, t.trx_started, NOW(6))
   FROM information_schema.PROCESSLIST p LEFT JOIN information_schema.INNODB_TRX t ON p.ID = t.trx_mysql_thread_id

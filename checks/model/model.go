@@ -197,12 +197,16 @@ func (m *Model) Step(e *evidence.Event, src Source) {
 	if h := handlers[e.Kind]; h != nil {
 		h(m, e, src)
 	}
-	if e.Kind == evidence.KindClaim {
-		// A relay logs the claims of one transaction one after the other,
-		// all after its COMMIT: none of them bounds when the next was
-		// made. Its last other line came before the transaction.
-		return
+	// A relay logs the claims of one transaction one after the other, all
+	// after its COMMIT: none of them bounds when the next was made. Its
+	// last other line came before the transaction.
+	if e.Kind != evidence.KindClaim {
+		m.noteLine(e)
 	}
+}
+
+// noteLine keeps e's time as its actor's last line (lastLine).
+func (m *Model) noteLine(e *evidence.Event) {
 	if len(m.lastLine) < maxActors {
 		if m.lastLine == nil {
 			m.lastLine = map[string]int64{}
