@@ -79,11 +79,13 @@ func (cr *chaosRun) startLoad(ctx context.Context, t0, until time.Time) <-chan l
 func (cr *chaosRun) place(ctx context.Context, cl *orders.Client, r nemesis.Request, until time.Time) (status, attempts int) {
 	for time.Now().Before(until) && ctx.Err() == nil {
 		attempts++
-		tok, err := orders.SignToken(cr.e.Secret, r.User, time.Now().Add(5*time.Minute))
-		if err != nil {
-			return 0, attempts
+		tok := cr.e.userToken(r.User)
+		if r.Token != "" {
+			claimCase(r.Token)(tok)
 		}
-		res, err := cl.Place(ctx, tok, r.Key, orders.PlaceRequest{SKU: defaultSKU, Quantity: r.Quantity})
+		// The client's record of each answer (order_request), as every
+		// scenario's client writes it: the verifier holds the answers to it.
+		res, err := cr.e.post(ctx, cl, tok, r.Key, orders.PlaceRequest{SKU: defaultSKU, Quantity: r.Quantity})
 		switch {
 		case err != nil, res.Status >= 500, res.Status == http.StatusConflict && res.Error != "insufficient stock":
 			// No answer, a server error, or the key in flight: not final.

@@ -86,6 +86,17 @@ func tokenScenario(token func(*Env) *tokenSpec) func(context.Context, *Env) erro
 	}
 }
 
+// claimCase returns the change of claimCases named name (the chaos load
+// sends them too: nemesis.BadTokens); an unknown name changes nothing.
+func claimCase(name string) func(*tokenSpec) {
+	for _, c := range claimCases {
+		if c.metric == name {
+			return c.mod
+		}
+	}
+	return func(*tokenSpec) {}
+}
+
 // tokenClaims sends the five tokens of claimCases, one request each.
 func tokenClaims(ctx context.Context, e *Env) error {
 	cl, err := e.setupOrders(ctx, 10)

@@ -321,7 +321,25 @@ type Request struct {
 	User     string // principal
 	Key      string // Idempotency-Key
 	Quantity int
+	// Token names a token the service must refuse (one of BadTokens,
+	// answered 401 with no write); "" is a valid token of User.
+	Token string
 }
+
+// BadTokens are the tokens a load of at least MixFrom requests sends once
+// each, besides valid ones: unsigned (alg none), without exp, not valid
+// yet (nbf), of another issuer, for another audience.
+var BadTokens = []string{"algNone", "noExp", "notYetValid", "wrongIssuer", "wrongAudience"}
+
+// MixFrom is the smallest load that mixes in the BadTokens and reuses
+// keys: such a load sends what the order service must refuse or keep
+// apart, as real clients do.
+const MixFrom = 20
+
+// keyReuses is how many requests of a mixed load reuse the key of an
+// earlier request under another user: the same Idempotency-Key from two
+// users is two orders.
+const keyReuses = 2
 
 // Load generates the requests of cfg (after SetDefaults) in send order.
 func Load(cfg Config) []Request {
@@ -333,6 +351,38 @@ func Load(cfg Config) []Request {
 			User:     "user-" + strconv.Itoa(1+r.IntN(cfg.Users)),
 			Key:      fmt.Sprintf("chaos-%d-%d", cfg.Seed, i+1),
 			Quantity: 1 + r.IntN(2),
+		}
+	}
+	if cfg.Orders >= MixFrom && cfg.Users >= 2 {
+		// Drawn after the requests above, so that those stay what the
+		// seed made before the mix.
+		pick := r.Perm(len(out) - 1)
+		for i, t := range BadTokens {
+			out[1+pick[i]].Token = t
+		}
+		reusers := pick[len(BadTokens) : len(BadTokens)+keyReuses]
+		taken := map[int]bool{} // a key is reused once at most
+		for _, p := range reusers {
+			taken[1+p] = true
+		}
+		for _, p := range reusers {
+			i := 1 + p
+			var from []int // earlier requests whose key is their own
+			for j := range i {
+				if !taken[j] {
+					from = append(from, j)
+				}
+			}
+			if len(from) == 0 {
+				continue
+			}
+			j := from[r.IntN(len(from))]
+			taken[j] = true
+			out[i].Key = out[j].Key
+			if out[i].User == out[j].User {
+				n, _ := strconv.Atoi(strings.TrimPrefix(out[j].User, "user-"))
+				out[i].User = "user-" + strconv.Itoa(1+n%cfg.Users)
+			}
 		}
 	}
 	return out

@@ -134,24 +134,58 @@ func TestParseKinds(t *testing.T) {
 }
 
 func TestLoad(t *testing.T) {
-	c := cfg(5)
+	for seed := int64(1); seed <= 50; seed++ {
+		testLoad(t, cfg(seed))
+	}
+}
+
+func testLoad(t *testing.T, c nemesis.Config) {
+	t.Helper()
 	reqs := nemesis.Load(c)
 	if len(reqs) != c.Orders {
 		t.Fatalf("%d requests; want %d", len(reqs), c.Orders)
 	}
-	users, keys := map[string]bool{}, map[string]bool{}
+	users, keys := map[string]bool{}, map[string]string{}
+	var bad []string
+	reused := 0
 	for _, r := range reqs {
 		users[r.User] = true
-		if keys[r.Key] {
-			t.Fatalf("key %s twice", r.Key)
+		if u, ok := keys[r.Key]; ok {
+			if u == r.User {
+				t.Fatalf("key %s twice by %s", r.Key, u)
+			}
+			reused++
 		}
-		keys[r.Key] = true
+		keys[r.Key] = r.User
 		if r.Quantity < 1 || r.Quantity > 2 {
 			t.Fatalf("quantity %d", r.Quantity)
+		}
+		if r.Token != "" {
+			bad = append(bad, r.Token)
 		}
 	}
 	if len(users) < 2 {
 		t.Fatalf("%d users place the orders; want several", len(users))
+	}
+	// A load of MixFrom requests or more sends each bad token once and
+	// reuses two keys under another user; a smaller one neither.
+	wantBad, wantReused := 0, 0
+	if c.Orders >= nemesis.MixFrom {
+		wantBad, wantReused = len(nemesis.BadTokens), 2
+	}
+	slices.Sort(bad)
+	if want := slices.Sorted(slices.Values(nemesis.BadTokens)); len(bad) != wantBad || (wantBad > 0 && !slices.Equal(bad, want)) {
+		t.Errorf("bad tokens %v; want each of %v once (load of %d)", bad, nemesis.BadTokens, c.Orders)
+	}
+	if reused != wantReused {
+		t.Errorf("%d keys reused by another user; want %d", reused, wantReused)
+	}
+	small := c
+	small.Orders = nemesis.MixFrom - 1
+	for _, r := range nemesis.Load(small) {
+		if r.Token != "" {
+			t.Fatalf("a load of %d sends a bad token", small.Orders)
+		}
 	}
 }
 
