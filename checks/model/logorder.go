@@ -186,32 +186,15 @@ func (m *Model) settleRejects(k inboxKey) { delete(m.waitingRejects, k) }
 
 // checkWaiting reports what is still unexplained at the end.
 func (m *Model) checkWaiting(truncated bool) {
-	ids := make([]string, 0, len(m.provisional))
-	for id := range m.provisional {
-		ids = append(ids, id)
-	}
-	slices.SortFunc(ids, func(a, b string) int { return cmpSource(m.provisional[a].src, m.provisional[b].src) })
-	for _, id := range ids {
+	for _, id := range bySource(m.provisional, func(w waiting) Source { return w.src }) {
 		w := m.provisional[id]
 		m.report(truncated, RuleUnknownIntent, w.src, id, "%s", w.message)
 	}
-	gapIDs := make([]string, 0, len(m.claimGaps))
-	for id := range m.claimGaps {
-		gapIDs = append(gapIDs, id)
-	}
-	slices.SortFunc(gapIDs, func(a, b string) int { return cmpSource(m.claimGaps[a].src, m.claimGaps[b].src) })
-	for _, id := range gapIDs {
+	for _, id := range bySource(m.claimGaps, func(g *claimGap) Source { return g.src }) {
 		g := m.claimGaps[id]
 		m.report(truncated, RuleClaimVersionSkew, g.src, id, "%s", g.message)
 	}
-	keys := make([]inboxKey, 0, len(m.waitingRejects))
-	for k := range m.waitingRejects {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b inboxKey) int {
-		return cmpSource(m.waitingRejects[a][0].src, m.waitingRejects[b][0].src)
-	})
-	for _, k := range keys {
+	for _, k := range bySource(m.waitingRejects, func(ws []waiting) Source { return ws[0].src }) {
 		if m.inboxHas(k) {
 			continue // an unknown commit of k turned out to have committed
 		}
@@ -219,6 +202,17 @@ func (m *Model) checkWaiting(truncated bool) {
 			m.report(truncated, RuleRejectWithoutInbox, w.src, k.eventID, "%s", w.message)
 		}
 	}
+}
+
+// bySource returns the keys of waits in the order of their sources (src),
+// so that what is reported does not depend on map order.
+func bySource[K comparable, V any](waits map[K]V, src func(V) Source) []K {
+	keys := make([]K, 0, len(waits))
+	for k := range waits {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b K) int { return cmpSource(src(waits[a]), src(waits[b])) })
+	return keys
 }
 
 // cmpSource orders sources by log, then line.
