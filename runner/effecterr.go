@@ -71,11 +71,7 @@ func effectDbError(ctx context.Context, e *Env) error {
 	if err != nil {
 		return err
 	}
-	st, err := e.poll(ctx, c, func(s sut.ConsumerStats) bool { return s.EffectsRolledBack >= 1 })
-	if err != nil {
-		return err
-	}
-	atFailure, err := e.effectRefused(ctx, refused, group, topic, st)
+	st, atFailure, err := e.untilRefused(ctx, c, refused, group, topic)
 	if err != nil {
 		return err
 	}
@@ -191,11 +187,7 @@ func replayCrash(ctx context.Context, e *Env) error {
 	if err != nil {
 		return err
 	}
-	st, err := e.poll(ctx, c1, func(s sut.ConsumerStats) bool { return s.EffectsRolledBack >= 1 })
-	if err != nil {
-		return err
-	}
-	atFailure, err := e.effectRefused(ctx, refused, group, topic, st)
+	st, atFailure, err := e.untilRefused(ctx, c1, refused, group, topic)
 	if err != nil {
 		return err
 	}
@@ -232,18 +224,23 @@ func (e *Env) refuseEffect(ctx context.Context, eventID string) error {
 	return nil
 }
 
-// effectRefused: the trigger refused refused's effect insert (st says how
-// often); it reads the group's committed offset, drops the trigger and
-// records the fault, and returns that offset.
-func (e *Env) effectRefused(ctx context.Context, refused, group, topic string, st sut.ConsumerStats) (int64, error) {
+// untilRefused polls c until an effect transaction rolled back (the
+// trigger refused refused's effect insert); then it reads the group's
+// committed offset, drops the trigger and records the fault. It returns
+// c's stats then and that offset.
+func (e *Env) untilRefused(ctx context.Context, c sut.Consumer, refused, group, topic string) (sut.ConsumerStats, int64, error) {
+	st, err := e.poll(ctx, c, func(s sut.ConsumerStats) bool { return s.EffectsRolledBack >= 1 })
+	if err != nil {
+		return st, 0, err
+	}
 	atFailure, err := e.Kafka.Committed(ctx, group, topic)
 	if err != nil {
-		return 0, err
+		return st, 0, err
 	}
 	if _, err := e.DB.ExecContext(ctx, qDropRefuse); err != nil {
-		return 0, fmt.Errorf("drop trigger: %w", err)
+		return st, 0, fmt.Errorf("drop trigger: %w", err)
 	}
-	return atFailure, e.Emit(evidence.Event{Kind: evidence.KindFault, Point: string(spec.EffectInsertError), EventID: refused,
+	return st, atFailure, e.Emit(evidence.Event{Kind: evidence.KindFault, Point: string(spec.EffectInsertError), EventID: refused,
 		Detail: fmt.Sprintf("a trigger on notification refused the effect insert of %s after its inbox insert "+
 			"(%d effect transaction(s) rolled back); the group had committed offset %d; the trigger is dropped now",
 			refused, st.EffectsRolledBack, atFailure)})
