@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/orderflow-audit/orderflow-audit/runner/actor"
+	"github.com/orderflow-audit/orderflow-audit/runner/fault"
 	"github.com/orderflow-audit/orderflow-audit/runner/nemesis"
 )
 
@@ -36,6 +37,7 @@ func (cr *chaosRun) startActors(ctx context.Context) error {
 	cr.orders = cr.newSlot(nemesis.OrdersName, func(string) (actor.Spec, []string) {
 		return actor.Spec{Role: actor.Orders, DB: e.Scratch.Name, Plant: plantName}, actor.Env(dsnVia(ordersDB), e.Secret)
 	})
+	cr.orders.stopAt = []fault.Point{aimsOf["orders"]}
 	for i := 1; i <= cr.cfg.Relays; i++ {
 		name := nemesis.RelayName(i)
 		db, err := link(name, nemesis.TargetDatabase, dbAddr)
@@ -46,13 +48,14 @@ func (cr *chaosRun) startActors(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		cr.newSlot(name, func(actorName string) (actor.Spec, []string) {
+		rs := cr.newSlot(name, func(actorName string) (actor.Spec, []string) {
 			return actor.Spec{
 				Role: actor.Relay, DB: e.Scratch.Name, Plant: plantName, Brokers: []string{br.Addr}, Via: br.Addr,
 				Topic: cr.topic, ClaimID: actorName + "-" + e.RunID, Lease: nemesis.PauseLease,
 				PublishTimeout: chaosPublishTimeout, Batch: chaosBatch, Poll: 50 * 1e6,
 			}, actor.Env(dsnVia(db), nil)
 		})
+		rs.stopAt = []fault.Point{fault.AfterPublishBeforeMark, aimsOf["relay"]} // pause, conn-kill
 	}
 	for i := 1; i <= cr.cfg.Consumers; i++ {
 		name := nemesis.ConsumerName(i)
@@ -64,12 +67,13 @@ func (cr *chaosRun) startActors(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		cr.newSlot(name, func(actorName string) (actor.Spec, []string) {
+		cs := cr.newSlot(name, func(actorName string) (actor.Spec, []string) {
 			return actor.Spec{
 				Role: actor.Consumer, DB: e.Scratch.Name, Plant: plantName, Brokers: []string{br.Addr}, Via: br.Addr,
 				Topic: cr.topic, Group: cr.group, Name: "notifier", Member: actorName, InstanceID: name,
 			}, actor.Env(dsnVia(db), nil)
 		})
+		cs.stopAt = []fault.Point{aimsOf["consumer"]}
 	}
 	for _, s := range cr.slots {
 		go s.supervise(ctx)

@@ -5,6 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -12,6 +16,8 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
+	"github.com/orderflow-audit/orderflow-audit/runner/actor"
+	"github.com/orderflow-audit/orderflow-audit/runner/fault"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra"
 	"github.com/orderflow-audit/orderflow-audit/runner/nemesis"
 	"github.com/orderflow-audit/orderflow-audit/spec"
@@ -52,11 +58,14 @@ func (cr *chaosRun) runNemesis(ctx context.Context, t0 time.Time) error {
 		if h == nil {
 			continue
 		}
+		// A fault lasts For from when it took hold: an aimed one takes
+		// hold when its target gets where it was aimed.
+		until := time.Now().Add(f.For)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			select {
-			case <-time.After(time.Until(t0.Add(f.At + f.For))):
+			case <-time.After(time.Until(until)):
 			case <-healAll:
 			case <-ctx.Done():
 			}
@@ -76,7 +85,26 @@ func (cr *chaosRun) runNemesis(ctx context.Context, t0 time.Time) error {
 	sleepUntil(ctx, t0.Add(cr.cfg.Duration))
 	close(healAll)
 	wg.Wait()
+	cr.resumeStopped()
 	return firstErr
+}
+
+// resumeStopped sends SIGCONT to every actor process still stopped once
+// every fault is healed, and records it: none should be (an aim that
+// missed disarms itself in the process), but a process left stopped would
+// outlive the faults.
+func (cr *chaosRun) resumeStopped() {
+	for _, s := range cr.slots {
+		p, name := s.running()
+		if p == nil || processState(p.Pid()) != "T" {
+			continue
+		}
+		detail := fmt.Sprintf("%s (pid %d) was found stopped after every fault was healed; SIGCONT", name, p.Pid())
+		if err := p.Signal(syscall.SIGCONT); err != nil {
+			detail = fmt.Sprintf("%s (pid %d) was found stopped after every fault was healed; SIGCONT failed: %v", name, p.Pid(), err)
+		}
+		cr.note(evidence.Event{Kind: evidence.KindHeal, Point: point(nemesis.Pause), Target: s.name, Detail: detail})
+	}
 }
 
 func point(k nemesis.Kind) string { return spec.NemesisPrefix + string(k) }
@@ -143,18 +171,28 @@ func (cr *chaosRun) kill(f nemesis.Fault) (string, error) {
 	return fmt.Sprintf("SIGKILL to %s (pid %d); the supervisor starts it again", name, p.Pid()), nil
 }
 
-// pause stops the relay's process with SIGSTOP past its lease; the heal
-// sends SIGCONT to that same process.
+// pause stops the relay's process past its lease, where it holds
+// published claims it has not marked: aimed at after-publish-before-mark,
+// it wakes up a zombie whose marks carry stale tokens. When the relay
+// does not pass there within the aim's window, it is stopped with SIGSTOP
+// wherever it is. The heal sends SIGCONT to that same process.
 func (cr *chaosRun) pause(f nemesis.Fault) (string, heal, error) {
 	s := cr.slot(f.Target)
-	p, name, err := s.signal(syscall.SIGSTOP)
-	if err != nil {
+	p, name, aimed, miss := cr.aim(s, fault.AfterPublishBeforeMark)
+	if p == nil {
 		return "", nil, nil
 	}
-	time.Sleep(5 * time.Millisecond)
-	state := processState(p.Pid())
-	detail := fmt.Sprintf("SIGSTOP to %s (pid %d, state %q after it) for %v, longer than its lease %v",
-		name, p.Pid(), state, f.For.Round(time.Millisecond), nemesis.PauseLease)
+	var detail string
+	if aimed != "" {
+		detail = fmt.Sprintf("%s for %v, longer than its lease %v", aimed, f.For.Round(time.Millisecond), nemesis.PauseLease)
+	} else {
+		if err := p.Signal(syscall.SIGSTOP); err != nil {
+			return "", nil, nil // it ended meanwhile
+		}
+		time.Sleep(5 * time.Millisecond)
+		detail = fmt.Sprintf("SIGSTOP to %s (pid %d, state %q after it) for %v, longer than its lease %v%s",
+			name, p.Pid(), processState(p.Pid()), f.For.Round(time.Millisecond), nemesis.PauseLease, miss)
+	}
 	return detail, func(context.Context) (string, error) {
 		err := p.Signal(syscall.SIGCONT)
 		if err != nil {
@@ -211,11 +249,105 @@ func (cr *chaosRun) restartBroker(ctx context.Context) (string, error) {
 		"the topic held %d record(s) before and %d after", cr.e.Kafka.Brokers[0], took.Round(time.Millisecond), before, after), nil
 }
 
-// killConnection kills a connection of the scenario's database that is
-// inside a transaction, or else one running a statement (whoever holds
-// it: the processlist does not say which process is behind a proxied
-// connection), and says what it was doing.
+// aimsOf is where conn-kill aims at each role: inside the relay's claim
+// transaction, inside the consumer's effect transaction before its
+// COMMIT, inside the order transaction before its last write (the
+// intent).
+var aimsOf = map[string]fault.Point{
+	"relay":    fault.ClaimLocked,
+	"consumer": fault.EffectCommitKilled,
+	"orders":   fault.IntentInsert,
+}
+
+// killConnection kills the database connections of the target actor while
+// it is stopped inside a transaction (aimed: see aimsOf), by dropping them
+// at its proxy: the server ends their sessions and rolls their
+// transactions back, and the actor, resumed, finds its connection dead in
+// the middle of its transaction. When the actor does not get there within
+// the aim's window, it kills instead (KILL CONNECTION) a connection of the
+// scenario's database that is inside a transaction, or else one running a
+// statement (whoever holds it: the processlist does not say which process
+// is behind a proxied connection). It says what it did.
 func (cr *chaosRun) killConnection(ctx context.Context, f nemesis.Fault) (string, error) {
+	s := cr.slot(f.Target)
+	role, _, _ := strings.Cut(s.name, "-")
+	p, _, aimed, miss := cr.aim(s, aimsOf[role])
+	if aimed == "" {
+		if p == nil {
+			miss = " (" + f.Target + " had no running process)"
+		}
+		detail, err := cr.killAnyConnection(ctx)
+		if detail != "" {
+			detail += miss
+		}
+		return detail, err
+	}
+	l := cr.proxies.Link(f.Target + ">" + nemesis.TargetDatabase)
+	l.Cut()
+	err := l.Heal(ctx)
+	if cerr := p.Signal(syscall.SIGCONT); cerr != nil && err == nil {
+		err = fmt.Errorf("SIGCONT to pid %d: %w", p.Pid(), cerr)
+	}
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s; its connections to the database were dropped at the proxy %s -> %s "+
+		"(the server ends their sessions and rolls their transactions back), then SIGCONT", aimed, l.Addr, l.Upstream), nil
+}
+
+// aim sends the slot's running process the signal that arms its stop at
+// point (actor --stop-at) and waits until it stopped itself there. It
+// returns the process (nil: none runs) and, when it stopped, what
+// happened; otherwise miss says why the aim missed.
+func (cr *chaosRun) aim(s *slot, point fault.Point) (p *actor.Process, name, aimed, miss string) {
+	p, name = s.running()
+	if p == nil {
+		return nil, "", "", ""
+	}
+	i := slices.Index(s.stopAt, point)
+	if i < 0 {
+		return p, name, "", fmt.Sprintf(" (%s does not stop at %s)", name, point)
+	}
+	sig := actor.StopSignals[i]
+	if !catches(p.Pid(), sig) {
+		return p, name, "", fmt.Sprintf(" (%s was still starting: it did not catch %v yet)", name, sig)
+	}
+	if err := p.Signal(sig); err != nil {
+		return p, name, "", fmt.Sprintf(" (%v to %s not delivered: %v)", sig, name, err)
+	}
+	t0 := time.Now()
+	// The process's own window starts when it receives the signal; wait
+	// a little longer than it.
+	for time.Since(t0) < actor.StopArmWindow+100*time.Millisecond {
+		if processState(p.Pid()) == "T" {
+			return p, name, fmt.Sprintf("%s (pid %d) stopped itself at %s, %v after %v armed it (state \"T\")",
+				name, p.Pid(), point, time.Since(t0).Round(time.Millisecond), sig), ""
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	return p, name, "", fmt.Sprintf(" (%s did not pass %s within %v of %v)", name, point, actor.StopArmWindow, sig)
+}
+
+// catches reports whether pid has a handler for sig (SigCgt in its
+// /proc status): before its handler is installed, the signal would end it.
+func catches(pid int, sig syscall.Signal) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "SigCgt:"); ok {
+			mask, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			return err == nil && mask&(1<<(uint(sig)-1)) != 0
+		}
+	}
+	return false
+}
+
+// killAnyConnection is conn-kill unaimed: KILL CONNECTION of a connection
+// of the scenario's database inside a transaction, or else of one
+// running a statement.
+func (cr *chaosRun) killAnyConnection(ctx context.Context) (string, error) {
 	var id int64
 	var command, state, info sql.NullString
 	var age sql.NullInt64

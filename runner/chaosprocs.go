@@ -12,6 +12,7 @@ import (
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/runner/actor"
+	"github.com/orderflow-audit/orderflow-audit/runner/fault"
 )
 
 // The chaos scenario's supervisor: one slot per actor (the order service,
@@ -43,6 +44,10 @@ type slot struct {
 	url      string        // the order service's URL, from its first start
 	listen   string        // the order service's address, kept across restarts
 	startErr error         // why the first incarnation could not start
+
+	// stopAt are the points its processes stop at when aimed (actor
+	// --stop-at), in the order of actor.StopSignals.
+	stopAt []fault.Point
 
 	failedStarts int // since the last start that succeeded
 	lastStartErr string
@@ -106,6 +111,9 @@ func (s *slot) startOne(ctx context.Context) (*actor.Process, error) {
 		return nil, fmt.Errorf("create the log of %s: %w", name, err)
 	}
 	sp, env := s.spec(name)
+	for _, p := range s.stopAt {
+		sp.StopAt = append(sp.StopAt, string(p))
+	}
 	sp.LogPath, sp.RunID, sp.Scenario, sp.Actor = logPath, s.cr.e.RunID, s.cr.e.Scenario.ID, name
 	s.mu.Lock()
 	if s.listen != "" {

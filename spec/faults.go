@@ -51,6 +51,12 @@ const (
 	// key race in the database, where only its unique key can stop the
 	// second (each replica's own in-flight guard cannot).
 	IdemChecked Point = "idem-checked"
+	// IntentInsert is a place to aim at: the order transaction has written
+	// the order, its lines and its idempotency record, and is about to
+	// write the outbox intent. The chaos nemesis stops the order service
+	// there (conn-kill aimed at it) and drops its database connections,
+	// so that the transaction fails at its last write.
+	IntentInsert Point = "intent-insert"
 )
 
 // Injection is how a fault is brought about.

@@ -60,6 +60,8 @@ func Run(ctx context.Context, s Spec, stdout io.Writer) (err error) {
 		p, a, _ := ParseFault(f)
 		faults.Arm(p, a, 1)
 	}
+	stops, _ := parseStopAt(s.StopAt)
+	defer armStopsOnSignal(faults, stops)()
 	var secret []byte
 	if s.Role == Orders {
 		if secret, err = secretFromEnv(); err != nil {

@@ -22,6 +22,9 @@ import (
 const envParent = "OFA_TEST_ACTOR_PARENT"
 
 func TestMain(m *testing.M) {
+	if os.Getenv(envStopper) != "" {
+		stopper()
+	}
 	if exe := os.Getenv(envParent); exe != "" {
 		p, err := actor.Start(context.Background(), exe, actor.Spec{Role: actor.Relay}, nil)
 		if err != nil {

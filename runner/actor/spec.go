@@ -70,6 +70,9 @@ type Spec struct {
 	Actor    string   // actor name in events; default: the package's default
 	Faults   []string // "point[:kill|crash]", each armed for its first hit; default action kill
 	Plant    string   // planted bug name; empty: none
+	// StopAt are points where the process stops itself when a signal
+	// arms them (stop.go): the first on SIGUSR1, the second on SIGUSR2.
+	StopAt []string
 
 	// Orders.
 	Listen string // HTTP address; default 127.0.0.1:0
@@ -141,6 +144,8 @@ func (s *Spec) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&s.Actor, "actor", "", "actor `name` in the events (default: the role's default)")
 	fs.Var(repeated{&s.Faults}, "fault", "arm fault `point[:kill|crash]` for its first hit (repeatable; default action kill = SIGKILL this process)")
 	fs.StringVar(&s.Plant, "plant", "", "plant `bug` (negative control)")
+	fs.Var(repeated{&s.StopAt}, "stop-at", "stop this process (SIGSTOP to itself) at `point` on its next pass within "+
+		StopArmWindow.String()+" after SIGUSR1 (the first --stop-at) or SIGUSR2 (the second); SIGCONT resumes it")
 	switch s.Role {
 	case Orders:
 		fs.StringVar(&s.Listen, "listen", DefaultListen, "HTTP `address`; the first stdout line is \"listening on http://ADDR\"")
@@ -198,6 +203,9 @@ func (s Spec) Args() []string {
 		str("fault", f)
 	}
 	str("plant", s.Plant)
+	for _, p := range s.StopAt {
+		str("stop-at", p)
+	}
 	switch s.Role {
 	case Orders:
 		if s.Listen != DefaultListen {
@@ -281,6 +289,9 @@ func (s *Spec) Validate() error {
 	}
 	if _, err := plant.Parse(s.Plant); err != nil {
 		return bad("--plant: %v", err)
+	}
+	if _, err := parseStopAt(s.StopAt); err != nil {
+		return err
 	}
 	switch s.Role {
 	case Orders:

@@ -25,8 +25,9 @@ const (
 	// Kill: SIGKILL of a relay, a consumer or the order service process;
 	// the supervisor restarts it.
 	Kill Kind = "kill"
-	// Pause: SIGSTOP of a relay for longer than its lease, then SIGCONT (a
-	// zombie that wakes up holding stale tokens).
+	// Pause: a relay stopped for longer than its lease, then SIGCONT (a
+	// zombie that wakes up holding stale tokens): aimed, it stops itself
+	// between its publish and its mark; unaimed, SIGSTOP.
 	Pause Kind = "pause"
 	// ProduceRefused: the broker refuses produce requests (INVALID_RECORD)
 	// for a while.
@@ -44,8 +45,11 @@ const (
 	// BrokerRestart: the broker is closed and started again on its data
 	// directory and port.
 	BrokerRestart Kind = "broker-restart"
-	// ConnKill: KILL CONNECTION of a database connection of a relay or a
-	// consumer that is inside a transaction.
+	// ConnKill: the database connection of a relay, a consumer or the
+	// order service dies inside a transaction: aimed, the actor stops
+	// itself inside one (the relay's claim, the consumer's effect before
+	// its COMMIT, the order before its intent) and its connections are
+	// dropped; unaimed, KILL CONNECTION of a connection in a transaction.
 	ConnKill Kind = "conn-kill"
 	// DBCrash: kill -9 of the private database server, then a restart on
 	// its data directory (InnoDB crash recovery).
@@ -295,9 +299,9 @@ func draw(r *rand.Rand, cfg Config) Fault {
 	case DBCrash:
 		f.Target = TargetDatabase
 	case ConnKill:
-		// A relay's or a consumer's connection (not the order service's:
-		// its transaction answers an HTTP request, retried by the load).
-		f.Target = []string{relay, ConsumerName(1 + pick%cfg.Consumers)}[role%2]
+		// The connections of a relay, a consumer or the order service,
+		// killed inside a transaction (the runner aims at one).
+		f.Target = actor
 	case Latency, NetCut:
 		f.Target = actor + ">" + []string{TargetDatabase, TargetBroker}[pick%2]
 		if actor == OrdersName {

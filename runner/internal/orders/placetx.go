@@ -66,6 +66,10 @@ func (s *Service) place(ctx context.Context, principal, key, fp string, req Plac
 	if s.cfg.Plant == plant.OutboxOutsideTx {
 		return s.placeOutboxOutsideTx(ctx, p, payload)
 	}
+	// The chaos nemesis may stop the service here (fault.IntentInsert).
+	if err := s.cfg.Faults.Hit(fault.IntentInsert); err != nil {
+		return p.internal("before the outbox intent", err)
+	}
 	// 5. The outbox intent, in the same transaction.
 	if _, err := tx.ExecContext(ctx,
 		`INSERT INTO outbox (event_id, aggregate_id, aggregate_version, payload, state) VALUES (?, ?, 1, ?, ?)`,
