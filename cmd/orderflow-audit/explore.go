@@ -24,7 +24,7 @@ seed's verdict is the verifier's, leaving out the boundaries a chaos-only run
 does not select (boundary-not-run). The evidence of a failing seed is kept in
 --out-dir/seed-N/; every other seed's is removed. A failure is shrunk (fewer
 faults, fewer orders, a shorter duration, as long as the same rule still
-fails; at most --shrink-runs runs) and the command that replays the smallest
+fails in two runs in a row; at most --shrink-runs runs) and the command that replays the smallest
 failing schedule is printed on a line of its own, starting with
 'orderflow-audit run'. With --plant, a seed counts as finding the bug when it
 fails with one of the rules the bug's negative control names.
@@ -56,7 +56,7 @@ orderflow-audit explore --seeds 7 --duration 10s --faults kill,pause`)
 	fs.StringVar(&ef.plant, "plant", "", "plant one `bug` into the system under test in every run (negative control)")
 	fs.BoolVar(&ef.stopOnFail, "stop-on-fail", false, "stop at the first failing seed (with --plant: the first that finds the bug)")
 	fs.BoolVar(&ef.noShrink, "no-shrink", false, "do not shrink a failure")
-	fs.IntVar(&ef.shrinkRuns, "shrink-runs", 12, "at most `n` runs to shrink a failure")
+	fs.IntVar(&ef.shrinkRuns, "shrink-runs", 20, "at most `n` runs to shrink a failure (a smaller schedule is kept when it fails twice in a row)")
 	fs.StringVar(&ef.outDir, "out-dir", filepath.Join("evidence", "explore"), "where the evidence of failing seeds is kept (`dir`/seed-N/u80.json)")
 	fs.StringVar(&ef.progress, "progress", "auto", "progress bar on stderr: auto (when stderr is a terminal), on or off")
 	ef.chaos.register(fs)

@@ -128,7 +128,7 @@ func TestShrink(t *testing.T) {
 	}
 	var stderr strings.Builder
 	x := &exploration{stderr: &stderr, bar: &progressBar{}}
-	s := &shrinker{x: x, run: fake, seed: 5, rule: "r", budget: 40, best: c}
+	s := &shrinker{x: x, run: fake, seed: 5, rule: "r", budget: 80, best: c}
 	s.shrink(context.Background())
 	got := nemesis.Schedule(s.best)
 	if len(got) != 1 || got[0].N != 3 {
@@ -140,7 +140,7 @@ func TestShrink(t *testing.T) {
 	if s.best.Orders != 5 { // 40, 20, 10, 5 fail; 2 passes
 		t.Errorf("orders %d; want 5", s.best.Orders)
 	}
-	if s.runs != runs || runs > 40 {
+	if s.runs != runs || runs > 80 {
 		t.Errorf("%d runs counted, %d made", s.runs, runs)
 	}
 	args := strings.Join(replayArgs(5, s.best, ""), " ")

@@ -65,25 +65,41 @@ func (s *shrinker) shrink(ctx context.Context) {
 	s.orders(ctx)
 }
 
-// try runs c and tells whether it fails with the rule; it spends one run
-// of the budget.
+// shrinkConfirm is how many runs in a row a smaller schedule must fail
+// with the rule to be kept. A failure whose exposure depends on timing
+// may fail once by luck; a candidate kept on one run would give a replay
+// command that fails less often than the schedule it came from.
+const shrinkConfirm = 2
+
+// try runs c until it has failed with the rule shrinkConfirm times in a
+// row (kept) or once did not; each run spends one of the budget.
 func (s *shrinker) try(ctx context.Context, c nemesis.Config) bool {
-	if s.runs >= s.budget || ctx.Err() != nil {
-		return false
+	for i := 1; i <= shrinkConfirm; i++ {
+		if s.runs >= s.budget || ctx.Err() != nil {
+			return false
+		}
+		s.runs++
+		r := s.run(ctx, c)
+		ok := r.status == statusFail && slices.Contains(r.rules, s.rule)
+		verdict := r.status
+		if len(r.rules) > 0 {
+			verdict += " " + strings.Join(r.rules, ",")
+		}
+		note := ""
+		switch {
+		case ok && i == shrinkConfirm:
+			note = " (kept)"
+		case ok:
+			note = " (once more)"
+		}
+		fmt.Fprintf(s.x.stderr, "  shrink run %d: %d fault(s), %d order(s), %v: %s%s\n", s.runs, len(nemesis.Schedule(c)), c.Orders,
+			c.Duration, verdict, note)
+		if !ok {
+			return false
+		}
 	}
-	s.runs++
-	r := s.run(ctx, c)
-	ok := r.status == statusFail && slices.Contains(r.rules, s.rule)
-	verdict := r.status
-	if len(r.rules) > 0 {
-		verdict += " " + strings.Join(r.rules, ",")
-	}
-	fmt.Fprintf(s.x.stderr, "  shrink run %d: %d fault(s), %d order(s), %v: %s%s\n", s.runs, len(nemesis.Schedule(c)), c.Orders,
-		c.Duration, verdict, map[bool]string{true: " (kept)", false: ""}[ok])
-	if ok {
-		s.best = c
-	}
-	return ok
+	s.best = c
+	return true
 }
 
 // numbers are the fault numbers of c's schedule.
