@@ -154,6 +154,46 @@ func (s *scenarioCheck) unknownPublishes() {
 	}
 }
 
+// diedHolding resolves the publishes that were in flight when their
+// relay's process died: a claim whose actor ended, not cleanly (a
+// process_exit other than "exit 0"), without a publish of any outcome
+// with its token logged by it. The broker may hold one record with that
+// token (appended before the SIGKILL fell); it is that publish's, and
+// counted as an unknown publish that landed.
+func (s *scenarioCheck) diedHolding() {
+	died := map[string]bool{}
+	for _, w := range s.kinds(evidence.KindProcessExit) {
+		if w.e.Detail != "exit 0" && w.e.Target != "" {
+			died[w.e.Target] = true
+		}
+	}
+	if len(died) == 0 {
+		return
+	}
+	type token struct {
+		actor, id, claimID string
+		version            int64
+	}
+	outcome := map[token]bool{}
+	for _, w := range s.kinds(evidence.KindPublish, evidence.KindPublishUnknown) {
+		outcome[token{w.e.Actor, w.e.EventID, w.e.ClaimID, i64(w.e.ClaimVersion)}] = true
+	}
+	for _, w := range s.kinds(evidence.KindClaim) {
+		e := w.e
+		if !died[e.Actor] || outcome[token{e.Actor, e.EventID, e.ClaimID, i64(e.ClaimVersion)}] {
+			continue
+		}
+		for _, t := range s.scenarioTopics() {
+			e.Topic = t
+			if k, ok := s.tokenRecord(e); ok {
+				s.records[k] = true
+				s.sum.unknownLanded = append(s.sum.unknownLanded, k)
+				break
+			}
+		}
+	}
+}
+
 // receives: each receive is a record that exists, of the logged event.
 func (s *scenarioCheck) receives() {
 	for _, w := range s.kinds(evidence.KindReceive) {

@@ -26,6 +26,9 @@ var witnessKinds = map[evidence.Kind]bool{
 	evidence.KindLeaseExpired: true, evidence.KindReceive: true, evidence.KindInboxInsert: true,
 	evidence.KindInboxReject: true, evidence.KindEffect: true, evidence.KindOffsetCommit: true,
 	evidence.KindOrderRequest: true, evidence.KindOrderAdvanced: true, evidence.KindEffectRolledBack: true, evidence.KindCommitUnknown: true,
+	// Not a write: which actor died, for the publishes it left in flight
+	// (diedHolding).
+	evidence.KindProcessExit: true,
 }
 
 // keepEvent copies e if a witness can speak to it.

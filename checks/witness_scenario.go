@@ -83,6 +83,7 @@ func (s *scenarioCheck) run() {
 		s.records = map[recordKey]bool{}
 		s.publishes()
 		s.unknownPublishes()
+		s.diedHolding()
 		s.receives()
 		s.unloggedRecords()
 		s.offsets()

@@ -74,7 +74,8 @@ func (m *Model) stepClaim(e *evidence.Event, src Source) {
 	in.claimActor = m.intern(e.Actor)
 	in.leaseUntil = val(e.LeaseUntil).UnixNano()
 	in.leaseExpired = false
-	in.addToken(v, in.claimID).Claimed = true
+	ts := in.addToken(v, in.claimID)
+	ts.Claimed, ts.Holder = true, in.claimActor
 	m.countOverlap(in, e)
 }
 

@@ -99,9 +99,12 @@ func (m *Model) checkStock(truncated bool) {
 
 // checkReceived (delivery): every record received was published
 // (receive-without-publish), or taken as the record of a publish of
-// unknown outcome. A record is made by a publish or a receive, so one that
-// was not published was received; one already reported
-// receive-before-publish is not reported again.
+// unknown outcome: one logged so, or one that was in flight when its
+// relay's process died (a claim whose holder ended, not cleanly, before
+// logging a publish with it: SIGKILL can fall between the broker's
+// append and the line that says so). A record is made by a publish or a
+// receive, so one that was not published was received; one already
+// reported receive-before-publish is not reported again.
 func (m *Model) checkReceived(truncated bool) {
 	for _, k := range m.recordOrder {
 		r := m.records[k]
@@ -109,6 +112,9 @@ func (m *Model) checkReceived(truncated bool) {
 			// Received while a publish of its event was in flight, which
 			// later proved of unknown outcome: that publish's record.
 			r.rec.unknownOpen--
+			continue
+		}
+		if !r.publishd && !r.fromUnknown && !r.reported && m.diedHolding(r.rec) {
 			continue
 		}
 		if !r.publishd && !r.fromUnknown && !r.reported {
@@ -132,4 +138,19 @@ func (m *Model) Release() {
 		rolledBackEffects: m.rolledBackEffects, unknownCommits: m.unknownCommits, resolvedCommits: m.resolvedCommits,
 		faultCommit: m.faultCommit, members: m.members, memberOrder: m.memberOrder}
 	m.inboxTrx, m.openCommits = nil, nil
+}
+
+// diedHolding takes, for a record no publish explains, a token of its
+// event whose holder's process died before logging any publish with it:
+// that publish was in flight, and its outcome is this record. Each such
+// token explains one record.
+func (m *Model) diedHolding(es *eventState) bool {
+	for i := range es.tokens {
+		t := &es.tokens[i]
+		if t.Claimed && !t.DiedHolding && t.LastPublish == OutcomeNone && !t.Published && !t.Refused && m.crashed[t.Holder] {
+			t.DiedHolding = true
+			return true
+		}
+	}
+	return false
 }

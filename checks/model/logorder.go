@@ -127,7 +127,8 @@ func (m *Model) fillClaimGap(in *intent, e *evidence.Event, v int64, src Source)
 	if len(g.missing) == 0 {
 		delete(m.claimGaps, in.id)
 	}
-	in.insertToken(v, m.intern(e.ClaimID)).Claimed = true
+	ts := in.insertToken(v, m.intern(e.ClaimID))
+	ts.Claimed, ts.Holder = true, m.intern(e.Actor)
 	return true
 }
 

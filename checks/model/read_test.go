@@ -249,8 +249,8 @@ func TestTokens(t *testing.T) {
 	m := replay(t, modeltest.Load(t, histories+"/ok-send-before-mark-crash"), nil)
 	got := m.Tokens("e-1")
 	want := []Token{
-		{Version: 1, ID: "relay-a", Claimed: true, Published: true, Marked: true, MarkRows: 0, MarkAt: 9, LastPublish: OutcomeAcked},
-		{Version: 2, ID: "relay-b", Claimed: true, Published: true, Marked: true, MarkRows: 1, MarkAt: 10, LastPublish: OutcomeAcked},
+		{Version: 1, ID: "relay-a", Claimed: true, Holder: "relay-a", Published: true, Marked: true, MarkRows: 0, MarkAt: 9, LastPublish: OutcomeAcked},
+		{Version: 2, ID: "relay-b", Claimed: true, Holder: "relay-b", Published: true, Marked: true, MarkRows: 1, MarkAt: 10, LastPublish: OutcomeAcked},
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("Tokens(e-1) = %+v; want %+v", got, want)

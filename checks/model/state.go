@@ -46,15 +46,19 @@ type intent = eventState
 // Token is one claim token of a row (its claim_version and claim_id) and
 // what happened to it. A relay without claim tokens uses the zero token.
 type Token struct {
-	Version   int64
-	ID        string
-	Claimed   bool  // a claim took it
-	Published bool  // at least one successful publish with it
-	Refused   bool  // at least one publish with it refused by the broker
-	Unknown   bool  // at least one publish with it of unknown outcome
-	Marked    bool  // at least one mark with it
-	MarkRows  int64 // rows of its last mark
-	MarkAt    int64 // event number (Events() then) of that mark
+	Version int64
+	ID      string
+	Claimed bool   // a claim took it
+	Holder  string // the actor whose claim took it (interned)
+	// DiedHolding: its holder's process ended before logging a publish
+	// with it; a record with it is taken as that publish's (Finish).
+	DiedHolding bool
+	Published   bool  // at least one successful publish with it
+	Refused     bool  // at least one publish with it refused by the broker
+	Unknown     bool  // at least one publish with it of unknown outcome
+	Marked      bool  // at least one mark with it
+	MarkRows    int64 // rows of its last mark
+	MarkAt      int64 // event number (Events() then) of that mark
 	// LastPublish is what its latest publish came to.
 	LastPublish Outcome
 }
