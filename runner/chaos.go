@@ -129,6 +129,9 @@ type chaosRun struct {
 	noteErr  error
 	injected map[string]int // faults injected, by kind
 	exits    map[string]int // how processes ended: "SIGKILL", "exit 0", ...
+	// held are the processes a lasting fault keeps stopped, by pid: no
+	// other fault may stop or wake them meanwhile.
+	held map[int]bool
 }
 
 func chaos(ctx context.Context, e *Env) error {
@@ -167,7 +170,7 @@ func chaos(ctx context.Context, e *Env) error {
 // log and the proxies.
 func newChaosRun(ctx context.Context, e *Env) (*chaosRun, error) {
 	cr := &chaosRun{e: e, cfg: e.Chaos, schedule: nemesis.Schedule(e.Chaos), group: "chaos-" + e.RunID,
-		injected: map[string]int{}, exits: map[string]int{}, proxies: nemesis.NewProxies()}
+		injected: map[string]int{}, exits: map[string]int{}, held: map[int]bool{}, proxies: nemesis.NewProxies()}
 	e.Defer(cr.proxies.Close)
 	var err error
 	if cr.nemesis, err = e.ActorLog(evidence.ActorNemesis); err != nil {

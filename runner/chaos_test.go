@@ -240,7 +240,7 @@ func plannedFaults(events []evidence.Event) string {
 // plant, the same aimed faults leave a run that passes.
 func TestChaosAimedFaults(t *testing.T) {
 	if testing.Short() {
-		t.Skip("four chaos runs take about 40 s")
+		t.Skip("five chaos runs take about 50 s")
 	}
 	pause := nemesis.PauseLease + 500*time.Millisecond
 	for _, c := range []struct {
@@ -255,11 +255,16 @@ func TestChaosAimedFaults(t *testing.T) {
 			"offset-before-effect", []string{"effect-commit-killed"}},
 		{"created-on-rollback", []nemesis.Fault{{At: 400 * time.Millisecond, Kind: nemesis.ConnKill, Target: nemesis.OrdersName}},
 			"created-on-rollback", []string{"intent-insert"}},
+		// The other relay takes the zombie's row over under the relays'
+		// shared claim id and is held at takeover-published until the
+		// zombie has marked.
+		{"mark-cas-claim-id-only", []nemesis.Fault{{At: 400 * time.Millisecond, Kind: nemesis.Pause, Target: "relay-1", For: pause}},
+			"stale-token-mark", []string{"after-publish-before-mark"}},
 		{"", []nemesis.Fault{
 			{At: 300 * time.Millisecond, Kind: nemesis.Pause, Target: "relay-1", For: pause},
 			{At: 1000 * time.Millisecond, Kind: nemesis.ConnKill, Target: "consumer-1"},
 			{At: 1600 * time.Millisecond, Kind: nemesis.ConnKill, Target: nemesis.OrdersName},
-			{At: 2200 * time.Millisecond, Kind: nemesis.ConnKill, Target: "relay-2"},
+			{At: 2700 * time.Millisecond, Kind: nemesis.ConnKill, Target: "relay-2"}, // after the pause let relay-2 go
 		}, "", []string{"after-publish-before-mark", "effect-commit-killed", "intent-insert", "claim-locked"}},
 	} {
 		name := c.plant
@@ -295,6 +300,11 @@ func TestChaosAimedFaults(t *testing.T) {
 			}
 			if !slices.Equal(at, c.at) {
 				t.Errorf("the targets stopped at %v; want %v", at, c.at)
+			}
+			for _, e := range events {
+				if e.Kind == evidence.KindHeal && e.Point == "nemesis-pause" && !strings.Contains(e.Detail, "stopped itself at takeover-published") {
+					t.Errorf("no relay was held at takeover-published while the zombie woke: %s", e.Detail)
+				}
 			}
 			v, err := checks.Verify(context.Background(), opts.Out, checks.Options{})
 			if err != nil {

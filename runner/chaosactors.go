@@ -51,11 +51,11 @@ func (cr *chaosRun) startActors(ctx context.Context) error {
 		rs := cr.newSlot(name, func(actorName string) (actor.Spec, []string) {
 			return actor.Spec{
 				Role: actor.Relay, DB: e.Scratch.Name, Plant: plantName, Brokers: []string{br.Addr}, Via: br.Addr,
-				Topic: cr.topic, ClaimID: actorName + "-" + e.RunID, Lease: nemesis.PauseLease,
+				Topic: cr.topic, ClaimID: chaosClaimID(e.RunID), Lease: nemesis.PauseLease,
 				PublishTimeout: chaosPublishTimeout, Batch: chaosBatch, Poll: 50 * 1e6,
 			}, actor.Env(dsnVia(db), nil)
 		})
-		rs.stopAt = []fault.Point{fault.AfterPublishBeforeMark, aimsOf["relay"]} // pause, conn-kill
+		rs.stopAt = []fault.Point{fault.AfterPublishBeforeMark, aimsOf["relay"], fault.TakeoverPublished} // pause, conn-kill, pause's taker
 	}
 	for i := 1; i <= cr.cfg.Consumers; i++ {
 		name := nemesis.ConsumerName(i)
@@ -93,6 +93,15 @@ func (cr *chaosRun) startActors(ctx context.Context) error {
 	}
 	return nil
 }
+
+// chaosClaimID is the claim id of every relay of the chaos scenario: they
+// run as replicas of one deployment configured with one instance id, and
+// keep it when restarted. Only claim_version then tells their claims
+// apart, as it tells one relay's own claims apart after it took its own
+// row over; a compare-and-set that checks less than the whole token
+// (claim_version and claim_id) lets a zombie's stale mark through. The
+// actor names still tell the processes apart in the evidence.
+func chaosClaimID(runID string) string { return "relays-" + runID }
 
 // stopActors stops every slot, all at once, each with chaosStopGrace to
 // stop cleanly. It is idempotent.

@@ -176,15 +176,39 @@ func (cr *chaosRun) kill(f nemesis.Fault) (string, error) {
 // it wakes up a zombie whose marks carry stale tokens. When the relay
 // does not pass there within the aim's window, it is stopped with SIGSTOP
 // wherever it is. The heal sends SIGCONT to that same process.
+//
+// An aimed pause also arms every other relay at takeover-published: the
+// one that takes the paused relay's rows over stops holding its takeover,
+// published and not marked. The heal then wakes the zombie first and the
+// taker takeoverHold later, so that the zombie's mark meets a row CLAIMED
+// under a newer token (with the relays' shared claim id: the same
+// claim_id, another claim_version), the case a compare-and-set that checks
+// less than the whole token gets wrong.
 func (cr *chaosRun) pause(f nemesis.Fault) (string, heal, error) {
 	s := cr.slot(f.Target)
+	if p, _ := s.running(); p == nil || processState(p.Pid()) == "T" || cr.holding(p) {
+		return "", nil, nil // none runs, or another fault holds it
+	}
 	p, name, aimed, miss := cr.aim(s, fault.AfterPublishBeforeMark)
 	if p == nil {
 		return "", nil, nil
 	}
 	var detail string
+	var takers []taker
 	if aimed != "" {
 		detail = fmt.Sprintf("%s for %v, longer than its lease %v", aimed, f.For.Round(time.Millisecond), nemesis.PauseLease)
+		armed := time.Now()
+		for _, o := range cr.slots {
+			if o == s || !slices.Contains(o.stopAt, fault.TakeoverPublished) {
+				continue
+			}
+			if tp, tname, _, miss := cr.arm(o, fault.TakeoverPublished); tp != nil && miss == "" {
+				// Armed, it is this fault's: no other fault stops or
+				// wakes it until the heal lets it go.
+				cr.hold(tp, true)
+				takers = append(takers, taker{tp, tname, armedUntil(armed, fault.TakeoverPublished)})
+			}
+		}
 	} else {
 		if err := p.Signal(syscall.SIGSTOP); err != nil {
 			return "", nil, nil // it ended meanwhile
@@ -193,14 +217,79 @@ func (cr *chaosRun) pause(f nemesis.Fault) (string, heal, error) {
 		detail = fmt.Sprintf("SIGSTOP to %s (pid %d, state %q after it) for %v, longer than its lease %v%s",
 			name, p.Pid(), processState(p.Pid()), f.For.Round(time.Millisecond), nemesis.PauseLease, miss)
 	}
+	cr.hold(p, true)
 	return detail, func(context.Context) (string, error) {
-		err := p.Signal(syscall.SIGCONT)
-		if err != nil {
-			return fmt.Sprintf("SIGCONT to %s (pid %d) not delivered: %v (the process ended meanwhile)", name, p.Pid(), err), nil
+		var held []taker
+		for _, t := range takers {
+			if processState(t.p.Pid()) == "T" {
+				held = append(held, t)
+			}
 		}
-		return fmt.Sprintf("SIGCONT to %s (pid %d) after %v stopped", name, p.Pid(), f.For.Round(time.Millisecond)), nil
+		defer func() {
+			cr.hold(p, false)
+			for _, t := range takers {
+				cr.hold(t.p, false)
+			}
+		}()
+		out := fmt.Sprintf("SIGCONT to %s (pid %d) after %v stopped", name, p.Pid(), f.For.Round(time.Millisecond))
+		if err := p.Signal(syscall.SIGCONT); err != nil {
+			out = fmt.Sprintf("SIGCONT to %s (pid %d) not delivered: %v (the process ended meanwhile)", name, p.Pid(), err)
+		}
+		if len(held) > 0 {
+			time.Sleep(takeoverHold)
+		}
+		for _, t := range held {
+			out += fmt.Sprintf("; %s (pid %d) had stopped itself at %s, holding its takeover unmarked, and got SIGCONT %v later",
+				t.name, t.p.Pid(), fault.TakeoverPublished, takeoverHold)
+			_ = t.p.Signal(syscall.SIGCONT)
+		}
+		// A taker whose arm is still on may stop after this heal: wait
+		// for its window to end, and wake it if it stopped.
+		for _, t := range takers {
+			if slices.Contains(held, t) {
+				continue
+			}
+			if _, ok := waitStopped(t.p, t.until); ok {
+				out += fmt.Sprintf("; %s (pid %d) stopped itself at %s after the zombie woke, and got SIGCONT", t.name, t.p.Pid(),
+					fault.TakeoverPublished)
+				_ = t.p.Signal(syscall.SIGCONT)
+			}
+		}
+		return out, nil
 	}, nil
 }
+
+// hold records that a lasting fault keeps p stopped (on) or no longer
+// (off).
+func (cr *chaosRun) hold(p *actor.Process, on bool) {
+	cr.mu.Lock()
+	defer cr.mu.Unlock()
+	if on {
+		cr.held[p.Pid()] = true
+	} else {
+		delete(cr.held, p.Pid())
+	}
+}
+
+// holding tells whether a lasting fault keeps p stopped.
+func (cr *chaosRun) holding(p *actor.Process) bool {
+	cr.mu.Lock()
+	defer cr.mu.Unlock()
+	return cr.held[p.Pid()]
+}
+
+// taker is a relay armed at takeover-published while another relay is
+// paused, until its arm has surely ended.
+type taker struct {
+	p     *actor.Process
+	name  string
+	until time.Time
+}
+
+// takeoverHold is how long a taker held at takeover-published stays
+// stopped after the zombie woke: time for the zombie's mark to arrive
+// first.
+const takeoverHold = 250 * time.Millisecond
 
 // brokerFaults maps the broker's window kinds to infra's.
 var brokerFaults = map[nemesis.Kind]struct {
@@ -300,32 +389,61 @@ func (cr *chaosRun) killConnection(ctx context.Context, f nemesis.Fault) (string
 // returns the process (nil: none runs) and, when it stopped, what
 // happened; otherwise miss says why the aim missed.
 func (cr *chaosRun) aim(s *slot, point fault.Point) (p *actor.Process, name, aimed, miss string) {
+	p, name, sig, miss := cr.arm(s, point)
+	if p == nil || miss != "" {
+		return p, name, "", miss
+	}
+	if took, ok := waitStopped(p, armedUntil(time.Now(), point)); ok {
+		return p, name, fmt.Sprintf("%s (pid %d) stopped itself at %s, %v after %v armed it (state \"T\")",
+			name, p.Pid(), point, took.Round(time.Millisecond), sig), ""
+	}
+	return p, name, "", fmt.Sprintf(" (%s did not pass %s within %v of %v)", name, point, actor.StopWindow(point), sig)
+}
+
+// arm sends the slot's running process the signal that arms its stop at
+// point; miss says why it was not sent (p nil: no process runs).
+func (cr *chaosRun) arm(s *slot, point fault.Point) (p *actor.Process, name string, sig syscall.Signal, miss string) {
 	p, name = s.running()
 	if p == nil {
-		return nil, "", "", ""
+		return nil, "", 0, ""
+	}
+	if processState(p.Pid()) == "T" || cr.holding(p) {
+		return p, name, 0, fmt.Sprintf(" (%s is held by another fault)", name)
 	}
 	i := slices.Index(s.stopAt, point)
 	if i < 0 {
-		return p, name, "", fmt.Sprintf(" (%s does not stop at %s)", name, point)
+		return p, name, 0, fmt.Sprintf(" (%s does not stop at %s)", name, point)
 	}
-	sig := actor.StopSignals[i]
+	sig = actor.StopSignals[i]
 	if !catches(p.Pid(), sig) {
-		return p, name, "", fmt.Sprintf(" (%s was still starting: it did not catch %v yet)", name, sig)
+		return p, name, sig, fmt.Sprintf(" (%s was still starting: it did not catch %v yet)", name, sig)
 	}
 	if err := p.Signal(sig); err != nil {
-		return p, name, "", fmt.Sprintf(" (%v to %s not delivered: %v)", sig, name, err)
+		return p, name, sig, fmt.Sprintf(" (%v to %s not delivered: %v)", sig, name, err)
 	}
+	return p, name, sig, ""
+}
+
+// armedUntil is when an arm of point sent at t has surely ended: the
+// process's own window starts when it receives the signal, a little
+// later.
+func armedUntil(t time.Time, point fault.Point) time.Time {
+	return t.Add(actor.StopWindow(point) + 100*time.Millisecond)
+}
+
+// waitStopped waits until p is stopped (state T), or until; it returns
+// how long it waited.
+func waitStopped(p *actor.Process, until time.Time) (time.Duration, bool) {
 	t0 := time.Now()
-	// The process's own window starts when it receives the signal; wait
-	// a little longer than it.
-	for time.Since(t0) < actor.StopArmWindow+100*time.Millisecond {
+	for {
 		if processState(p.Pid()) == "T" {
-			return p, name, fmt.Sprintf("%s (pid %d) stopped itself at %s, %v after %v armed it (state \"T\")",
-				name, p.Pid(), point, time.Since(t0).Round(time.Millisecond), sig), ""
+			return time.Since(t0), true
+		}
+		if time.Now().After(until) {
+			return time.Since(t0), false
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	return p, name, "", fmt.Sprintf(" (%s did not pass %s within %v of %v)", name, point, actor.StopArmWindow, sig)
 }
 
 // catches reports whether pid has a handler for sig (SigCgt in its

@@ -57,6 +57,11 @@ const (
 	// there (conn-kill aimed at it) and drops its database connections,
 	// so that the transaction fails at its last write.
 	IntentInsert Point = "intent-insert"
+	// TakeoverPublished is a place to aim at: the relay published a round
+	// that holds a takeover (a claim of a row whose lease ran out) and has
+	// not marked it. The chaos nemesis holds a relay there while the
+	// relay it took the row from, paused past its lease, wakes and marks.
+	TakeoverPublished Point = "takeover-published"
 )
 
 // Injection is how a fault is brought about.

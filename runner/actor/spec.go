@@ -71,7 +71,8 @@ type Spec struct {
 	Faults   []string // "point[:kill|crash]", each armed for its first hit; default action kill
 	Plant    string   // planted bug name; empty: none
 	// StopAt are points where the process stops itself when a signal
-	// arms them (stop.go): the first on SIGUSR1, the second on SIGUSR2.
+	// arms them (stop.go): the first on SIGUSR1, the second on SIGUSR2,
+	// the third on signal 35.
 	StopAt []string
 
 	// Orders.
@@ -145,7 +146,7 @@ func (s *Spec) RegisterFlags(fs *flag.FlagSet) {
 	fs.Var(repeated{&s.Faults}, "fault", "arm fault `point[:kill|crash]` for its first hit (repeatable; default action kill = SIGKILL this process)")
 	fs.StringVar(&s.Plant, "plant", "", "plant `bug` (negative control)")
 	fs.Var(repeated{&s.StopAt}, "stop-at", "stop this process (SIGSTOP to itself) at `point` on its next pass within "+
-		StopArmWindow.String()+" after SIGUSR1 (the first --stop-at) or SIGUSR2 (the second); SIGCONT resumes it")
+		StopArmWindow.String()+" after SIGUSR1 (the first --stop-at), SIGUSR2 (the second) or signal 35 (the third); SIGCONT resumes it")
 	switch s.Role {
 	case Orders:
 		fs.StringVar(&s.Listen, "listen", DefaultListen, "HTTP `address`; the first stdout line is \"listening on http://ADDR\"")

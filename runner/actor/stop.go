@@ -13,21 +13,34 @@ import (
 
 // Stops aimed by a signal (--stop-at): the chaos nemesis aims a fault at a
 // place in an actor's code path, not at a random instant. SIGUSR1 arms the
-// first --stop-at point, SIGUSR2 the second: the process stops itself
-// there (SIGSTOP to itself) at its next pass within StopArmWindow, and goes
-// on from there when it receives SIGCONT. A pass after the window, or no
-// pass, leaves it running: the nemesis then falls back on an unaimed fault.
+// first --stop-at point, SIGUSR2 the second, signal 35 (SIGRTMIN+1 in
+// glibc's numbering) the third: the process stops itself there (SIGSTOP to
+// itself) at its next pass within the point's window (StopWindow), and
+// goes on from there when it receives SIGCONT. A pass after the window, or
+// no pass, leaves it running: the nemesis then falls back on an unaimed
+// fault.
 
 // StopArmWindow is how long a signal arms a stop point.
 const StopArmWindow = time.Second
 
-// StopSignals are the signals that arm the first and the second --stop-at
-// point.
-var StopSignals = []syscall.Signal{syscall.SIGUSR1, syscall.SIGUSR2}
+// StopWindow is how long a signal arms p: StopArmWindow, and twice that
+// for TakeoverPublished, which the nemesis arms when another relay's
+// lease starts to run out, well before the takeover.
+func StopWindow(p fault.Point) time.Duration {
+	if p == fault.TakeoverPublished {
+		return 2 * StopArmWindow
+	}
+	return StopArmWindow
+}
+
+// StopSignals are the signals that arm the first, the second and the
+// third --stop-at point.
+var StopSignals = []syscall.Signal{syscall.SIGUSR1, syscall.SIGUSR2, syscall.Signal(35)}
 
 // stopPoints are the points --stop-at takes: those where a process stopped
 // in place leaves something for the nemesis to act on.
-var stopPoints = []fault.Point{fault.AfterPublishBeforeMark, fault.ClaimLocked, fault.EffectCommitKilled, fault.IntentInsert}
+var stopPoints = []fault.Point{fault.AfterPublishBeforeMark, fault.ClaimLocked, fault.EffectCommitKilled, fault.IntentInsert,
+	fault.TakeoverPublished}
 
 // parseStopAt checks the --stop-at points.
 func parseStopAt(points []string) ([]fault.Point, error) {
@@ -66,7 +79,7 @@ func armStopsOnSignal(faults *fault.Injector, points []fault.Point) (stop func()
 			case sig := <-ch:
 				for i, p := range points {
 					if sig == StopSignals[i] {
-						faults.ArmFunc(p, 1, stopSelf(time.Now().Add(StopArmWindow)))
+						faults.ArmFunc(p, 1, stopSelf(time.Now().Add(StopWindow(p))))
 					}
 				}
 			}

@@ -125,7 +125,7 @@ func TestParseStopAt(t *testing.T) {
 	if _, err := actor.ParseStopAt([]string{"after-publish-before-mark", "claim-locked"}); err != nil {
 		t.Fatal(err)
 	}
-	for _, bad := range [][]string{{"nowhere"}, {"publish-refused"}, {"claim-locked", "intent-insert", "effect-commit-killed"}} {
+	for _, bad := range [][]string{{"nowhere"}, {"publish-refused"}, {"claim-locked", "intent-insert", "effect-commit-killed", "takeover-published"}} {
 		if _, err := actor.ParseStopAt(bad); !errors.Is(err, actor.ErrUsage) {
 			t.Errorf("ParseStopAt(%q) = %v; want a usage error", bad, err)
 		}

@@ -23,9 +23,10 @@ const (
 	AfterOrderCommitBeforeOutbox  = spec.AfterOrderCommitBeforeOutbox
 	AfterClaimBeforePublish       = spec.AfterClaimBeforePublish
 	EffectCommitKilled            = spec.EffectCommitKilled
-	ClaimLocked                   = spec.ClaimLocked  // an interleaving point, not a fault
-	IdemChecked                   = spec.IdemChecked  // an interleaving point, not a fault
-	IntentInsert                  = spec.IntentInsert // a point to aim at, not a fault
+	ClaimLocked                   = spec.ClaimLocked       // an interleaving point, not a fault
+	IdemChecked                   = spec.IdemChecked       // an interleaving point, not a fault
+	IntentInsert                  = spec.IntentInsert      // a point to aim at, not a fault
+	TakeoverPublished             = spec.TakeoverPublished // a point to aim at, not a fault
 )
 
 // Points lists every point an in-process hook can fire at, sorted: the

@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -204,6 +205,12 @@ func (r *Relay) RunOnce(ctx context.Context) (Result, error) {
 	}
 	if err := r.hitEach(fault.AfterPublishBeforeMark, acked, &res); err != nil {
 		return res, err
+	}
+	if slices.ContainsFunc(acked, func(c Claimed) bool { return c.StateBefore == evidence.StateClaimed }) {
+		// The chaos nemesis may hold a relay here (fault.TakeoverPublished).
+		if err := r.cfg.Faults.Hit(fault.TakeoverPublished); err != nil {
+			return res, err
+		}
 	}
 	switch r.cfg.Plant {
 	case plant.MarkBeforePublish:
