@@ -17,8 +17,11 @@ import (
 //     received), the end (highest offset + 1) minus the group's last
 //     committed offset;
 //   - faults: the nemesis's fault events by kind;
-//   - unknownResolved: publishes of unknown outcome whose outcome the
-//     records received settle, over all of them (model/chaos.go).
+//   - unknownResolved: outcomes unknown to the actor that met them,
+//     settled by what happened after, over all of them: publishes of
+//     unknown outcome whose outcome the records received settle, and
+//     effect commits of unknown outcome a later inbox decision of their
+//     row settles (model/chaos.go).
 //
 // Beyond the metrics, a PASS without any fault is inconclusive
 // (scenario-not-exercised).
@@ -34,6 +37,8 @@ func init() {
 				}
 			}
 			unknown, resolved := f.m.UnknownPublishes()
+			commits, decided := f.m.UnknownCommits()
+			unknown, resolved = unknown+commits, resolved+decided
 			return []metricValue{
 				num("orders", orders), num("events", n.Intents), num("deliveries", n.Received+n.Replays),
 				num("duplicatesAbsorbed", n.InboxRejects), num("effects", n.Notifications), num("missing", missing),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -151,8 +152,9 @@ type logCounts struct {
 }
 
 // logCounts reads every actor log of the scenario (the processes have
-// ended) and counts the receives, the inbox rejects and the publishes of
-// unknown outcome, and resolves those: an unknown publish of event E is
+// ended) and counts the receives, the inbox rejects, the effect commits of
+// unknown outcome (settled by a later inbox decision of their row) and
+// the publishes of unknown outcome, and resolves those: an unknown publish of event E is
 // resolved when the records of E received at offsets no acknowledged
 // publish produced are no more than the unknown publishes of E (each is
 // then one that was appended, the others were not). Once the group's lag
@@ -167,6 +169,11 @@ func (cr *chaosRun) logCounts() (logCounts, error) {
 	acked := map[rec]bool{}
 	received := map[string]map[rec]bool{}
 	unknown := map[string]map[string]bool{} // event id -> its tokens with a publish of unknown outcome
+	type decision struct {
+		at      time.Time
+		unknown bool // commit_unknown; else inbox_insert or inbox_reject
+	}
+	decisions := map[string][]decision{} // inbox row (consumer name/key) -> its effect transactions' outcomes
 	cr.e.mu.Lock()
 	actors := append([]string{}, cr.e.logOrder...)
 	dir := cr.e.logDir
@@ -188,6 +195,11 @@ func (cr *chaosRun) logCounts() (logCounts, error) {
 				}
 			case evidence.KindInboxReject:
 				lc.rejects++
+				decisions[ev.Consumer+"/"+inboxKey(ev)] = append(decisions[ev.Consumer+"/"+inboxKey(ev)], decision{ev.Time, false})
+			case evidence.KindInboxInsert:
+				decisions[ev.Consumer+"/"+inboxKey(ev)] = append(decisions[ev.Consumer+"/"+inboxKey(ev)], decision{ev.Time, false})
+			case evidence.KindCommitUnknown:
+				decisions[ev.Consumer+"/"+ev.EventID] = append(decisions[ev.Consumer+"/"+ev.EventID], decision{ev.Time, true})
 			case evidence.KindPublishUnknown:
 				if unknown[ev.EventID] == nil {
 					unknown[ev.EventID] = map[string]bool{}
@@ -204,6 +216,22 @@ func (cr *chaosRun) logCounts() (logCounts, error) {
 			}
 		}
 	}
+	// An effect commit of unknown outcome is settled by a later inbox
+	// decision of its row: an inbox_insert (it did not commit) or an
+	// inbox_reject (the last unknown one before it did).
+	for _, ds := range decisions {
+		slices.SortStableFunc(ds, func(a, b decision) int { return a.at.Compare(b.at) })
+		open := 0
+		for _, d := range ds {
+			if d.unknown {
+				open++
+				lc.unknown++
+				continue
+			}
+			lc.resolved += open
+			open = 0
+		}
+	}
 	for id, tokens := range unknown {
 		u := len(tokens)
 		lc.unknown += u
@@ -218,4 +246,13 @@ func (cr *chaosRun) logCounts() (logCounts, error) {
 		}
 	}
 	return lc, nil
+}
+
+// inboxKey is the key an inbox event names its row by (the event id when
+// it names none).
+func inboxKey(e evidence.Event) string {
+	if e.InboxKey != "" {
+		return e.InboxKey
+	}
+	return e.EventID
 }

@@ -119,3 +119,7 @@ func (m *Model) Groups() []string { return append([]string{}, m.groups...) }
 // UnknownPublishes returns the publish_unknown events and how many of them
 // the records received resolve (finishChaos).
 func (m *Model) UnknownPublishes() (unknown, resolved int64) { return m.unknown, m.resolved }
+
+// UnknownCommits returns the commit_unknown events and how many of them a
+// later inbox decision of their row settled.
+func (m *Model) UnknownCommits() (unknown, decided int64) { return m.unknownCommits, m.decidedCommits }

@@ -301,7 +301,9 @@ func (m *Model) inboxRecord(e *evidence.Event, src Source) {
 func (m *Model) stepInboxInsert(e *evidence.Event, src Source) {
 	m.inboxRecord(e, src)
 	k := m.inboxKeyOf(e, src)
-	delete(m.openCommits, k) // an unknown commit of k did not commit: the row was free
+	// The unknown commits of k did not commit: the row was free.
+	m.decidedCommits += int64(m.openCommits[k])
+	delete(m.openCommits, k)
 	if _, dup := m.inbox[k]; dup {
 		m.violate(RuleDuplicateInbox, src, e.EventID,
 			"a second inbox row for (%s, %s): the unique key forbids it", e.Consumer, k.eventID)

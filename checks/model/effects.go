@@ -62,5 +62,5 @@ func (m *Model) stepEffectRolledBack(e *evidence.Event, src Source) {
 func (m *Model) stepCommitUnknown(e *evidence.Event, src Source) {
 	m.inboxRecord(e, src)
 	m.unknownCommits++
-	m.openCommits[inboxKey{m.intern(e.Consumer), m.ev(e.EventID).id}] = true
+	m.openCommits[inboxKey{m.intern(e.Consumer), m.ev(e.EventID).id}]++
 }

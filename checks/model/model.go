@@ -51,7 +51,7 @@ type Model struct {
 	pendingHeaps map[partKey]*offsetHeap
 	inbox        map[inboxKey]struct{}
 	inboxTrx     map[inboxKey]string // the transaction that wrote an inbox row, when said
-	openCommits  map[inboxKey]bool   // commit_unknown not yet decided by a replay
+	openCommits  map[inboxKey]int    // commit_unknown events not yet decided by a replay, by inbox row
 	inboxOrder   []inboxKey
 	notifs       []notification
 	notifIDs     map[int64]bool
@@ -131,7 +131,7 @@ func New(layers []spec.Layer, faultPoints []string) *Model {
 		pendingHeaps: map[partKey]*offsetHeap{},
 		inbox:        map[inboxKey]struct{}{},
 		inboxTrx:     map[inboxKey]string{},
-		openCommits:  map[inboxKey]bool{},
+		openCommits:  map[inboxKey]int{},
 		consumerState: consumerState{
 			gparts: map[partKey]*groupPart{}, members: map[memberKey]*memberPart{}, cur: map[string]current{},
 			partEnd: map[topicPart]int64{}, recvVersion: map[aggKey]int64{}, effVersion: map[aggKey]int64{},

@@ -37,6 +37,10 @@ type consumerState struct {
 
 	lag, splitAggregates, effectsOutOfOrder, partitions int64
 	rolledBackEffects, unknownCommits, resolvedCommits  int64
+	// decidedCommits are the commit_unknown events a later inbox_insert
+	// (they did not commit) or inbox_reject (the last of them did) of
+	// their row settled.
+	decidedCommits int64
 }
 
 // topicPart is one partition of a topic.
@@ -251,9 +255,12 @@ func (m *Model) inboxHas(k inboxKey) bool {
 	if _, ok := m.inbox[k]; ok {
 		return true
 	}
-	if !m.openCommits[k] {
+	if m.openCommits[k] == 0 {
 		return false
 	}
+	// The last of them committed, the earlier ones did not (a committed
+	// row would have made the next attempt an inbox_reject).
+	m.decidedCommits += int64(m.openCommits[k])
 	delete(m.openCommits, k)
 	m.inbox[k] = struct{}{}
 	m.inboxOrder = append(m.inboxOrder, k)

@@ -352,3 +352,29 @@ func TestOrdersAndStock(t *testing.T) {
 		t.Errorf("Stock() = %v, StockOf(SKU) = %d; want SKU: 9", stock, m.StockOf("SKU"))
 	}
 }
+
+// TestUnknownCommitsDecided: a commit of unknown outcome is settled by the
+// next inbox decision of its row, an inbox_insert (it did not commit) or
+// an inbox_reject (it did); one still open at the end is not.
+func TestUnknownCommitsDecided(t *testing.T) {
+	for _, c := range []struct {
+		history          string
+		unknown, decided int64
+	}{
+		{"ok-commit-unknown-committed", 1, 1}, // then inbox_reject
+		{"ok-effect-db-error", 1, 1},          // then inbox_insert
+	} {
+		m := replay(t, modeltest.Load(t, histories+"/"+c.history), nil)
+		if u, d := m.UnknownCommits(); u != c.unknown || d != c.decided {
+			t.Errorf("%s: UnknownCommits() = %d, %d; want %d, %d", c.history, u, d, c.unknown, c.decided)
+		}
+	}
+	// Cut before the replay's decision, the commit stays open.
+	h := modeltest.Load(t, histories+"/ok-commit-unknown-committed")
+	i := slices.IndexFunc(h.Events, func(e evidence.Event) bool { return e.Kind == evidence.KindInboxReject })
+	h.Events = h.Events[:i]
+	m := replay(t, h, nil)
+	if u, d := m.UnknownCommits(); u != 1 || d != 0 {
+		t.Errorf("without the replay's decision: UnknownCommits() = %d, %d; want 1, 0", u, d)
+	}
+}
