@@ -171,50 +171,69 @@ func checkKilledAndRestarted(t *testing.T, fault evidence.Event, after []evidenc
 }
 
 // TestChaosReplayReproduces measures how often the same seed and flags
-// reproduce a planted failure whose exposure depends on timing: the relay
-// that marks after a failed publish (mark-after-failed-publish) under the
-// broker appending records and losing their acknowledgements for a while
-// (the relay marks its publishes of unknown outcome). The schedule and the
-// requests are the seed's; where the refusal windows fall among the
-// publishes is the OS scheduler's. It runs the same replay three times and
-// wants the rule in at least two.
+// reproduce a planted failure whose exposure depends on timing, for two
+// replays explore printed:
+//   - mark-after-failed-publish under the broker appending records and
+//     losing their acknowledgements for a while (the relay marks its
+//     publishes of unknown outcome): where the windows fall among the
+//     publishes is the OS scheduler's;
+//   - created-on-rollback under one conn-kill aimed at the order service
+//     (its connection dies before its intent insert): whether a request
+//     reaches the intent within the aim's window is the scheduler's.
+//
+// The schedule and the requests are the seed's. Each replay runs three
+// times and must name its rule in at least two.
 func TestChaosReplayReproduces(t *testing.T) {
 	if testing.Short() {
-		t.Skip("three chaos runs take about 30 s")
+		t.Skip("six chaos runs take about 45 s")
 	}
 	const tries = 3
-	found := 0
-	var schedules []string
-	for i := range tries {
-		opts, priv := defaultOpts(t, "chaos")
-		opts.Seed, opts.Plant = 2, "mark-after-failed-publish"
-		opts.Chaos = nemesis.Config{Duration: 3 * time.Second, Orders: 30, Kinds: []nemesis.Kind{nemesis.AckLost}}
-		opts.Timeout = runner.ChaosTimeout(opts.Chaos)
-		if _, err := runner.Run(context.Background(), opts); err != nil {
-			t.Fatalf("run %d: %v", i+1, err)
-		}
-		nothingLeft(t, priv)
-		v, err := checks.Verify(context.Background(), opts.Out, checks.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if slices.ContainsFunc(v.Reasons, func(r checks.Reason) bool { return r.Rule == "mark-after-failed-publish" }) {
-			found++
-		}
-		events, err := evidence.ReadEvents(filepath.Join(runner.LogDir(opts.Out), "chaos", "nemesis.jsonl"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		schedules = append(schedules, plannedFaults(events))
-	}
-	t.Logf("mark-after-failed-publish reproduced in %d of %d replays of seed 2", found, tries)
-	for i := 1; i < tries; i++ {
-		if schedules[i] != schedules[0] {
-			t.Errorf("replay %d applied %q; replay 1 applied %q: the same seed must give the same schedule", i+1, schedules[i], schedules[0])
-		}
-	}
-	if found < 2 {
-		t.Errorf("the planted failure reproduced in %d of %d replays; want at least 2", found, tries)
+	for _, c := range []struct {
+		plant, rule string
+		seed        int64
+		cfg         nemesis.Config
+	}{
+		{"mark-after-failed-publish", "mark-after-failed-publish", 2,
+			nemesis.Config{Duration: 3 * time.Second, Orders: 30, Kinds: []nemesis.Kind{nemesis.AckLost}}},
+		// explore --seeds 1..20 --plant created-on-rollback printed
+		// run --scenarios chaos --seed 5 --duration 1.2s --only-faults 2.
+		{"created-on-rollback", "created-on-rollback", 5, nemesis.Config{Duration: 1200 * time.Millisecond, Only: []int{2}}},
+	} {
+		t.Run(c.plant, func(t *testing.T) {
+			found := 0
+			var schedules []string
+			for i := range tries {
+				opts, priv := defaultOpts(t, "chaos")
+				opts.Seed, opts.Plant = c.seed, runner.Plant(c.plant)
+				opts.Chaos = c.cfg
+				opts.Timeout = runner.ChaosTimeout(opts.Chaos)
+				if _, err := runner.Run(context.Background(), opts); err != nil {
+					t.Fatalf("run %d: %v", i+1, err)
+				}
+				nothingLeft(t, priv)
+				v, err := checks.Verify(context.Background(), opts.Out, checks.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if slices.ContainsFunc(v.Reasons, func(r checks.Reason) bool { return r.Rule == c.rule }) {
+					found++
+				}
+				events, err := evidence.ReadEvents(filepath.Join(runner.LogDir(opts.Out), "chaos", "nemesis.jsonl"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				schedules = append(schedules, plannedFaults(events))
+			}
+			t.Logf("%s reproduced in %d of %d replays of seed %d", c.rule, found, tries, c.seed)
+			for i := 1; i < tries; i++ {
+				if schedules[i] != schedules[0] {
+					t.Errorf("replay %d applied %q; replay 1 applied %q: the same seed must give the same schedule", i+1, schedules[i], schedules[0])
+				}
+			}
+			if found < 2 {
+				t.Errorf("the planted failure reproduced in %d of %d replays; want at least 2", found, tries)
+			}
+		})
 	}
 }
 
