@@ -170,7 +170,8 @@ type Result struct {
 // RunOnce claims one batch (Claim: one transaction), hits
 // AfterClaimBeforePublish once per intent, publishes the whole batch at
 // once and waits for every outcome (PublishBatch), hits
-// AfterPublishBeforeMark once per acknowledged intent, and marks the
+// AfterPublishBeforeMark once per acknowledged intent (and
+// TakeoverPublished once when one of them is a takeover), and marks the
 // acknowledged intents with one compare-and-set over the batch
 // (MarkBatch). A simulated crash at either point stops the round at once:
 // nothing else is published or marked, and the error wraps
