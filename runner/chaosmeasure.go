@@ -152,10 +152,10 @@ type logCounts struct {
 }
 
 // logCounts reads every actor log of the scenario (the processes have
-// ended) and counts the receives, the inbox rejects, the effect commits of
-// unknown outcome (settled by a later inbox decision of their row) and
-// the publishes of unknown outcome, and resolves those: an unknown publish of event E is
-// resolved when the records of E received at offsets no acknowledged
+// ended) and counts the receives, the inbox rejects, the effect commits
+// of unknown outcome (settled by a later inbox decision of their row) and
+// the publishes of unknown outcome, and resolves those: an unknown
+// publish of event E is resolved when the records of E received at offsets no acknowledged
 // publish produced are no more than the unknown publishes of E (each is
 // then one that was appended, the others were not). Once the group's lag
 // is 0 every appended record was received, so the receives show them all.
@@ -174,6 +174,9 @@ func (cr *chaosRun) logCounts() (logCounts, error) {
 		unknown bool // commit_unknown; else inbox_insert or inbox_reject
 	}
 	decisions := map[string][]decision{} // inbox row (consumer name/key) -> its effect transactions' outcomes
+	decide := func(consumer, key string, at time.Time, unknown bool) {
+		decisions[consumer+"/"+key] = append(decisions[consumer+"/"+key], decision{at, unknown})
+	}
 	cr.e.mu.Lock()
 	actors := append([]string{}, cr.e.logOrder...)
 	dir := cr.e.logDir
@@ -195,11 +198,11 @@ func (cr *chaosRun) logCounts() (logCounts, error) {
 				}
 			case evidence.KindInboxReject:
 				lc.rejects++
-				decisions[ev.Consumer+"/"+inboxKey(ev)] = append(decisions[ev.Consumer+"/"+inboxKey(ev)], decision{ev.Time, false})
+				decide(ev.Consumer, inboxKey(ev), ev.Time, false)
 			case evidence.KindInboxInsert:
-				decisions[ev.Consumer+"/"+inboxKey(ev)] = append(decisions[ev.Consumer+"/"+inboxKey(ev)], decision{ev.Time, false})
+				decide(ev.Consumer, inboxKey(ev), ev.Time, false)
 			case evidence.KindCommitUnknown:
-				decisions[ev.Consumer+"/"+ev.EventID] = append(decisions[ev.Consumer+"/"+ev.EventID], decision{ev.Time, true})
+				decide(ev.Consumer, ev.EventID, ev.Time, true)
 			case evidence.KindPublishUnknown:
 				if unknown[ev.EventID] == nil {
 					unknown[ev.EventID] = map[string]bool{}
