@@ -57,6 +57,17 @@ func (e *Env) Relay(actor, topic string, faults *fault.Injector) (sut.Relay, err
 	return e.RelayWith(actor, topic, faults, nil)
 }
 
+// relayRound runs one round (RunOnce) of a new relay "relay-a" on topic:
+// the intents due are claimed, published and marked.
+func (e *Env) relayRound(ctx context.Context, topic string) error {
+	r, err := e.Relay("relay-a", topic, nil)
+	if err != nil {
+		return err
+	}
+	_, err = r.RunOnce(ctx)
+	return err
+}
+
 // RelayWith is Relay with the configuration changed by mod (a lease, a
 // publish timeout, the relay's own clock); the producer is made for it.
 func (e *Env) RelayWith(actor, topic string, faults *fault.Injector, mod func(*sut.RelayConfig)) (sut.Relay, error) {

@@ -121,11 +121,7 @@ func businessInvariants(ctx context.Context, e *Env) error {
 	if err != nil {
 		return err
 	}
-	r, err := e.Relay("relay-a", topic, nil)
-	if err != nil {
-		return err
-	}
-	if _, err := r.RunOnce(ctx); err != nil {
+	if err := e.relayRound(ctx, topic); err != nil {
 		return err
 	}
 	sent, effects, err := e.consumeAll(ctx, topic)

@@ -57,11 +57,7 @@ func effectDbError(ctx context.Context, e *Env) error {
 	if err := e.refuseEffect(ctx, refused); err != nil {
 		return err
 	}
-	r, err := e.Relay("relay-a", topic, nil)
-	if err != nil {
-		return err
-	}
-	if _, err := r.RunOnce(ctx); err != nil {
+	if err := e.relayRound(ctx, topic); err != nil {
 		return err
 	}
 	faults := &fault.Injector{}
@@ -173,11 +169,7 @@ func replayCrash(ctx context.Context, e *Env) error {
 	if err := e.refuseEffect(ctx, refused); err != nil {
 		return err
 	}
-	r, err := e.Relay("relay-a", topic, nil)
-	if err != nil {
-		return err
-	}
-	if _, err := r.RunOnce(ctx); err != nil {
+	if err := e.relayRound(ctx, topic); err != nil {
 		return err
 	}
 	group := "notify-" + e.RunID

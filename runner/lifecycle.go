@@ -43,11 +43,7 @@ func orderLifecycle(ctx context.Context, e *Env) error {
 			}
 		}
 	}
-	r, err := e.Relay("relay-a", topic, nil)
-	if err != nil {
-		return err
-	}
-	if _, err := r.RunOnce(ctx); err != nil {
+	if err := e.relayRound(ctx, topic); err != nil {
 		return err
 	}
 	c, err := e.Consumer(ctx, "consumer-1", topic, "notify-"+e.RunID, nil)
