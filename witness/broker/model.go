@@ -29,6 +29,10 @@ var (
 	// corrupt or cut-short files while loading it (it would otherwise
 	// drop the damaged tail silently and serve a shorter log).
 	ErrDamaged = errors.New("broker data damaged")
+	// ErrLimit: the kfake data directory exceeds one of the reader's
+	// limits (MaxTopics, MaxPartitions, MaxFileBytes, ...), or a dump
+	// one of MaxDumpBytes and the count limits.
+	ErrLimit = errors.New("broker data beyond a reader limit")
 	// ErrNotDataDir: the directory is not a kfake data directory.
 	ErrNotDataDir = errors.New("not a kfake data directory")
 	// ErrTruncatedDump: a dump file ends before its trailer, or its

@@ -2,11 +2,10 @@ package broker
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -224,26 +223,111 @@ func convert(r *kgo.Record) Record {
 	return out
 }
 
-// ReadDataDir reads the log an embedded kfake broker persisted in dir. It
-// copies dir to a temporary directory (kfake writes into the directory it
-// loads), serves the copy with a kfake cluster on a loopback port, reads it
-// with Read and removes the copy. kfake repairs a damaged directory by
-// dropping what follows the damage; ReadDataDir turns every such repair,
-// and any other warning while loading, into ErrDamaged instead.
+// ReadDataDir reads the log an embedded kfake broker persisted in dir: it
+// is ReadDataFS on the files beneath dir, opened through an os.Root and
+// refusing symbolic links, devices, FIFOs and sockets. dir is never
+// written to.
 func ReadDataDir(ctx context.Context, dir string, sel Selection) (*Log, error) {
-	if _, err := os.Stat(filepath.Join(dir, "meta.json")); err != nil {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
 		return nil, fmt.Errorf("read broker data %s: %w: %v", dir, ErrNotDataDir, err)
 	}
-	tmp, err := os.MkdirTemp("", "ofa-kfake-read-")
+	defer root.Close()
+	log, err := readDataFS(ctx, rootFS{root}, sel)
 	if err != nil {
 		return nil, fmt.Errorf("read broker data %s: %w", dir, err)
 	}
+	return log, nil
+}
+
+// ReadDataFS reads the log an embedded kfake broker persisted, from fsys,
+// which holds the files of its data directory (meta.json at the root).
+//
+// kfake trusts its directory: it sizes tables from the counts it declares,
+// follows what it names and "repairs" a damaged file by cutting it. So
+// before kfake sees a byte, every file is checked against the layout
+// kfake writes and the limits (MaxTopics, MaxPartitions, MaxFileBytes,
+// ...): a path kfake does not write, an illegal topic name, a count over
+// a limit, a segment whose batches do not parse or disagree with the
+// partition's snapshot, or a framed log with a damaged entry is refused
+// with ErrDamaged or ErrLimit, naming the file. The checked bytes are then
+// written to a private directory (os.TempDir()/ofa-kfake-read-<pid>-*,
+// mode 0700, each file created anew), served by a kfake cluster on a
+// loopback port, read with Read, and the directory removed on every way
+// out. Copies left by a process that was killed are removed on the next
+// read. A warning kfake logs while loading is ErrDamaged, and so is a
+// partition whose high watermark or log start offset differs from its
+// snapshot (a segment cut at a batch boundary, or a broker not closed
+// cleanly); the snapshots are read from fsys's bytes.
+func ReadDataFS(ctx context.Context, fsys fs.FS, sel Selection) (*Log, error) {
+	log, err := readDataFS(ctx, fsys, sel)
+	if err != nil {
+		return nil, fmt.Errorf("read broker data: %w", err)
+	}
+	return log, nil
+}
+
+// testHookCopied, when set (tests), is called with the private copy's
+// directory once it is written, before kfake loads it.
+var testHookCopied func(dir string)
+
+func readDataFS(ctx context.Context, fsys fs.FS, sel Selection) (*Log, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	plan, err := planDataFS(ctx, fsys)
+	if err != nil {
+		return nil, err
+	}
+	tmp, err := makeTempDir()
+	if err != nil {
+		return nil, fmt.Errorf("private copy: %w", err)
+	}
 	defer os.RemoveAll(tmp)
-	if err := os.CopyFS(tmp, os.DirFS(dir)); err != nil {
-		return nil, fmt.Errorf("read broker data %s: copy: %w", dir, err)
+	if err := plan.write(tmp); err != nil {
+		return nil, err
+	}
+	if testHookCopied != nil {
+		testHookCopied(tmp)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	warn := &warnings{}
-	c, err := kfake.NewCluster(kfake.DataDir(tmp), kfake.NumBrokers(1), kfake.WithLogger(warn),
+	c, err := loadCluster(tmp, warn)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	if w := warn.take(); len(w) > 0 {
+		return nil, fmt.Errorf("%w: %s", ErrDamaged, strings.Join(w, "; "))
+	}
+	// Batches were checked against MaxBatchBytes: the client need not
+	// accept more (its default is 1 GiB).
+	log, err := Read(ctx, c.ListenAddrs(), sel, kgo.MaxDecompressBatchBytes(MaxBatchBytes))
+	if err != nil {
+		return nil, err
+	}
+	if w := warn.take(); len(w) > 0 {
+		return nil, fmt.Errorf("%w: %s", ErrDamaged, strings.Join(w, "; "))
+	}
+	if err := checkSnapshots(plan.snaps, log); err != nil {
+		return nil, err
+	}
+	return log, nil
+}
+
+// loadCluster starts a kfake cluster on the private copy in dir. kfake
+// loads on this goroutine (its partitions in goroutines of its own, which
+// planDataFS's checks keep from panicking); a panic here is recovered
+// into ErrDamaged.
+func loadCluster(dir string, warn *warnings) (c *kfake.Cluster, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			c, err = nil, fmt.Errorf("%w: kfake panicked loading the checked copy: %v", ErrDamaged, r)
+		}
+	}()
+	c, err = kfake.NewCluster(kfake.DataDir(dir), kfake.NumBrokers(1), kfake.WithLogger(warn),
 		// Reading must not expire anything, however old the evidence: ten
 		// years (kfake turns these into time.Duration, so no larger).
 		kfake.BrokerConfigs(map[string]string{
@@ -252,49 +336,26 @@ func ReadDataDir(ctx context.Context, dir string, sel Selection) (*Log, error) {
 			"log.retention.ms":                    "-1",
 		}))
 	if err != nil {
-		return nil, fmt.Errorf("read broker data %s: %w: %v", dir, ErrDamaged, err)
+		return nil, fmt.Errorf("%w: %v", ErrDamaged, err)
 	}
-	defer c.Close()
-	if w := warn.take(); len(w) > 0 {
-		return nil, fmt.Errorf("read broker data %s: %w: %s", dir, ErrDamaged, strings.Join(w, "; "))
-	}
-	log, err := Read(ctx, c.ListenAddrs(), sel)
-	if err != nil {
-		return nil, fmt.Errorf("read broker data %s: %w", dir, err)
-	}
-	if w := warn.take(); len(w) > 0 {
-		return nil, fmt.Errorf("read broker data %s: %w: %s", dir, ErrDamaged, strings.Join(w, "; "))
-	}
-	if err := checkSnapshots(dir, log); err != nil {
-		return nil, fmt.Errorf("read broker data %s: %w", dir, err)
-	}
-	return log, nil
+	return c, nil
 }
 
 // checkSnapshots holds each partition read against the snapshot kfake
-// wrote when it closed (partitions/<topic>-<n>/snapshot.json): a segment
-// cut at a batch boundary loads without a warning, and kfake lowers the
-// high watermark to what is left, so only the snapshot still shows the
-// records that are gone. A missing snapshot, or one that disagrees, means
-// the directory was cut or the broker was not closed cleanly.
-func checkSnapshots(dir string, log *Log) error {
+// wrote when it closed (partitions/<topic>-<n>/snapshot.json, as read from
+// the evidence): a segment cut at a batch boundary loads without a
+// warning, and kfake lowers the high watermark to what is left, so only
+// the snapshot still shows the records that are gone.
+func checkSnapshots(snaps map[string][]diskSnapshot, log *Log) error {
 	for _, t := range log.TopicNames() {
 		for _, p := range log.Topics[t] {
-			path := filepath.Join(dir, "partitions", fmt.Sprintf("%s-%d", t, p.Partition), "snapshot.json")
-			b, err := os.ReadFile(path)
-			if err != nil {
-				return fmt.Errorf("%w: partition %s/%d: %v", ErrDamaged, t, p.Partition, err)
+			if int(p.Partition) >= len(snaps[t]) {
+				return fmt.Errorf("%w: partition %s/%d has no snapshot", ErrDamaged, t, p.Partition)
 			}
-			var snap struct {
-				HighWatermark  *int64 `json:"high_watermark"`
-				LogStartOffset *int64 `json:"log_start_offset"`
-			}
-			if err := json.Unmarshal(b, &snap); err != nil || snap.HighWatermark == nil || snap.LogStartOffset == nil {
-				return fmt.Errorf("%w: partition %s/%d: unreadable snapshot %s: %v", ErrDamaged, t, p.Partition, path, err)
-			}
-			if *snap.HighWatermark != p.End || *snap.LogStartOffset != p.Start {
+			s := snaps[t][p.Partition]
+			if s.HighWatermark != p.End || s.LogStartOffset != p.Start {
 				return fmt.Errorf("%w: partition %s/%d holds [%d, %d); the broker's snapshot at close says [%d, %d)",
-					ErrDamaged, t, p.Partition, p.Start, p.End, *snap.LogStartOffset, *snap.HighWatermark)
+					ErrDamaged, t, p.Partition, p.Start, p.End, s.LogStartOffset, s.HighWatermark)
 			}
 		}
 	}
