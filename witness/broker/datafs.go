@@ -465,7 +465,7 @@ func (c *checker) checkPartitions(p *dataPlan, topics []diskTopic, hasParts bool
 	if !hasParts {
 		return damaged("partitions", "missing, with %d partitions listed in topics.json", total)
 	}
-	ents, err := c.readDir("partitions", total)
+	ents, err := c.readDir("partitions", MaxPartitions)
 	if err != nil {
 		return err
 	}

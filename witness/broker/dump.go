@@ -178,20 +178,59 @@ func Dump(ctx context.Context, brokers []string, sel Selection, path string, opt
 // message size, base64-encoded, with room to spare).
 const maxDumpLine = 64 << 20
 
-// ReadDump reads a dump file back into the model Read returns. A file cut
-// short, with lines out of order, or whose trailer disagrees with its lines
-// is an error naming the line.
+// Limits of the dump reader (ReadDump, ReadDumpFrom), far above a run's
+// dump (tens of KB): a dump beyond one is refused with ErrLimit. Topics
+// and partitions are bounded by MaxTopics and MaxPartitions, groups by
+// MaxGroups, as for a data directory.
+const (
+	// MaxDumpBytes bounds the dump file.
+	MaxDumpBytes = 1 << 30
+	// MaxDumpRecords bounds the record lines.
+	MaxDumpRecords = 10_000_000
+	// MaxDumpGroupOffsets bounds the group offset lines.
+	MaxDumpGroupOffsets = 1_000_000
+)
+
+// ReadDump reads a dump file back into the model Read returns (see
+// ReadDumpFrom). A FIFO, device or directory is refused, not waited on.
 func ReadDump(path string) (*Log, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|openNonblock, 0)
 	if err != nil {
 		return nil, fmt.Errorf("read broker dump: %w", err)
 	}
 	defer f.Close()
-	log, err := decodeDump(f)
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("read broker dump %s: %w: not a regular file (%v)", path, ErrBadDump, err)
+	}
+	log, err := decodeDumpLimited(f, MaxDumpBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read broker dump %s: %w", path, err)
 	}
 	return log, nil
+}
+
+// ReadDumpFrom reads a dump from r. A dump cut short, with lines out of
+// order, or whose trailer disagrees with its lines is an error naming the
+// line; one over MaxDumpBytes or a count limit is ErrLimit. Nothing is
+// sized from a count the dump declares: the trailer's counts are only
+// compared with the lines read.
+func ReadDumpFrom(r io.Reader) (*Log, error) {
+	log, err := decodeDumpLimited(r, MaxDumpBytes)
+	if err != nil {
+		return nil, fmt.Errorf("read broker dump: %w", err)
+	}
+	return log, nil
+}
+
+// decodeDumpLimited decodes at most max bytes of r: a dump cut there is
+// ErrLimit, whatever the cut line looks like.
+func decodeDumpLimited(r io.Reader, max int64) (*Log, error) {
+	lr := &io.LimitedReader{R: r, N: max + 1}
+	log, err := decodeDump(lr)
+	if lr.N <= 0 {
+		return nil, fmt.Errorf("%w: more than %d bytes", ErrLimit, max)
+	}
+	return log, err
 }
 
 // decodeDump folds the lines in order; every check that the format's
@@ -220,6 +259,9 @@ func decodeDump(r io.Reader) (*Log, error) {
 		bad := func(format string, args ...any) error {
 			return fmt.Errorf("%w: line %d: %s", ErrBadDump, n, fmt.Sprintf(format, args...))
 		}
+		limit := func(format string, args ...any) error {
+			return fmt.Errorf("%w: line %d: %s", ErrLimit, n, fmt.Sprintf(format, args...))
+		}
 		switch {
 		case ended:
 			return nil, bad("%s after the end trailer", l.Kind)
@@ -234,10 +276,22 @@ func decodeDump(r io.Reader) (*Log, error) {
 				return nil, bad("second header")
 			}
 		case "partition":
-			if l.Partition == nil || l.Start == nil || l.End == nil || l.Topic == "" || *l.Start > *l.End {
+			if l.Partition == nil || l.Start == nil || l.End == nil || l.Topic == "" || *l.Start < 0 || *l.Start > *l.End {
 				return nil, bad("incomplete partition line")
 			}
+			if err := checkTopicName(l.Topic); err != nil {
+				return nil, bad("%v", err)
+			}
+			if err := checkControlOffsets(l.ControlOffsets, *l.Start, *l.End); err != nil {
+				return nil, bad("partition %s/%d: %v", l.Topic, *l.Partition, err)
+			}
 			ps := log.Topics[l.Topic]
+			if ps == nil && len(log.Topics) >= MaxTopics {
+				return nil, limit("more than %d topics", MaxTopics)
+			}
+			if counts.Partitions >= MaxPartitions {
+				return nil, limit("more than %d partitions", MaxPartitions)
+			}
 			if int(*l.Partition) != len(ps) || len(log.Groups) > 0 {
 				return nil, bad("partition %s/%d out of order", l.Topic, *l.Partition)
 			}
@@ -254,6 +308,9 @@ func decodeDump(r io.Reader) (*Log, error) {
 			if o < cur.Start || o >= cur.End || (len(cur.Records) > 0 && o <= cur.Records[len(cur.Records)-1].Offset) {
 				return nil, bad("record offset %d out of order or outside [%d, %d)", o, cur.Start, cur.End)
 			}
+			if counts.Records >= MaxDumpRecords {
+				return nil, limit("more than %d records", MaxDumpRecords)
+			}
 			cur.Records = append(cur.Records, Record{Topic: cur.Topic, Partition: cur.Partition, Offset: o, Key: l.Key,
 				Value: l.Value, Headers: l.Headers, Timestamp: time.UnixMilli(*l.TimestampMS).UTC()})
 			counts.Records++
@@ -261,7 +318,19 @@ func decodeDump(r io.Reader) (*Log, error) {
 			if l.Group == "" || l.Topic == "" || l.Partition == nil || l.Offset == nil {
 				return nil, bad("incomplete group offset line")
 			}
+			if len(l.Group) > maxGroupName {
+				return nil, bad("group name of %d bytes", len(l.Group))
+			}
+			if err := checkTopicName(l.Topic); err != nil {
+				return nil, bad("%v", err)
+			}
+			if counts.GroupOffsets >= MaxDumpGroupOffsets {
+				return nil, limit("more than %d group offsets", MaxDumpGroupOffsets)
+			}
 			g := log.Groups[l.Group]
+			if g == nil && len(log.Groups) >= MaxGroups {
+				return nil, limit("more than %d groups", MaxGroups)
+			}
 			if g == nil {
 				g = map[string]map[int32]int64{}
 				log.Groups[l.Group] = g
@@ -292,4 +361,15 @@ func decodeDump(r io.Reader) (*Log, error) {
 		return nil, fmt.Errorf("%w: no end trailer after line %d", ErrTruncatedDump, n)
 	}
 	return log, nil
+}
+
+// checkControlOffsets: a partition's control offsets are increasing and
+// within [start, end).
+func checkControlOffsets(offs []int64, start, end int64) error {
+	for i, o := range offs {
+		if o < start || o >= end || (i > 0 && o <= offs[i-1]) {
+			return fmt.Errorf("control offset %d out of order or outside [%d, %d)", o, start, end)
+		}
+	}
+	return nil
 }
