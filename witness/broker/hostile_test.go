@@ -471,20 +471,24 @@ func TestReadDataDirFIFO(t *testing.T) {
 			t.Errorf("ReadDataDir = %v; want ErrDamaged naming snapshot.json", err)
 		}
 	})
-	t.Run("topic ../evil", func(t *testing.T) {
+	t.Run("topic ../../evil", func(t *testing.T) {
+		// partitions/../../evil-0/snapshot.json is beside the data
+		// directory, where a bundle can put anything.
 		dir := copySeedDir(t)
-		topics := `{"version":1,"topics":[{"name":"../evil","id":"CZbxv9fIxdKGCjYHXIOLhg==","partitions":1,"replicas":1}]}`
+		topics := `{"version":1,"topics":[{"name":"../../evil","id":"CZbxv9fIxdKGCjYHXIOLhg==","partitions":1,"replicas":1}]}`
 		if err := os.WriteFile(filepath.Join(dir, "topics.json"), []byte(topics), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.Mkdir(filepath.Join(dir, "evil-0"), 0o755); err != nil {
+		evil := filepath.Join(filepath.Dir(dir), "evil-0")
+		if err := os.Mkdir(evil, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := syscall.Mkfifo(filepath.Join(dir, "evil-0", "snapshot.json"), 0o600); err != nil {
+		if err := syscall.Mkfifo(filepath.Join(evil, "snapshot.json"), 0o600); err != nil {
 			t.Skipf("mkfifo: %v", err)
 		}
-		if err := readWithin(t, dir); !errors.Is(err, ErrDamaged) {
-			t.Errorf("ReadDataDir = %v; want ErrDamaged", err)
+		err := readWithin(t, dir)
+		if !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), "topics.json") {
+			t.Errorf("ReadDataDir = %v; want ErrDamaged naming topics.json", err)
 		}
 	})
 }
