@@ -7,14 +7,18 @@
 //
 // Three ways in, one model (Log):
 //
-//   - ReadDataDir: the data directory an embedded kfake broker persisted
-//     (kfake.DataDir). It is copied, served by a kfake cluster on a loopback
-//     port and read with the same client code as a real cluster; the
-//     evidence directory is never written to.
+//   - ReadDataFS (and ReadDataDir, its wrapper for a directory): the data
+//     directory an embedded kfake broker persisted (kfake.DataDir). Every
+//     file is checked against kfake's layout and the reader's limits
+//     (MaxTopics, MaxPartitions, MaxFileBytes, ...), then a private copy
+//     of the checked bytes is served by a kfake cluster on a loopback port
+//     and read with the same client code as a real cluster; the evidence
+//     is never written to, and kfake never sees an unchecked byte.
 //   - Read: any reachable cluster, live.
 //   - Dump writes a live cluster's log as a JSON Lines file into a witness
 //     directory, and ReadDump reads it back, so that an external broker's
-//     record can travel with the evidence.
+//     record can travel with the evidence; ReadDumpFrom reads one from
+//     any io.Reader, within MaxDumpBytes and the count limits.
 package broker
 
 import (
