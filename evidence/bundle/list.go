@@ -1,0 +1,113 @@
+package bundle
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"slices"
+	"strings"
+)
+
+// Listing is what List found beneath a directory of the bundle.
+type Listing struct {
+	// Files are the regular files, as paths relative to the bundle's
+	// root, sorted.
+	Files []string
+	// Refused are the entries that are neither a directory nor a regular
+	// file (symlinks, FIFOs, devices, sockets), each an *Error naming it.
+	// Nothing is followed or opened: a reader of the directory would meet
+	// them, so a caller treats them as a fault of the bundle.
+	Refused []error
+}
+
+// List walks the directory at rel beneath the bundle's root without
+// following symlinks: directories are entered, regular files listed,
+// anything else refused (Listing.Refused). rel itself must be a real
+// directory on a path without symlinks: else the error is an *Error
+// wrapping ErrMissing, ErrNotDirectory, ErrLink or ErrEscapes. A walk of
+// more than MaxFiles entries stops with ErrTooLarge.
+func (b *Bundle) List(rel string) (*Listing, error) {
+	parts, err := checkRel("list", rel)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := b.lstat("list", rel, parts)
+	if err != nil {
+		return nil, err
+	}
+	switch m := fi.Mode(); {
+	case m&fs.ModeSymlink != 0:
+		return nil, &Error{Op: "list", Path: rel, Err: ErrLink}
+	case !m.IsDir():
+		return nil, &Error{Op: "list", Path: rel, Err: ErrNotDirectory, Detail: "it is a " + typeName(m)}
+	}
+	out := &Listing{}
+	entries := 0
+	stack := []dirToRead{{rel, fi}}
+	for len(stack) > 0 {
+		d := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		subdirs, err := b.readDir(d, out, &entries)
+		if err != nil {
+			return nil, err
+		}
+		stack = append(stack, subdirs...)
+	}
+	slices.Sort(out.Files)
+	return out, nil
+}
+
+type dirToRead struct {
+	rel string
+	fi  fs.FileInfo // its Lstat, to compare with what is opened
+}
+
+// readDir reads one directory of a walk, in batches (a directory of
+// millions of entries is not read whole), and returns its subdirectories.
+func (b *Bundle) readDir(d dirToRead, out *Listing, entries *int) ([]dirToRead, error) {
+	dir, err := b.root.OpenFile(d.rel, os.O_RDONLY|oNonblock|oNofollow|oCloexec, 0)
+	if err != nil {
+		return nil, &Error{Op: "list", Path: d.rel, Err: classify(err), Detail: err.Error(), cause: err}
+	}
+	defer dir.Close()
+	if st, err := dir.Stat(); err != nil || !st.IsDir() || !os.SameFile(st, d.fi) {
+		return nil, &Error{Op: "list", Path: d.rel, Err: ErrChanged, Detail: "another file is now at its path"}
+	}
+	var subdirs []dirToRead
+	for {
+		batch, err := dir.ReadDir(256)
+		for _, e := range batch {
+			if *entries++; *entries > MaxFiles {
+				return nil, &Error{Op: "list", Path: d.rel, Err: ErrTooLarge, Detail: fmt.Sprintf("more than %d entries", MaxFiles)}
+			}
+			p := d.rel + "/" + e.Name()
+			switch t := e.Type(); {
+			case t.IsDir():
+				if strings.Count(p, "/")+1 >= MaxDepth {
+					out.Refused = append(out.Refused, &Error{Op: "list", Path: p, Err: ErrEscapes,
+						Detail: fmt.Sprintf("directories nested deeper than %d", MaxDepth)})
+					continue
+				}
+				fi, err := b.root.Lstat(p)
+				if err != nil || !fi.IsDir() {
+					return nil, &Error{Op: "list", Path: p, Err: ErrChanged, Detail: "changed while listed"}
+				}
+				subdirs = append(subdirs, dirToRead{p, fi})
+			case t.IsRegular():
+				out.Files = append(out.Files, p)
+			case t&fs.ModeSymlink != 0:
+				out.Refused = append(out.Refused, &Error{Op: "list", Path: p, Err: ErrLink})
+			default:
+				out.Refused = append(out.Refused, &Error{Op: "list", Path: p, Err: ErrNotRegular, Detail: "it is a " + typeName(t)})
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return subdirs, nil
+		}
+		if err != nil {
+			return nil, &Error{Op: "list", Path: d.rel, Err: ErrNotDirectory, Detail: err.Error(), cause: err}
+		}
+	}
+}
