@@ -5,18 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
+	"github.com/orderflow-audit/orderflow-audit/evidence/bundle"
 )
 
 // Replaying the event logs of one scenario, in named steps (replay):
 //
-//  1. openLogs: resolve each log inside the evidence directory; a missing,
+//  1. openLogs: open each log through the bundle's gate; a missing,
 //     refused, duplicated or shared log is a reason.
 //  2. foldEvents: merge the logs' decoded events in time order
 //     (evidence.Merge, decoding on the verifier's pool) and fold them into
@@ -75,17 +73,29 @@ func (c *checker) replay(ctx context.Context, sc *evidence.Scenario, m *Model, r
 	return c.logTails(run, states, stats), nil
 }
 
-// openLogs resolves the scenario's logs and returns those to read, with
-// a state for each.
+// openLogs opens the scenario's logs through the bundle's gate and
+// returns those to read, with a state for each. A log the gate refuses (a
+// symlink, not a regular file, more than one hard link, larger than
+// bundle.MaxLogBytes, beyond the bundle's byte budget) is a reason naming
+// it, and is not read.
+//
+// A log is read once, streamed: its sha256 and line count are computed
+// as its lines are decoded, and a mismatch with the evidence is log-digest
+// or log-lines (logTails), with the replay's findings beside it (a forger
+// who rewrote a log is shown what the rewrite changed). Reading a log whose
+// digest is wrong is bounded all the same: the gate caps its bytes (and
+// the reader never reads past the size fstat gave), a line longer than
+// evidence.MaxLineBytes is not buffered, and past maxSlowLines lines that
+// need the full validator the rest are not decoded.
 func (c *checker) openLogs(sc *evidence.Scenario, run *scenarioRun) ([]evidence.MergeLog, []logState) {
 	var (
 		logs   []evidence.MergeLog
 		states []logState
 	)
 	for _, ref := range sc.Logs {
-		abs, real, err := resolveLog(c.dir, c.realDir, ref.Path)
+		f, err := c.b.OpenFile(ref.Path, bundle.KindLog)
 		switch {
-		case errors.Is(err, os.ErrNotExist):
+		case errors.Is(err, bundle.ErrMissing):
 			run.logReason(Reason{Rule: "log-missing", Status: Fail, Log: ref.Path,
 				Message: fmt.Sprintf("the event log %s of %s does not exist next to the evidence file", ref.Path, ref.Actor)})
 			continue
@@ -93,8 +103,11 @@ func (c *checker) openLogs(sc *evidence.Scenario, run *scenarioRun) ([]evidence.
 			run.logReason(Reason{Rule: "log-path", Status: Fail, Log: ref.Path, Message: "rejected log path: " + err.Error()})
 			continue
 		}
-		if owner, dup := c.logOwners[real]; dup {
+		// The gate follows no link and refuses a second hard link, so two
+		// references to one file are two references to one path.
+		if owner, dup := c.logOwners[f.ID()]; dup {
 			if owner == sc.ID {
+				f.Close()
 				run.logReason(Reason{Rule: "log-duplicate", Status: Fail, Log: ref.Path,
 					Message: "the same log is referenced twice by this scenario: its events would count twice"})
 				continue
@@ -102,11 +115,17 @@ func (c *checker) openLogs(sc *evidence.Scenario, run *scenarioRun) ([]evidence.
 			run.logReason(Reason{Rule: "log-shared", Status: Fail, Log: ref.Path,
 				Message: "this log is also referenced by scenario " + owner})
 		}
-		c.logOwners[real] = sc.ID
-		logs = append(logs, evidence.MergeLog{Ref: ref, Open: func() (io.ReadCloser, error) { return os.Open(abs) }})
+		c.logOwners[f.ID()] = sc.ID
+		logs = append(logs, evidence.MergeLog{Ref: ref, Open: func() (io.ReadCloser, error) { return readCloser{f.Reader(), f}, nil }})
 		states = append(states, logState{ref: ref})
 	}
 	return logs, states
+}
+
+// readCloser reads a gated file's bytes and closes the file.
+type readCloser struct {
+	io.Reader
+	io.Closer
 }
 
 // lineReason is the reason for a line of the log at path that is not a
@@ -238,42 +257,4 @@ func (c *checker) logTails(run *scenarioRun, states []logState, stats []evidence
 		}
 	}
 	return truncated
-}
-
-// resolveLog checks that rel names a regular file inside dir (the evidence
-// file's directory), after following symlinks, and returns its path.
-func resolveLog(dir, realDir, rel string) (string, string, error) {
-	switch {
-	case rel == "":
-		return "", "", errors.New("empty path")
-	case strings.HasPrefix(rel, "/") || filepath.IsAbs(rel) || filepath.VolumeName(rel) != "":
-		return "", "", errors.New("absolute path: logs must be relative to the evidence file")
-	case strings.Contains(rel, `\`):
-		return "", "", errors.New("backslash in path")
-	}
-	for _, part := range strings.Split(rel, "/") {
-		if part == ".." {
-			return "", "", errors.New(`".." in path: logs must stay inside the evidence file's directory`)
-		}
-	}
-	p := filepath.Join(dir, filepath.FromSlash(rel))
-	real, err := filepath.EvalSymlinks(p)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return "", "", os.ErrNotExist
-		}
-		return "", "", err
-	}
-	r, err := filepath.Rel(realDir, real)
-	if err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) || filepath.IsAbs(r) {
-		return "", "", fmt.Errorf("resolves (through a symlink) to %s, outside the evidence file's directory", real)
-	}
-	st, err := os.Stat(real)
-	if err != nil {
-		return "", "", err
-	}
-	if !st.Mode().IsRegular() {
-		return "", "", fmt.Errorf("not a regular file (%s)", st.Mode().Type())
-	}
-	return p, real, nil
 }

@@ -8,11 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"time"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
+	"github.com/orderflow-audit/orderflow-audit/evidence/bundle"
 	"github.com/orderflow-audit/orderflow-audit/witness/binlog"
 )
 
@@ -80,15 +82,17 @@ func (c *checker) resolveUnlogged(sc *evidence.Scenario) (*evidence.MergeLog, []
 	return syntheticLog(c.ev.Run.ID, sc.ID, out), res
 }
 
-// loggedEvents reads every event of the scenario's logs.
+// loggedEvents reads every event of the scenario's logs, through the
+// bundle's gate (the replay reads them again and reports their problems).
 func (c *checker) loggedEvents(sc *evidence.Scenario) ([]evidence.Event, error) {
 	var all []evidence.Event
 	for _, ref := range sc.Logs {
-		abs, _, err := resolveLog(c.dir, c.realDir, ref.Path)
+		f, err := c.b.OpenFile(ref.Path, bundle.KindLog)
 		if err != nil {
 			return nil, err
 		}
-		evs, err := evidence.ReadEvents(abs)
+		evs, err := evidence.ReadEventsFrom(f.Reader(), ref.Path)
+		f.Close()
 		if err != nil && !errors.Is(err, evidence.ErrTruncated) {
 			return nil, err
 		}
@@ -103,10 +107,15 @@ func (c *checker) loggedEvents(sc *evidence.Scenario) ([]evidence.Event, error) 
 func (c *checker) scenarioTransactions(schema string) []binlog.Transaction {
 	var out []binlog.Transaction
 	for _, f := range c.ev.Witness.Database.Files {
-		abs, _, err := resolveLog(c.dir, c.realDir, f.Path)
-		if err != nil {
+		// The gate holds the file to the evidence's size and sha256 (the
+		// witness step reported it if it failed); it hands out the bytes
+		// it verified for the witness step without reading them again.
+		if _, err := c.b.Verified(f.Path, f.Size, f.SHA256); err != nil {
 			continue
 		}
+		// TODO(gate): switch to binlog.ScanInputs over the verified
+		// file's reader (c.b.Inputs) instead of its path.
+		abs := filepath.Join(c.dir, filepath.FromSlash(f.Path))
 		_, _ = binlog.Scan([]string{abs}, func(t binlog.Transaction) error {
 			var keep []binlog.RowChange
 			for _, ch := range t.Changes {

@@ -4,14 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
+	"github.com/orderflow-audit/orderflow-audit/evidence/bundle"
 	"github.com/orderflow-audit/orderflow-audit/witness/binlog"
 	"github.com/orderflow-audit/orderflow-audit/witness/broker"
 )
@@ -20,9 +19,11 @@ import (
 // binary log and the broker's own log, listed in the evidence's witness
 // object, are the history; the actors' logs are claims held against it.
 //
-//  1. witnessFiles: every listed file is inside the bundle, exists, and has
-//     the size and sha256 the evidence recorded; no file of a witness
-//     directory is left unlisted.
+//  1. files: every listed file passes the bundle's gate (inside the
+//     bundle, no symlink, a regular file with one link, within the size
+//     limits) and has the size and sha256 the evidence recorded; no file
+//     of a witness directory is left unlisted, and nothing in it is other
+//     than directories and regular files.
 //  2. readWitnesses: the binlog files are read into transactions
 //     (witness/binlog) and the broker's directory or dump into records and
 //     group offsets (witness/broker); a reader's refusal is witness-damaged.
@@ -65,14 +66,14 @@ const (
 // cross-checks, which edit logs only, can read a fixture's witnesses once.
 var readWitnesses = readWitnessSet
 
-// readWitnessSet runs steps 1 to 3 and returns what it derived, with the
-// reasons it found (in a fixed order), and the witnesses that are missing.
-// It runs beside the evidence-level checks (Verify starts it first): the
-// broker's directory is served by a kfake cluster to be read, which takes
-// a tenth of a second.
-func readWitnessSet(ctx context.Context, ev *evidence.Evidence, path, realDir string) (*witnessSet, []Reason, []string) {
-	wc := &witnessChecker{ev: ev, dir: filepath.Dir(path), realDir: realDir,
-		base: strings.TrimSuffix(filepath.Base(path), ".json")}
+// readWitnessSet runs steps 1 to 3 on the bundle b (whose evidence is
+// ev) and returns what it derived, with the reasons it found (in a fixed
+// order), and the witnesses that are missing. It runs beside the
+// evidence-level checks (Verify starts it first): the broker's directory
+// is served by a kfake cluster to be read, which takes a tenth of a second.
+func readWitnessSet(ctx context.Context, ev *evidence.Evidence, b *bundle.Bundle) (*witnessSet, []Reason, []string) {
+	wc := &witnessChecker{ev: ev, b: b, dir: filepath.Dir(b.Path()),
+		base: strings.TrimSuffix(filepath.Base(b.Path()), ".json")}
 	ws := &witnessSet{private: ev.Environment.Database.Mode == evidence.DatabasePrivate}
 	missing := wc.missing()
 	w := ev.Witness
@@ -97,8 +98,12 @@ func readWitnessSet(ctx context.Context, ev *evidence.Evidence, path, realDir st
 
 // witnessChecker collects the reasons of steps 1 to 3.
 type witnessChecker struct {
-	ev           *evidence.Evidence
-	dir, realDir string
+	ev *evidence.Evidence
+	// b is the bundle's gate, through which every witness file is read;
+	// dir is the evidence file's directory, for the readers that still
+	// take paths (TODO(gate) below).
+	b   *bundle.Bundle
+	dir string
 	// base is the bundle's log directory beside the evidence file: its
 	// name without .json ("u80" for u80.json), as the runner names it.
 	base    string
@@ -138,10 +143,13 @@ func (wc *witnessChecker) brokerDir() string {
 	return path.Join(wc.base, witnessKafkaDir)
 }
 
-// files checks one witness's files (step 1) and returns their paths on
-// disk when every one is whole: inside dir (a directory, or the one file
-// of a dump), present, of the recorded size and sha256, and nothing in dir
-// left unlisted.
+// files checks one witness's files (step 1) through the bundle's gate and
+// returns their paths on disk when every one is whole: beneath dir (a
+// directory, or the one file of a dump), a regular file with one link
+// reached through no symlink, of the recorded size and sha256 (the size
+// from fstat before a byte is read, the sha256 before any parser sees
+// one), and nothing in dir left unlisted or that is not a directory or a
+// regular file.
 func (wc *witnessChecker) files(name string, files []evidence.WitnessFile, dir string) ([]string, bool) {
 	ok := len(files) > 0
 	if !ok {
@@ -155,22 +163,13 @@ func (wc *witnessChecker) files(name string, files []evidence.WitnessFile, dir s
 			ok = false
 			continue
 		}
-		abs, real, err := resolveLog(wc.dir, wc.realDir, f.Path)
-		switch {
-		case errors.Is(err, os.ErrNotExist):
-			wc.failWitness("witness-file-missing", f.Path, "the %s witness file %s does not exist: the witness was deleted or moved", name, f.Path)
-			ok = false
-			continue
-		case err != nil:
-			wc.failWitness("witness-path", f.Path, "rejected %s witness path: %v", name, err)
+		listed[f.Path] = true
+		if _, err := wc.b.Verified(f.Path, f.Size, f.SHA256); err != nil {
+			wc.refused(name, f, err)
 			ok = false
 			continue
 		}
-		listed[real] = true
-		if !wc.digest(name, f, abs) {
-			ok = false
-		}
-		paths = append(paths, abs)
+		paths = append(paths, filepath.Join(wc.dir, filepath.FromSlash(f.Path)))
 	}
 	if !wc.unlisted(name, dir, listed) {
 		ok = false
@@ -178,57 +177,68 @@ func (wc *witnessChecker) files(name string, files []evidence.WitnessFile, dir s
 	return paths, ok
 }
 
-// digest compares one file's size and sha256 with the evidence.
-func (wc *witnessChecker) digest(name string, f evidence.WitnessFile, abs string) bool {
-	sum, size, err := fileSHA256(abs)
-	if err != nil {
-		wc.failWitness("witness-file-missing", f.Path, "the %s witness file %s cannot be read: %v", name, f.Path, err)
+// refused is the reason for a witness file the gate refused.
+func (wc *witnessChecker) refused(name string, f evidence.WitnessFile, err error) {
+	var be *bundle.Error
+	errors.As(err, &be)
+	switch {
+	case errors.Is(err, bundle.ErrMissing):
+		wc.failWitness("witness-file-missing", f.Path, "the %s witness file %s does not exist: the witness was deleted or moved (%v)", name, f.Path, err)
+	case errors.Is(err, bundle.ErrSize) && be != nil:
+		wc.reasons = append(wc.reasons, Reason{Rule: "witness-size", Status: Fail, Witness: f.Path, Field: "size",
+			Claimed: fmt.Sprint(f.Size), Recomputed: be.Got,
+			Message: fmt.Sprintf("the %s witness file has %s bytes; the evidence recorded %d: it was cut or changed after the run", name, be.Got, f.Size)})
+	case errors.Is(err, bundle.ErrDigest) && be != nil:
+		wc.reasons = append(wc.reasons, Reason{Rule: "witness-digest", Status: Fail, Witness: f.Path, Field: "sha256",
+			Claimed: f.SHA256, Recomputed: be.Got,
+			Message: fmt.Sprintf("the %s witness file's sha256 differs from the one the evidence recorded: it was changed after the run", name)})
+	default:
+		wc.failWitness("witness-path", f.Path, "rejected %s witness path: %v", name, err)
+	}
+}
+
+// unlisted reports what lies under dir (relative to the evidence file)
+// that the evidence does not list, or that is neither a directory nor a
+// regular file: a reader of the directory would read it. The listing goes
+// through the gate and follows no link.
+func (wc *witnessChecker) unlisted(name, dir string, listed map[string]bool) bool {
+	l, err := wc.b.List(dir)
+	switch {
+	case errors.Is(err, bundle.ErrMissing) || errors.Is(err, bundle.ErrNotDirectory):
+		return true // a dump is one file; a missing directory's files are reported missing
+	case err != nil:
+		wc.failWitness("witness-path", dir, "the %s witness directory cannot be listed: %v", name, err)
 		return false
 	}
 	ok := true
-	if size != f.Size {
-		wc.reasons = append(wc.reasons, Reason{Rule: "witness-size", Status: Fail, Witness: f.Path, Field: "size",
-			Claimed: fmt.Sprint(f.Size), Recomputed: fmt.Sprint(size),
-			Message: fmt.Sprintf("the %s witness file has %d bytes; the evidence recorded %d: it was cut or changed after the run", name, size, f.Size)})
+	for _, err := range l.Refused {
+		var be *bundle.Error
+		if errors.As(err, &be) && listed[be.Path] {
+			continue // refused above, when it was verified
+		}
+		where := dir
+		if be != nil {
+			where = be.Path
+		}
+		wc.failWitness("witness-path", where, "the %s witness directory holds what the verifier does not read: %v", name, err)
 		ok = false
 	}
-	if sum != f.SHA256 {
-		wc.reasons = append(wc.reasons, Reason{Rule: "witness-digest", Status: Fail, Witness: f.Path, Field: "sha256",
-			Claimed: f.SHA256, Recomputed: sum,
-			Message: fmt.Sprintf("the %s witness file's sha256 differs from the one the evidence recorded: it was changed after the run", name)})
+	for _, rel := range l.Files {
+		if listed[rel] {
+			continue
+		}
+		wc.failWitness("witness-unlisted", rel, "the %s witness directory holds %s, which the evidence does not list: "+
+			"the reader would take it for part of the witness", name, rel)
 		ok = false
 	}
 	return ok
 }
 
-// unlisted reports files under dir (relative to the evidence file) that
-// the evidence does not list: a reader of the directory would read them.
-func (wc *witnessChecker) unlisted(name, dir string, listed map[string]bool) bool {
-	root := filepath.Join(wc.dir, filepath.FromSlash(dir))
-	st, err := os.Lstat(root)
-	if err != nil || !st.IsDir() {
-		return true // a dump is one file; a missing directory's files are reported missing
-	}
-	ok := true
-	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return nil
-		}
-		real, rerr := filepath.EvalSymlinks(p)
-		if rerr == nil && listed[real] {
-			return nil
-		}
-		rel, _ := filepath.Rel(wc.dir, p)
-		wc.failWitness("witness-unlisted", filepath.ToSlash(rel), "the %s witness directory holds %s, which the evidence does not list: "+
-			"the reader would take it for part of the witness", name, filepath.ToSlash(rel))
-		ok = false
-		return nil
-	})
-	return ok
-}
-
-// readDatabase reads the binlog files (step 2).
+// readDatabase reads the binlog files (step 2), once files has verified
+// each of them and found nothing else in their directory.
 func (wc *witnessChecker) readDatabase(paths []string) *dbHistory {
+	// TODO(gate): switch to binlog.ScanInputs over wc.b.Inputs(files),
+	// the verified bytes, instead of reading the paths again.
 	sorted, err := binlog.Files(filepath.Dir(paths[0]))
 	if err == nil && len(sorted) != len(paths) {
 		err = fmt.Errorf("%d binlog files listed, %d in the sequence of %s", len(paths), len(sorted), filepath.Dir(paths[0]))
@@ -292,12 +302,17 @@ func (wc *witnessChecker) readBroker(ctx context.Context, paths []string) *broke
 	)
 	switch bw.Source {
 	case evidence.WitnessKafkaDump:
+		// TODO(gate): read the dump from its verified bytes
+		// (wc.b.Verified(...).Reader()) instead of its path.
 		if len(paths) != 1 {
 			err = fmt.Errorf("a dump is one file, %d are listed", len(paths))
 		} else {
 			log, err = broker.ReadDump(paths[0])
 		}
 	default:
+		// TODO(gate): switch to broker.ReadDataFS(ctx, fsys, sel) with
+		// fsys from wc.b.FS(wc.brokerDir(), bw.Files): the verified files
+		// and nothing else, nothing copied, followed or written.
 		log, err = broker.ReadDataDir(ctx, filepath.Join(wc.dir, filepath.FromSlash(wc.brokerDir())), broker.Selection{})
 	}
 	if err != nil {

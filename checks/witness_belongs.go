@@ -1,11 +1,7 @@
 package checks
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"io"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -243,19 +239,4 @@ func txWhere(t binlog.Transaction) string {
 // recordWhere locates a broker record: topic/partition@offset.
 func recordWhere(topic string, partition int32, offset int64) string {
 	return fmt.Sprintf("%s/%d@%d", topic, partition, offset)
-}
-
-// fileSHA256 returns a file's sha256 and size.
-func fileSHA256(path string) (string, int64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", 0, err
-	}
-	defer f.Close()
-	h := sha256.New()
-	n, err := io.Copy(h, f)
-	if err != nil {
-		return "", 0, err
-	}
-	return hex.EncodeToString(h.Sum(nil)), n, nil
 }

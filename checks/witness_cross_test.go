@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
+	"github.com/orderflow-audit/orderflow-audit/evidence/bundle"
 	"github.com/orderflow-audit/orderflow-audit/witness/binlog"
 )
 
@@ -39,12 +40,13 @@ func useCachedWitness(t *testing.T) string {
 	pristine.once.Do(func() {
 		p := filepath.Join("testdata", "witnessed", "u80.json")
 		ev := readEvidence(t, p)
-		real, err := filepath.EvalSymlinks(filepath.Dir(p))
+		b, err := bundle.Open(p)
 		if err != nil {
 			pristine.err = err
 			return
 		}
-		ws, rs, missing := readWitnessSet(context.Background(), ev, p, real)
+		defer b.Close()
+		ws, rs, missing := readWitnessSet(context.Background(), ev, b)
 		if len(rs) > 0 || len(missing) > 0 || ws.db == nil || ws.broker == nil {
 			pristine.err = fmt.Errorf("the witnessed fixture's witnesses do not read cleanly: %+v", rs)
 		}
@@ -54,7 +56,7 @@ func useCachedWitness(t *testing.T) string {
 		t.Fatal(pristine.err)
 	}
 	old := readWitnesses
-	readWitnesses = func(_ context.Context, ev *evidence.Evidence, _, _ string) (*witnessSet, []Reason, []string) {
+	readWitnesses = func(_ context.Context, ev *evidence.Evidence, _ *bundle.Bundle) (*witnessSet, []Reason, []string) {
 		ws := *pristine.ws
 		if ev.Witness == nil || ev.Witness.Database == nil {
 			ws.db = nil

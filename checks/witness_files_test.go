@@ -1,6 +1,8 @@
 package checks
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"slices"
@@ -8,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
+	"github.com/orderflow-audit/orderflow-audit/evidence/bundle"
 	"github.com/orderflow-audit/orderflow-audit/witness/binlog"
 )
 
@@ -27,7 +30,12 @@ func readCopyWitnesses(t *testing.T, edit func(dir string, ev *evidence.Evidence
 	if edit != nil {
 		edit(dir, ev)
 	}
-	ws, rs, _ := readWitnessSet(t.Context(), ev, p, dir)
+	b, err := bundle.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ws, rs, _ := readWitnessSet(t.Context(), ev, b)
 	return ws, rs
 }
 
@@ -59,6 +67,16 @@ func fixFile(t *testing.T, dir string, ev *evidence.Evidence, rel string) {
 		}
 	}
 	t.Fatalf("%s is not a listed witness file", rel)
+}
+
+// fileSHA256 returns a file's sha256 and size, as a forger computes them.
+func fileSHA256(path string) (string, int64, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", 0, err
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), int64(len(b)), nil
 }
 
 const (

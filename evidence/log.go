@@ -261,11 +261,18 @@ func ReadEvents(path string) ([]Event, error) {
 		return nil, fmt.Errorf("open event log: %w", err)
 	}
 	defer f.Close()
+	return ReadEventsFrom(f, path)
+}
+
+// ReadEventsFrom is ReadEvents of the log r, named path in errors: the
+// verifier reads a bundle's logs through its gate (evidence/bundle), not
+// by path. A line longer than MaxLineBytes stops it (ErrLineTooLong).
+func ReadEventsFrom(r io.Reader, path string) ([]Event, error) {
 	var (
 		out []Event
 		bad error // a line that did not decode; fatal unless it was the cut-off last one
 	)
-	err = ScanLines(f, func(l Line) error {
+	err := ScanLines(r, func(l Line) error {
 		if bad != nil {
 			return bad
 		}

@@ -1,0 +1,329 @@
+package checks
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/orderflow-audit/orderflow-audit/evidence"
+	"github.com/orderflow-audit/orderflow-audit/evidence/bundle"
+)
+
+// Hostile bundles against the gate (evidence/bundle): files that are not
+// plain regular files of the bundle, or that would cost unbounded time or
+// memory to read. Each must end, fast, in a refusal naming the file: bad
+// input for the evidence file, a FAIL reason for a log or a witness file.
+// Each case runs under a deadline, since the failure before the gate was
+// a hang.
+
+// gateDeadline is how long any case may take: the gate refuses from
+// Lstat and fstat, without reading the file.
+const gateDeadline = 10 * time.Second
+
+// within runs fn under gateDeadline and fails the test when it is still
+// running then (a hung fn is left behind, ended with the test binary).
+func within[T any](t *testing.T, fn func() T) T {
+	t.Helper()
+	done := make(chan T, 1)
+	start := time.Now()
+	go func() { done <- fn() }()
+	select {
+	case v := <-done:
+		t.Logf("took %s", time.Since(start).Round(time.Millisecond))
+		return v
+	case <-time.After(gateDeadline):
+		t.Fatalf("still running after %s", gateDeadline)
+		var zero T
+		return zero
+	}
+}
+
+func mkfifo(t *testing.T, p string) {
+	t.Helper()
+	if err := syscall.Mkfifo(p, 0o644); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+}
+
+func mknodZero(t *testing.T, p string) {
+	t.Helper()
+	if err := syscall.Mknod(p, syscall.S_IFCHR|0o644, 0x0105); err != nil { // 1:5, as /dev/zero
+		t.Skipf("mknod (needs root): %v", err)
+	}
+}
+
+func sparseFile(t *testing.T, p string, size int64) {
+	t.Helper()
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Truncate(size); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// zeroSHA256 is the sha256 of n zero bytes.
+func zeroSHA256(t *testing.T, n int64) string {
+	t.Helper()
+	h := sha256.New()
+	if _, err := io.CopyN(h, zeroReader{}, n); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+type zeroReader struct{}
+
+func (zeroReader) Read(p []byte) (int, error) { clear(p); return len(p), nil }
+
+// sha256Of2GiBZeros is the sha256 of 2 GiB of zero bytes (head -c
+// $((2<<30)) /dev/zero | sha256sum): hashing them takes ~6 s here, which
+// is what the gate must not spend.
+const sha256Of2GiBZeros = "a7c744c13cc101ed66c29f672f92455547889cc586ce6d44fe76ae824958ea51"
+
+// TestGateEvidenceFile: an evidence file that is not a plain regular file
+// is bad input naming it, at once.
+func TestGateEvidenceFile(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		make func(t *testing.T, p string)
+		want string
+	}{
+		{"FIFO", mkfifo, "FIFO"},
+		{"symlink to /dev/zero", func(t *testing.T, p string) { os.Symlink("/dev/zero", p) }, "character device"},
+		{"character device", mknodZero, "character device"},
+		{"hard link x2", func(t *testing.T, p string) {
+			src := copyFixture(t, "u80")
+			os.Rename(filepath.Dir(src)+"/u80", filepath.Dir(p)+"/u80")
+			os.Rename(src, p)
+			os.Link(p, p+".bak")
+		}, "hard link"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "u80.json")
+			tc.make(t, p)
+			err := within(t, func() error { _, err := Verify(t.Context(), p, Options{}); return err })
+			if !errors.Is(err, evidence.ErrBadInput) || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v; want bad input naming %s and saying %q", err, p, tc.want)
+			}
+		})
+	}
+}
+
+// normalChainLog is the log the log cases replace.
+const normalChainLog = "u80/normalChain/consumer-1.jsonl"
+
+// TestGateLogs: an event log that is not a plain regular file of the
+// bundle fails with log-path naming it, at once.
+func TestGateLogs(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(t *testing.T, dir, log string)
+		want string
+	}{
+		{"FIFO", func(t *testing.T, dir, log string) { os.Remove(log); mkfifo(t, log) }, "FIFO"},
+		{"relative symlink staying inside", func(t *testing.T, dir, log string) {
+			os.Rename(log, filepath.Join(dir, "u80", "kept.jsonl"))
+			os.Symlink("../kept.jsonl", log)
+		}, "symbolic link"},
+		{"symlink to /dev/zero", func(t *testing.T, dir, log string) { os.Remove(log); os.Symlink("/dev/zero", log) }, "symbolic link"},
+		{"character device", func(t *testing.T, dir, log string) { os.Remove(log); mknodZero(t, log) }, "character device"},
+		{"directory", func(t *testing.T, dir, log string) { os.Remove(log); os.Mkdir(log, 0o755) }, "directory"},
+		{"hard link x2", func(t *testing.T, dir, log string) { os.Link(log, filepath.Join(dir, "u80", "again.jsonl")) }, "hard link"},
+		{"sparse, over the log limit", func(t *testing.T, dir, log string) {
+			os.Remove(log)
+			sparseFile(t, log, bundle.MaxLogBytes+1)
+		}, "larger than"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := copyFixture(t, "u80")
+			only(t, p, "normalChain")
+			tc.edit(t, filepath.Dir(p), filepath.Join(filepath.Dir(p), filepath.FromSlash(normalChainLog)))
+			v := within(t, func() *Verdict { return verify(t, p) })
+			r, ok := reasonFor(v, "log-path", normalChainLog)
+			if v.Status != Fail || !ok || !strings.Contains(r.Message, tc.want) {
+				t.Fatalf("verdict %s %v; want FAIL log-path at %s saying %q: %+v", v.Status, rules(v), normalChainLog, tc.want, r)
+			}
+		})
+	}
+}
+
+// TestGateManyHardLinks: 60 hard links to one 128 MiB sparse log, each
+// listed as a log of the scenario (the schema allows 64): before the gate
+// each was read and hashed (7.5 GB, tens of seconds); now each is refused
+// from its link count.
+func TestGateManyHardLinks(t *testing.T) {
+	p := copyFixture(t, "u80")
+	only(t, p, "normalChain")
+	dir := filepath.Dir(p)
+	big := filepath.Join(dir, "u80", "big.jsonl")
+	sparseFile(t, big, 128<<20)
+	ev := readEvidence(t, p)
+	sc := &ev.Scenarios[0]
+	for i := range 60 {
+		rel := fmt.Sprintf("u80/normalChain/link-%03d.jsonl", i)
+		if err := os.Link(big, filepath.Join(dir, filepath.FromSlash(rel))); err != nil {
+			t.Fatal(err)
+		}
+		sc.Logs = append(sc.Logs, evidence.LogRef{Path: rel, Actor: "consumer-1", SHA256: strings.Repeat("0", 64), Lines: 0})
+	}
+	writeEvidence(t, p, ev)
+	v := within(t, func() *Verdict { return verify(t, p) })
+	if r, ok := reasonFor(v, "log-path", "u80/normalChain/link-000.jsonl"); v.Status != Fail || !ok || !strings.Contains(r.Message, "hard link") {
+		t.Fatalf("verdict %s %v; want FAIL log-path for the linked logs: %+v", v.Status, rules(v), r)
+	}
+}
+
+func reasonFor(v *Verdict, rule, log string) (Reason, bool) {
+	for _, r := range v.Reasons {
+		if r.Rule == rule && r.Log == log {
+			return r, true
+		}
+	}
+	return Reason{}, false
+}
+
+// The witness cases edit the witnessed fixture's files.
+const (
+	fixtureSnapshot = "u80/witness/kafka/partitions/ofa.20261201t155719_cc71.normalChain-0/snapshot.json"
+	fixtureSegment  = "u80/witness/kafka/partitions/ofa.20261201t155719_cc71.normalChain-0/0.dat"
+)
+
+// TestGateWitnessFiles: a witness file that is not a plain regular file of
+// the bundle, or anything in a witness directory that is not a directory
+// or a regular file, fails with witness-path naming it, at once, and the
+// witness is not read.
+func TestGateWitnessFiles(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		edit  func(t *testing.T, dir string, ev *evidence.Evidence)
+		where string
+		want  string
+	}{
+		{"FIFO snapshot", func(t *testing.T, dir string, ev *evidence.Evidence) {
+			p := filepath.Join(dir, fixtureSnapshot)
+			os.Remove(p)
+			mkfifo(t, p)
+		}, fixtureSnapshot, "FIFO"},
+		{"relative symlink staying inside", func(t *testing.T, dir string, ev *evidence.Evidence) {
+			p := filepath.Join(dir, fixtureBinlog)
+			os.Rename(p, filepath.Join(dir, "u80", "binlog.kept"))
+			os.Symlink("../../binlog.kept", p)
+		}, fixtureBinlog, "symbolic link"},
+		{"witness directory a symlink inside", func(t *testing.T, dir string, ev *evidence.Evidence) {
+			db := filepath.Join(dir, "u80/witness/db")
+			os.Rename(db, filepath.Join(dir, "u80/witness/db.kept"))
+			os.Symlink("db.kept", db)
+		}, fixtureBinlog, "symbolic link"},
+		{"unlisted symlink to a listed file", func(t *testing.T, dir string, ev *evidence.Evidence) {
+			os.Symlink("0.dat", filepath.Join(dir, filepath.Dir(fixtureSegment), "1.dat"))
+		}, filepath.ToSlash(filepath.Dir(fixtureSegment)) + "/1.dat", "symbolic link"},
+		{"unlisted FIFO", func(t *testing.T, dir string, ev *evidence.Evidence) {
+			mkfifo(t, filepath.Join(dir, "u80/witness/kafka/extra"))
+		}, "u80/witness/kafka/extra", "FIFO"},
+		{"symlink to /dev/zero", func(t *testing.T, dir string, ev *evidence.Evidence) {
+			p := filepath.Join(dir, fixtureSnapshot)
+			os.Remove(p)
+			os.Symlink("/dev/zero", p)
+		}, fixtureSnapshot, "symbolic link"},
+		{"character device", func(t *testing.T, dir string, ev *evidence.Evidence) {
+			p := filepath.Join(dir, fixtureSnapshot)
+			os.Remove(p)
+			mknodZero(t, p)
+		}, fixtureSnapshot, "character device"},
+		{"directory", func(t *testing.T, dir string, ev *evidence.Evidence) {
+			p := filepath.Join(dir, fixtureSnapshot)
+			os.Remove(p)
+			os.Mkdir(p, 0o755)
+		}, fixtureSnapshot, "directory"},
+		{"hard link x2", func(t *testing.T, dir string, ev *evidence.Evidence) {
+			os.Link(filepath.Join(dir, fixtureSegment), filepath.Join(dir, "u80", "segment.again"))
+		}, fixtureSegment, "hard link"},
+		{"sparse 2 GiB binlog with its real size and sha256", func(t *testing.T, dir string, ev *evidence.Evidence) {
+			p := filepath.Join(dir, fixtureBinlog)
+			os.Remove(p)
+			sparseFile(t, p, 2<<30)
+			ev.Witness.Database.Files[0].Size, ev.Witness.Database.Files[0].SHA256 = 2<<30, sha256Of2GiBZeros
+		}, fixtureBinlog, "larger than"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			type read struct {
+				ws *witnessSet
+				rs []Reason
+			}
+			got := within(t, func() read {
+				ws, rs := readCopyWitnesses(t, func(dir string, ev *evidence.Evidence) { tc.edit(t, dir, ev) })
+				return read{ws, rs}
+			})
+			var r Reason
+			for _, x := range got.rs {
+				if x.Rule == "witness-path" && x.Witness == tc.where {
+					r = x
+				}
+			}
+			if r.Rule == "" || r.Status != Fail || !strings.Contains(r.Message, tc.want) {
+				t.Fatalf("reasons %+v; want FAIL witness-path at %s saying %q", got.rs, tc.where, tc.want)
+			}
+			if strings.Contains(tc.where, "/db/") && got.ws.db != nil || strings.Contains(tc.where, "/kafka/") && got.ws.broker != nil {
+				t.Errorf("the refused witness was read")
+			}
+		})
+	}
+}
+
+// TestGateWitnessManyHardLinks: 124 hard links to one 64 MiB sparse file
+// in the broker's directory, each listed with its real size and sha256:
+// before the gate each was hashed (8 GB); now each is refused from its
+// link count.
+func TestGateWitnessManyHardLinks(t *testing.T) {
+	sum := zeroSHA256(t, 64<<20)
+	got := within(t, func() []Reason {
+		_, rs := readCopyWitnesses(t, func(dir string, ev *evidence.Evidence) {
+			big := filepath.Join(dir, "u80", "witness", "kafka", "big")
+			sparseFile(t, big, 64<<20)
+			for i := range 124 {
+				rel := fmt.Sprintf("u80/witness/kafka/link-%03d", i)
+				if err := os.Link(big, filepath.Join(dir, filepath.FromSlash(rel))); err != nil {
+					t.Fatal(err)
+				}
+				ev.Witness.Broker.Files = append(ev.Witness.Broker.Files, evidence.WitnessFile{Path: rel, Size: 64 << 20, SHA256: sum})
+			}
+			ev.Witness.Broker.Files = append(ev.Witness.Broker.Files, evidence.WitnessFile{Path: "u80/witness/kafka/big", Size: 64 << 20, SHA256: sum})
+		})
+		return rs
+	})
+	n := 0
+	for _, r := range got {
+		if r.Rule == "witness-path" && strings.Contains(r.Message, "hard link") {
+			n++
+		}
+	}
+	if n != 125 {
+		t.Fatalf("%d witness-path hard-link reasons; want one for each of the 125 names: %v", n, ruleNames(got))
+	}
+}
+
+// TestGateVerifyWitnessSymlink: end to end, a witness file that is a
+// relative symlink inside the bundle fails the verdict, naming the file.
+func TestGateVerifyWitnessSymlink(t *testing.T) {
+	p := copyFixture(t, "witnessed")
+	dir := filepath.Dir(p)
+	bl := filepath.Join(dir, fixtureBinlog)
+	os.Rename(bl, filepath.Join(dir, "u80", "binlog.kept"))
+	os.Symlink("../../binlog.kept", bl)
+	v := within(t, func() *Verdict { return verify(t, p) })
+	r, ok := witnessReason(v, "witness-path")
+	if v.Status != Fail || !ok || r.Witness != fixtureBinlog {
+		t.Fatalf("verdict %s %v; want FAIL witness-path at %s: %+v", v.Status, rules(v), fixtureBinlog, r)
+	}
+}
