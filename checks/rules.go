@@ -143,7 +143,7 @@ var Rules = []RuleInfo{
 	{RuleScenarioFailed, "the runner reports that the scenario failed"},
 
 	{RuleLogMissing, "a referenced event log does not exist next to the evidence file"},
-	{RuleLogPath, "a log path is rejected: absolute, with .. or a backslash, through a symlink out of the directory, not a file"},
+	{RuleLogPath, "a log is refused by the bundle's gate: a path with .., a backslash or absolute, a symlink anywhere on it, not a regular file (directory, FIFO, device), more than one hard link, larger than 512 MiB or beyond the bundle's byte budget"},
 	{RuleLogDuplicate, "one log is referenced twice by a scenario"},
 	{RuleLogShared, "one log is referenced by two scenarios"},
 	{RuleLogUnreadable, "a log could not be read"},
@@ -187,7 +187,7 @@ var Rules = []RuleInfo{
 	{RuleNegativeControlNotRun, "no scenario that exposes the planted bug ran (inconclusive)"},
 
 	{RuleWitnessMissing, "the evidence has no witness, or says one could not be had: the actors' word is all there is (inconclusive; verify --allow-unwitnessed lists it instead)"},
-	{RuleWitnessPath, "a witness file path is rejected: outside the bundle's witness directory, through a symlink out of it, not a file"},
+	{RuleWitnessPath, "a witness file is refused by the bundle's gate: outside the bundle's witness directory, a symlink anywhere on its path, not a regular file, more than one hard link, larger than 128 MiB or beyond the bundle's byte budgets; or a witness directory holds a symlink or a special file"},
 	{RuleWitnessFileMissing, "a witness file the evidence lists does not exist (deleted or moved), or a witness lists no file"},
 	{RuleWitnessSize, "a witness file's size differs from the one the evidence recorded"},
 	{RuleWitnessDigest, "a witness file's sha256 differs from the one the evidence recorded"},

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"syscall"
 
 	"github.com/orderflow-audit/orderflow-audit/schemas"
 )
@@ -85,19 +86,29 @@ func WriteAtomic(path string, data []byte) error {
 // ReadFile reads, schema-validates and decodes an evidence file. Every
 // failure wraps ErrBadInput; a schema failure also wraps *schemas.Error
 // with every problem.
+//
+// The file is opened without blocking (a FIFO would block an ordinary open
+// until a writer came) and must be a regular file: a FIFO, a device or a
+// socket is refused before a byte is read. (The verifier reads a bundle
+// through evidence/bundle, which also refuses hard links and everything
+// beneath the evidence file that is not a plain regular file.)
 func ReadFile(path string) (*Evidence, []byte, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrBadInput, err)
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err == nil {
-		switch {
-		case st.IsDir():
-			return nil, nil, fmt.Errorf("%w: %s is a directory, not an evidence file", ErrBadInput, path)
-		case st.Mode().IsRegular() && st.Size() > MaxFileBytes:
-			return nil, nil, fmt.Errorf("%w: %s is larger than %d MiB", ErrBadInput, path, MaxFileBytes>>20)
-		}
+	st, err := f.Stat()
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: stat %s: %v", ErrBadInput, path, err)
+	}
+	switch {
+	case st.IsDir():
+		return nil, nil, fmt.Errorf("%w: %s is a directory, not an evidence file", ErrBadInput, path)
+	case !st.Mode().IsRegular():
+		return nil, nil, fmt.Errorf("%w: %s is not a regular file (%s), not an evidence file", ErrBadInput, path, fileType(st.Mode()))
+	case st.Size() > MaxFileBytes:
+		return nil, nil, fmt.Errorf("%w: %s is larger than %d MiB", ErrBadInput, path, MaxFileBytes>>20)
 	}
 	raw, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
 	if err != nil {
@@ -111,6 +122,21 @@ func ReadFile(path string) (*Evidence, []byte, error) {
 		return nil, raw, fmt.Errorf("%s: %w", path, err)
 	}
 	return ev, raw, nil
+}
+
+// fileType names a file's type for a message.
+func fileType(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a block device"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	}
+	return "a special file"
 }
 
 // Parse validates raw against the schema and decodes it strictly.
