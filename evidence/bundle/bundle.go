@@ -173,7 +173,9 @@ type Bundle struct {
 	root     *os.Root
 	evidence []byte
 
-	mu       sync.Mutex
+	verifying sync.Mutex // held through a Verified
+
+	mu       sync.Mutex // guards what follows
 	closed   bool
 	total    int64 // bytes charged against MaxTotalBytes
 	witness  int64 // against MaxWitnessBytes

@@ -433,3 +433,35 @@ func TestClose(t *testing.T) {
 		t.Errorf("evidence after Close %q", buf.String())
 	}
 }
+
+// TestConcurrent: the verifier reads logs and witnesses on several
+// goroutines at once through one Bundle; a file verified by several at
+// once is one file, read and charged once.
+func TestConcurrent(t *testing.T) {
+	_, ev := newBundle(t, map[string]string{"w": "witness", "l": "log\n"})
+	b := open(t, ev)
+	files := make(chan *File, 8)
+	for range 8 {
+		go func() {
+			f, err := b.Verified("w", 7, sum("witness"))
+			if err != nil {
+				t.Error(err)
+			}
+			if l, err := b.OpenFile("l", KindLog); err != nil {
+				t.Error(err)
+			} else {
+				l.Close()
+			}
+			files <- f
+		}()
+	}
+	first := <-files
+	for range 7 {
+		if f := <-files; f != first {
+			t.Errorf("two Files for one verified path")
+		}
+	}
+	if b.witness != 7 {
+		t.Errorf("charged %d witness bytes", b.witness)
+	}
+}

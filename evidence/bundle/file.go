@@ -108,6 +108,10 @@ func (b *Bundle) OpenFile(rel string, kind Kind) (*File, error) {
 // against MaxWitnessFileBytes and the bundle's budgets; a file verified
 // once is handed out again without reading it again.
 func (b *Bundle) Verified(rel string, size int64, sha256hex string) (*File, error) {
+	// One verification at a time: a file asked for by two goroutines at
+	// once is read and charged once, and the second gets the first's.
+	b.verifying.Lock()
+	defer b.verifying.Unlock()
 	b.mu.Lock()
 	if f, ok := b.verified[rel]; ok {
 		b.mu.Unlock()
@@ -160,10 +164,6 @@ func (b *Bundle) Verified(rel string, size int64, sha256hex string) (*File, erro
 	if b.closed {
 		b.releaseLocked(f)
 		return nil, &Error{Op: "verify", Path: rel, Err: ErrClosed}
-	}
-	if old, ok := b.verified[rel]; ok { // verified meanwhile by another goroutine
-		b.releaseLocked(f)
-		return old, nil
 	}
 	b.verified[rel] = f
 	if f.f != nil {
