@@ -15,6 +15,7 @@ import (
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/evidence/bundle"
+	"github.com/orderflow-audit/orderflow-audit/witness/broker"
 )
 
 // Hostile bundles against the gate (evidence/bundle): files that are not
@@ -326,4 +327,51 @@ func TestGateVerifyWitnessSymlink(t *testing.T) {
 	if v.Status != Fail || !ok || r.Witness != fixtureBinlog {
 		t.Fatalf("verdict %s %v; want FAIL witness-path at %s: %+v", v.Status, rules(v), fixtureBinlog, r)
 	}
+}
+
+// TestGateKafkaDump: a broker witness of an external broker (a dump, one
+// file) is read from the bytes the gate verified; a dump that is a FIFO is
+// refused at once, naming it.
+func TestGateKafkaDump(t *testing.T) {
+	const dump = "u80/witness/kafka.jsonl"
+	toDump := func(t *testing.T, dir string, ev *evidence.Evidence) {
+		log, err := broker.ReadDataDir(t.Context(), filepath.Join(dir, "u80/witness/kafka"), broker.Selection{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Create(filepath.Join(dir, dump))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := broker.WriteDump(f, log); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		os.RemoveAll(filepath.Join(dir, "u80/witness/kafka"))
+		sum, size, err := fileSHA256(filepath.Join(dir, dump))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev.Witness.Broker.Source = evidence.WitnessKafkaDump
+		ev.Witness.Broker.Files = []evidence.WitnessFile{{Path: dump, Size: size, SHA256: sum}}
+	}
+	t.Run("read", func(t *testing.T) {
+		ws, rs := readCopyWitnesses(t, func(dir string, ev *evidence.Evidence) { toDump(t, dir, ev) })
+		if len(rs) > 0 || ws.broker == nil || len(ws.broker.Topics) == 0 {
+			t.Fatalf("reasons %+v, broker read %v; want the dump read cleanly", rs, ws.broker != nil)
+		}
+	})
+	t.Run("FIFO", func(t *testing.T) {
+		rs := within(t, func() []Reason {
+			_, rs := readCopyWitnesses(t, func(dir string, ev *evidence.Evidence) {
+				toDump(t, dir, ev)
+				os.Remove(filepath.Join(dir, dump))
+				mkfifo(t, filepath.Join(dir, dump))
+			})
+			return rs
+		})
+		if len(rs) != 1 || rs[0].Rule != "witness-path" || rs[0].Witness != dump || !strings.Contains(rs[0].Message, "FIFO") {
+			t.Fatalf("reasons %+v; want one witness-path at %s naming the FIFO", rs, dump)
+		}
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path"
 	"path/filepath"
 	"slices"
@@ -83,8 +84,8 @@ func readWitnessSet(ctx context.Context, ev *evidence.Evidence, b *bundle.Bundle
 		}
 	}
 	if w != nil && w.Broker != nil {
-		if paths, ok := wc.files("broker", w.Broker.Files, wc.brokerDir()); ok {
-			ws.broker = wc.readBroker(ctx, paths)
+		if _, ok := wc.files("broker", w.Broker.Files, wc.brokerDir()); ok {
+			ws.broker = wc.readBroker(ctx)
 		}
 	}
 	if ws.db != nil {
@@ -100,8 +101,8 @@ func readWitnessSet(ctx context.Context, ev *evidence.Evidence, b *bundle.Bundle
 type witnessChecker struct {
 	ev *evidence.Evidence
 	// b is the bundle's gate, through which every witness file is read;
-	// dir is the evidence file's directory, for the readers that still
-	// take paths (TODO(gate) below).
+	// dir is the evidence file's directory, for the binlog reader, which
+	// still takes paths (TODO(gate) in readDatabase).
 	b   *bundle.Bundle
 	dir string
 	// base is the bundle's log directory beside the evidence file: its
@@ -293,8 +294,11 @@ func txSchemas(t binlog.Transaction) []string {
 	return out
 }
 
-// readBroker reads the broker's data directory or dump (step 2).
-func (wc *witnessChecker) readBroker(ctx context.Context, paths []string) *broker.Log {
+// readBroker reads the broker's data directory or dump (step 2) from the
+// files the gate verified in step 1, and from nothing else: the reader is
+// given the verified bytes (an fs.FS of exactly the listed files, or the
+// dump's reader), never a path it could follow, copy or repair.
+func (wc *witnessChecker) readBroker(ctx context.Context) *broker.Log {
 	bw := wc.ev.Witness.Broker
 	var (
 		log *broker.Log
@@ -302,18 +306,17 @@ func (wc *witnessChecker) readBroker(ctx context.Context, paths []string) *broke
 	)
 	switch bw.Source {
 	case evidence.WitnessKafkaDump:
-		// TODO(gate): read the dump from its verified bytes
-		// (wc.b.Verified(...).Reader()) instead of its path.
-		if len(paths) != 1 {
-			err = fmt.Errorf("a dump is one file, %d are listed", len(paths))
-		} else {
-			log, err = broker.ReadDump(paths[0])
+		var in []bundle.Input
+		if len(bw.Files) != 1 {
+			err = fmt.Errorf("a dump is one file, %d are listed", len(bw.Files))
+		} else if in, err = wc.b.Inputs(bw.Files); err == nil {
+			log, err = broker.ReadDumpFrom(in[0].R)
 		}
 	default:
-		// TODO(gate): switch to broker.ReadDataFS(ctx, fsys, sel) with
-		// fsys from wc.b.FS(wc.brokerDir(), bw.Files): the verified files
-		// and nothing else, nothing copied, followed or written.
-		log, err = broker.ReadDataDir(ctx, filepath.Join(wc.dir, filepath.FromSlash(wc.brokerDir())), broker.Selection{})
+		var fsys fs.FS
+		if fsys, err = wc.b.FS(wc.brokerDir(), bw.Files); err == nil {
+			log, err = broker.ReadDataFS(ctx, fsys, broker.Selection{})
+		}
 	}
 	if err != nil {
 		if ctx.Err() != nil {
