@@ -68,6 +68,10 @@ const (
 	// MaxFiles bounds the files one Bundle opens and the entries a
 	// listing walks (the default run's bundle has 154 files).
 	MaxFiles = 20000
+	// MaxDirs bounds the directories a Bundle keeps open for the files
+	// beneath them (the default run's bundle has 45); past it, each is
+	// opened again for each file.
+	MaxDirs = 4096
 	// MaxDepth bounds the components of a path inside the bundle (the
 	// deepest a run writes has 6: u80/witness/kafka/partitions/<p>/0.dat).
 	MaxDepth = 32
@@ -182,7 +186,8 @@ type Bundle struct {
 	held     int64 // bytes of verified files kept in memory
 	files    int   // files opened, against MaxFiles
 	verified map[string]*File
-	open     map[*File]struct{} // files whose descriptor is open
+	open     map[*File]struct{}  // files whose descriptor is open
+	dirs     map[string]*os.Root // directories opened (dir), by path
 }
 
 // Open opens the bundle of the evidence file at evidencePath: it reads the
@@ -200,7 +205,7 @@ func Open(evidencePath string) (*Bundle, error) {
 		return nil, &Error{Op: "open the directory of", Path: evidencePath, Err: ErrMissing, Detail: err.Error(), cause: err}
 	}
 	return &Bundle{path: evidencePath, root: root, evidence: data, total: int64(len(data)), files: 1,
-		verified: map[string]*File{}, open: map[*File]struct{}{}}, nil
+		verified: map[string]*File{}, open: map[*File]struct{}{}, dirs: map[string]*os.Root{}}, nil
 }
 
 // readEvidence reads the evidence file through the gate's rules, following
@@ -249,7 +254,10 @@ func (b *Bundle) Close() error {
 	for f := range b.open {
 		f.f.Close()
 	}
-	b.open = nil
+	for _, d := range b.dirs {
+		d.Close()
+	}
+	b.open, b.dirs = nil, nil
 	b.verified = nil
 	return b.root.Close()
 }
@@ -311,27 +319,78 @@ func checkRel(op, rel string) ([]string, error) {
 	return parts, nil
 }
 
-// lstat checks each component of rel, which checkRel accepted: every
-// directory on the way a real directory, not a symlink. It returns the
-// last component's Lstat.
-func (b *Bundle) lstat(op, rel string, parts []string) (fs.FileInfo, error) {
-	for i := range parts {
-		p := strings.Join(parts[:i+1], "/")
-		fi, err := b.root.Lstat(p)
+// dir returns the directory whose components are parts (of rel, which
+// checkRel accepted), opened one component at a time: each one Lstat'ed
+// in its parent's descriptor and refused unless a real directory, then
+// opened and compared (device and inode) with that Lstat. A path is thus
+// never resolved through a symlink, even one swapped in while it is
+// walked, and what follows is opened through the directory's own
+// descriptor. Directories opened once are kept (up to MaxDirs) for the
+// next file beneath them; release closes one that was not kept.
+func (b *Bundle) dir(op, rel string, parts []string) (r *os.Root, release func(), err error) {
+	r, release = b.root, func() {}
+	for i, p := range parts {
+		key := strings.Join(parts[:i+1], "/")
+		b.mu.Lock()
+		sub, ok := b.dirs[key]
+		closed := b.closed
+		b.mu.Unlock()
+		if closed {
+			release()
+			return nil, nil, &Error{Op: op, Path: rel, Err: ErrClosed}
+		}
+		if ok {
+			release()
+			r, release = sub, func() {}
+			continue
+		}
+		sub, err := openSubdir(r, p)
+		release()
 		if err != nil {
-			return nil, &Error{Op: op, Path: rel, Err: classify(err), Detail: missingDetail(p, rel), cause: err}
+			e := named(err, op, rel)
+			if e, ok := e.(*Error); ok && key != rel {
+				e.Detail = strings.TrimPrefix(e.Detail+"; ", "; ") + "at " + key + " on its path"
+			}
+			return nil, nil, e
 		}
-		if i == len(parts)-1 {
-			return fi, nil
+		b.mu.Lock()
+		switch old, ok := b.dirs[key]; {
+		case ok: // opened meanwhile by another goroutine
+			sub.Close()
+			r, release = old, func() {}
+		case !b.closed && len(b.dirs) < MaxDirs:
+			b.dirs[key] = sub
+			r, release = sub, func() {}
+		default:
+			r, release = sub, func() { sub.Close() }
 		}
-		switch {
-		case fi.Mode()&fs.ModeSymlink != 0:
-			return nil, &Error{Op: op, Path: rel, Err: ErrLink, Detail: "the directory " + p + " on its path"}
-		case !fi.IsDir():
-			return nil, &Error{Op: op, Path: rel, Err: ErrNotDirectory, Detail: p + " on its path is a " + typeName(fi.Mode())}
-		}
+		b.mu.Unlock()
 	}
-	panic("unreachable") // checkRel returns at least one component
+	return r, release, nil
+}
+
+// openSubdir opens the directory name inside parent, refusing a symlink or
+// anything but a directory, and a directory swapped after its Lstat.
+func openSubdir(parent *os.Root, name string) (*os.Root, error) {
+	fi, err := parent.Lstat(name)
+	if err != nil {
+		return nil, &Error{Err: classify(err), cause: err}
+	}
+	switch m := fi.Mode(); {
+	case m&fs.ModeSymlink != 0:
+		return nil, &Error{Err: ErrLink}
+	case !m.IsDir():
+		return nil, &Error{Err: ErrNotDirectory, Detail: "it is a " + typeName(m)}
+	}
+	sub, err := parent.OpenRoot(name)
+	if err != nil {
+		return nil, &Error{Err: classify(err), Detail: err.Error(), cause: err}
+	}
+	if st, err := sub.Stat("."); err != nil || !os.SameFile(fi, st) {
+		sub.Close()
+		return nil, &Error{Err: ErrChanged, Detail: "another directory is now at its path"}
+	}
+	return sub, nil
 }
 
 func missingDetail(p, rel string) string {
@@ -403,14 +462,22 @@ func (b *Bundle) openRegular(op, rel string, limit int64) (*os.File, fs.FileInfo
 	if err != nil {
 		return nil, nil, err
 	}
-	fi, err := b.lstat(op, rel, parts)
+	d, release, err := b.dir(op, rel, parts[:len(parts)-1])
 	if err != nil {
 		return nil, nil, err
+	}
+	defer release()
+	name := parts[len(parts)-1]
+	fi, err := d.Lstat(name)
+	if err != nil {
+		return nil, nil, &Error{Op: op, Path: rel, Err: classify(err), cause: err}
 	}
 	if err := checkRegular(fi, limit); err != nil {
 		return nil, nil, named(err, op, rel)
 	}
-	f, err := b.root.OpenFile(rel, os.O_RDONLY|oNonblock|oNofollow|oCloexec, 0)
+	// os.Root follows a symlink even with O_NOFOLLOW (within the root): a
+	// link swapped in after the Lstat is caught by the comparison below.
+	f, err := d.OpenFile(name, os.O_RDONLY|oNonblock|oNofollow|oCloexec, 0)
 	if err != nil {
 		return nil, nil, &Error{Op: op, Path: rel, Err: classify(err), Detail: err.Error(), cause: err}
 	}

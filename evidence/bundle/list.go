@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"slices"
 	"strings"
 )
@@ -29,23 +28,12 @@ type Listing struct {
 // wrapping ErrMissing, ErrNotDirectory, ErrLink or ErrEscapes. A walk of
 // more than MaxFiles entries stops with ErrTooLarge.
 func (b *Bundle) List(rel string) (*Listing, error) {
-	parts, err := checkRel("list", rel)
-	if err != nil {
+	if _, err := checkRel("list", rel); err != nil {
 		return nil, err
-	}
-	fi, err := b.lstat("list", rel, parts)
-	if err != nil {
-		return nil, err
-	}
-	switch m := fi.Mode(); {
-	case m&fs.ModeSymlink != 0:
-		return nil, &Error{Op: "list", Path: rel, Err: ErrLink}
-	case !m.IsDir():
-		return nil, &Error{Op: "list", Path: rel, Err: ErrNotDirectory, Detail: "it is a " + typeName(m)}
 	}
 	out := &Listing{}
 	entries := 0
-	stack := []dirToRead{{rel, fi}}
+	stack := []string{rel}
 	for len(stack) > 0 {
 		d := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
@@ -59,30 +47,28 @@ func (b *Bundle) List(rel string) (*Listing, error) {
 	return out, nil
 }
 
-type dirToRead struct {
-	rel string
-	fi  fs.FileInfo // its Lstat, to compare with what is opened
-}
-
-// readDir reads one directory of a walk, in batches (a directory of
-// millions of entries is not read whole), and returns its subdirectories.
-func (b *Bundle) readDir(d dirToRead, out *Listing, entries *int) ([]dirToRead, error) {
-	dir, err := b.root.OpenFile(d.rel, os.O_RDONLY|oNonblock|oNofollow|oCloexec, 0)
+// readDir reads one directory of a walk (opened as dir opens it: through
+// no symlink), in batches (a directory of millions of entries is not read
+// whole), and returns its subdirectories.
+func (b *Bundle) readDir(rel string, out *Listing, entries *int) ([]string, error) {
+	d, release, err := b.dir("list", rel, strings.Split(rel, "/"))
 	if err != nil {
-		return nil, &Error{Op: "list", Path: d.rel, Err: classify(err), Detail: err.Error(), cause: err}
+		return nil, err
+	}
+	defer release()
+	dir, err := d.Open(".")
+	if err != nil {
+		return nil, &Error{Op: "list", Path: rel, Err: classify(err), Detail: err.Error(), cause: err}
 	}
 	defer dir.Close()
-	if st, err := dir.Stat(); err != nil || !st.IsDir() || !os.SameFile(st, d.fi) {
-		return nil, &Error{Op: "list", Path: d.rel, Err: ErrChanged, Detail: "another file is now at its path"}
-	}
-	var subdirs []dirToRead
+	var subdirs []string
 	for {
 		batch, err := dir.ReadDir(256)
 		for _, e := range batch {
 			if *entries++; *entries > MaxFiles {
-				return nil, &Error{Op: "list", Path: d.rel, Err: ErrTooLarge, Detail: fmt.Sprintf("more than %d entries", MaxFiles)}
+				return nil, &Error{Op: "list", Path: rel, Err: ErrTooLarge, Detail: fmt.Sprintf("more than %d entries", MaxFiles)}
 			}
-			p := d.rel + "/" + e.Name()
+			p := rel + "/" + e.Name()
 			switch t := e.Type(); {
 			case t.IsDir():
 				if strings.Count(p, "/")+1 >= MaxDepth {
@@ -90,11 +76,7 @@ func (b *Bundle) readDir(d dirToRead, out *Listing, entries *int) ([]dirToRead, 
 						Detail: fmt.Sprintf("directories nested deeper than %d", MaxDepth)})
 					continue
 				}
-				fi, err := b.root.Lstat(p)
-				if err != nil || !fi.IsDir() {
-					return nil, &Error{Op: "list", Path: p, Err: ErrChanged, Detail: "changed while listed"}
-				}
-				subdirs = append(subdirs, dirToRead{p, fi})
+				subdirs = append(subdirs, p)
 			case t.IsRegular():
 				out.Files = append(out.Files, p)
 			case t&fs.ModeSymlink != 0:
@@ -107,7 +89,7 @@ func (b *Bundle) readDir(d dirToRead, out *Listing, entries *int) ([]dirToRead, 
 			return subdirs, nil
 		}
 		if err != nil {
-			return nil, &Error{Op: "list", Path: d.rel, Err: ErrNotDirectory, Detail: err.Error(), cause: err}
+			return nil, &Error{Op: "list", Path: rel, Err: ErrNotDirectory, Detail: err.Error(), cause: err}
 		}
 	}
 }
