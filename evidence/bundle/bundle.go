@@ -17,12 +17,14 @@
 // device, socket) or that has more than one hard link (so that one file
 // cannot be read under many names).
 //
-// Every file is opened through an os.Root of the bundle's directory: each
-// component of its relative path is checked with Lstat (intermediate ones
-// real directories, the last a regular file), the file is opened with
-// O_NOFOLLOW|O_NONBLOCK, and fstat must show the same device and inode,
-// still regular, with one link and within the size limit of its kind. A
-// file swapped between the check and the open is refused, not read.
+// Every file is opened through an os.Root of the bundle's directory, one
+// directory at a time: each component of its relative path is Lstat'ed in
+// its parent's descriptor (a directory must be a real directory, and is
+// then opened and compared with its Lstat; the last component must be a
+// regular file), the file is opened with O_NOFOLLOW|O_NONBLOCK, and fstat
+// must show the same device and inode, still regular, with one link and
+// within the size limit of its kind. A file or directory swapped between
+// the check and the open is refused, not read.
 package bundle
 
 import (
