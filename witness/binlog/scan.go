@@ -70,7 +70,7 @@ type scanner struct {
 
 	// across files, for the limits: bytes read, decoded size (estimated),
 	// transactions begun, row changes
-	read, cost     int64
+	read, cost    int64
 	txns, changes int64
 
 	// done is the transaction the last event committed, handed to fn by

@@ -27,23 +27,23 @@ import (
 // judged from its header alone (scanner.headerOnly), so that the decoder
 // never sees, say, a MySQL TRANSACTION_PAYLOAD event and inflates it.
 var decoded = map[replication.EventType]bool{
-	replication.FORMAT_DESCRIPTION_EVENT:               true,
-	replication.ROTATE_EVENT:                           true,
-	replication.QUERY_EVENT:                            true,
-	replication.MARIADB_QUERY_COMPRESSED_EVENT:         true,
-	replication.XID_EVENT:                              true,
-	replication.INTVAR_EVENT:                           true,
-	replication.TABLE_MAP_EVENT:                        true,
-	replication.WRITE_ROWS_EVENTv1:                     true,
-	replication.UPDATE_ROWS_EVENTv1:                    true,
-	replication.DELETE_ROWS_EVENTv1:                    true,
-	replication.MARIADB_WRITE_ROWS_COMPRESSED_EVENT_V1: true,
+	replication.FORMAT_DESCRIPTION_EVENT:                true,
+	replication.ROTATE_EVENT:                            true,
+	replication.QUERY_EVENT:                             true,
+	replication.MARIADB_QUERY_COMPRESSED_EVENT:          true,
+	replication.XID_EVENT:                               true,
+	replication.INTVAR_EVENT:                            true,
+	replication.TABLE_MAP_EVENT:                         true,
+	replication.WRITE_ROWS_EVENTv1:                      true,
+	replication.UPDATE_ROWS_EVENTv1:                     true,
+	replication.DELETE_ROWS_EVENTv1:                     true,
+	replication.MARIADB_WRITE_ROWS_COMPRESSED_EVENT_V1:  true,
 	replication.MARIADB_UPDATE_ROWS_COMPRESSED_EVENT_V1: true,
 	replication.MARIADB_DELETE_ROWS_COMPRESSED_EVENT_V1: true,
-	replication.MARIADB_ANNOTATE_ROWS_EVENT:            true,
-	replication.MARIADB_BINLOG_CHECKPOINT_EVENT:        true,
-	replication.MARIADB_GTID_EVENT:                     true,
-	replication.MARIADB_GTID_LIST_EVENT:                true,
+	replication.MARIADB_ANNOTATE_ROWS_EVENT:             true,
+	replication.MARIADB_BINLOG_CHECKPOINT_EVENT:         true,
+	replication.MARIADB_GTID_EVENT:                      true,
+	replication.MARIADB_GTID_LIST_EVENT:                 true,
 }
 
 // Costs, in bytes, of what the reader keeps for decoded content, for the
