@@ -132,6 +132,17 @@ type hostileCase struct {
 	want error
 }
 
+// craft applies c to the seed file and returns the file and the offset of
+// the rewritten event.
+func craft(tb testing.TB, seed []byte, c hostileCase) ([]byte, int) {
+	tb.Helper()
+	evs := splitEvents(tb, seed)
+	i := first(tb, evs, c.typ)
+	c.edit(tb, evs, i)
+	b, offs := joinEvents(evs)
+	return b, offs[i]
+}
+
 // checkHostile reads each case's file and wants a *FileError wrapping
 // c.want at the rewritten event, with less than maxAlloc bytes allocated.
 func checkHostile(t *testing.T, cases []hostileCase) {
@@ -139,10 +150,7 @@ func checkHostile(t *testing.T, cases []hostileCase) {
 	seed := seedBinlog(t)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			evs := splitEvents(t, seed)
-			i := first(t, evs, c.typ)
-			c.edit(t, evs, i)
-			b, offs := joinEvents(evs)
+			b, off := craft(t, seed, c)
 			path := filepath.Join(t.TempDir(), "binlog.000001")
 			if err := os.WriteFile(path, b, 0o644); err != nil {
 				t.Fatal(err)
@@ -156,8 +164,8 @@ func checkHostile(t *testing.T, cases []hostileCase) {
 			if !errors.As(err, &fe) || !errors.Is(err, c.want) {
 				t.Fatalf("ReadAll = %v; want a *FileError wrapping %q", err, c.want)
 			}
-			if fe.File != "binlog.000001" || fe.Pos != int64(offs[i]) {
-				t.Errorf("error located at %s:%d; want binlog.000001:%d", fe.File, fe.Pos, offs[i])
+			if fe.File != "binlog.000001" || fe.Pos != int64(off) {
+				t.Errorf("error located at %s:%d; want binlog.000001:%d", fe.File, fe.Pos, off)
 			}
 			if d := after.TotalAlloc - before.TotalAlloc; d > maxAlloc {
 				t.Errorf("reading a %d-byte file allocated %d bytes; want under %d", len(b), d, maxAlloc)
@@ -169,8 +177,10 @@ func checkHostile(t *testing.T, cases []hostileCase) {
 
 // TestHostileTableMap: a TABLE_MAP whose declared lengths run past its
 // body made the decoder slice out of range (a panic, exit 2).
-func TestHostileTableMap(t *testing.T) {
-	checkHostile(t, []hostileCase{
+func TestHostileTableMap(t *testing.T) { checkHostile(t, tableMapCases()) }
+
+func tableMapCases() []hostileCase {
+	return []hostileCase{
 		{"column count past the body", evTableMap, func(tb testing.TB, evs []event, i int) {
 			count, _, _ := tableMapLayout(evs[i].body)
 			evs[i].body[count] = 250
@@ -192,13 +202,15 @@ func TestHostileTableMap(t *testing.T) {
 			_, types, _ := tableMapLayout(evs[i].body)
 			evs[i].body[types] = 245
 		}, binlog.ErrUnsupported},
-	})
+	}
 }
 
 // TestHostileQueryStatusVars: a QUERY event whose status-variable or
 // schema length runs past its body made the decoder slice out of range.
-func TestHostileQueryStatusVars(t *testing.T) {
-	checkHostile(t, []hostileCase{
+func TestHostileQueryStatusVars(t *testing.T) { checkHostile(t, queryCases()) }
+
+func queryCases() []hostileCase {
+	return []hostileCase{
 		{"status vars length past the body", evQuery, func(tb testing.TB, evs []event, i int) {
 			binary.LittleEndian.PutUint16(evs[i].body[11:], 0xffff)
 		}, binlog.ErrCorrupt},
@@ -210,13 +222,15 @@ func TestHostileQueryStatusVars(t *testing.T) {
 		{"body shorter than the fixed part", evQuery, func(tb testing.TB, evs []event, i int) {
 			evs[i].body = evs[i].body[:5]
 		}, binlog.ErrCorrupt},
-	})
+	}
 }
 
 // TestHostileRowsEvent: a rows event whose column count disagrees with its
 // table map made the decoder slice its bitmaps out of range.
-func TestHostileRowsEvent(t *testing.T) {
-	checkHostile(t, []hostileCase{
+func TestHostileRowsEvent(t *testing.T) { checkHostile(t, rowsCases()) }
+
+func rowsCases() []hostileCase {
+	return []hostileCase{
 		{"column count past the body", evWriteRows, func(tb testing.TB, evs []event, i int) {
 			evs[i].body[8] = 250
 		}, binlog.ErrCorrupt},
@@ -226,20 +240,31 @@ func TestHostileRowsEvent(t *testing.T) {
 		{"a byte after the last image", evWriteRows, func(tb testing.TB, evs []event, i int) {
 			evs[i].body = append(evs[i].body, 0)
 		}, binlog.ErrCorrupt},
-	})
+	}
 }
 
 // TestHostileMemoryBomb: a few bytes that declare a huge count made the
 // decoder allocate without bound: the process died of out-of-memory, or
 // looped for ever appending rows. Each is now refused having allocated a
 // few megabytes at most (checkHostile measures TotalAlloc).
-func TestHostileMemoryBomb(t *testing.T) {
-	checkHostile(t, []hostileCase{
+func TestHostileMemoryBomb(t *testing.T) { checkHostile(t, memoryBombCases()) }
+
+func memoryBombCases() []hostileCase {
+	return []hostileCase{
 		{"rows event of zero columns", evWriteRows, func(tb testing.TB, evs []event, i int) {
 			// every image then takes no bytes: the decoder never got past
 			// the first and appended empty rows until memory ran out
 			evs[i].body[8] = 0
 		}, binlog.ErrCorrupt},
+		{"thirty thousand images of NULLs", evWriteRows, func(tb testing.TB, evs []event, i int) {
+			// each image one byte (a NULL bitmap of three columns, all
+			// set) decodes to three values, a map and a row change:
+			// hundreds of bytes of memory per byte read
+			if n := evs[i].body[8]; n != 3 {
+				tb.Fatalf("first rows event of %d columns; the case assumes 3", n)
+			}
+			evs[i].body = append(evs[i].body[:10], bytes.Repeat([]byte{7}, 30000)...)
+		}, binlog.ErrLimit},
 		{"enum members count", evTableMap, func(tb testing.TB, evs []event, i int) {
 			// an ENUM_STR_VALUE field whose member count is 2^36
 			evs[i].body = append(evs[i].body, 6, 9, 0xfe, 0, 0, 0, 0, 16, 0, 0, 0)
@@ -253,5 +278,5 @@ func TestHostileMemoryBomb(t *testing.T) {
 			q := 13 + sv + int(evs[i].body[8]) + 1
 			evs[i].body = append(evs[i].body[:q], 0x86, 1, 0, 0, 0, 0, 0, 0x78, 0x9c)
 		}, binlog.ErrLimit},
-	})
+	}
 }
