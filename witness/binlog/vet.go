@@ -48,12 +48,13 @@ var decoded = map[replication.EventType]bool{
 
 // Costs, in bytes, of what the reader keeps for decoded content, for the
 // MaxAmplification bound: a cell of a row image (the decoder's slot and
-// boxed value, our map entry), an image besides its cells, and a byte of
-// a table map (column names, ENUM and SET members, our table).
+// boxed value, our map entry), an image besides its cells, and an item of
+// a table map's metadata (a column name, an ENUM or SET member, an
+// integer: a slice or string header each, in the decoder and in ours).
 const (
-	costCell     = 96
-	costImage    = 64
-	costTableMap = 16
+	costCell  = 96
+	costImage = 64
+	costItem  = 48
 )
 
 // cursor reads a body front to back; the first short read sets err and
@@ -169,8 +170,9 @@ func (s *scanner) vet(typ replication.EventType, body []byte) (cost int64, err e
 	case replication.QUERY_EVENT, replication.MARIADB_QUERY_COMPRESSED_EVENT:
 		cost, err = s.vetQuery(c, typ == replication.MARIADB_QUERY_COMPRESSED_EVENT)
 	case replication.TABLE_MAP_EVENT:
-		err = s.vetTableMap(c, typ)
-		cost = costTableMap * int64(len(body))
+		var items int64
+		items, err = s.vetTableMap(c, typ)
+		cost = 4*int64(len(body)) + costItem*items
 	default:
 		if isRows(typ) {
 			cost, err = s.vetRows(c, typ)
@@ -265,37 +267,37 @@ func (s *scanner) tableIDSize(typ replication.EventType) (int, error) {
 // vetTableMap: table id, flags, schema, table, column count, column
 // types, metadata, null bitmap, then optional metadata fields (type,
 // length, value), of which the decoder reads the ones below.
-func (s *scanner) vetTableMap(c *cursor, typ replication.EventType) error {
+func (s *scanner) vetTableMap(c *cursor, typ replication.EventType) (items int64, err error) {
 	idSize, err := s.tableIDSize(typ)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	c.take(idSize+2, "table id and flags")
 	c.take(c.byte("schema length")+1, "schema name")
 	c.take(c.byte("table length")+1, "table name")
 	n := c.lenenc("column count")
 	if c.err != nil {
-		return nil
+		return 0, nil
 	}
 	if n == 0 || n > MaxColumns {
-		return fmt.Errorf("%w: table map of %d columns (MaxColumns %d)", ErrCorrupt, n, MaxColumns)
+		return 0, fmt.Errorf("%w: table map of %d columns (MaxColumns %d)", ErrCorrupt, n, MaxColumns)
 	}
 	types := c.take(int(n), "column types")
 	meta := c.lenenc("column metadata length")
 	mc := &cursor{b: c.take(int(min(meta, uint64(c.left()+1))), "column metadata")}
 	if c.err != nil {
-		return nil
+		return 0, nil
 	}
 	for _, t := range types {
 		if err := vetColumn(t, mc); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	if mc.err == nil && mc.left() != 0 {
 		mc.fail("column metadata of %d bytes, %d used", len(mc.b), mc.pos)
 	}
 	if mc.err != nil {
-		return mc.err
+		return 0, mc.err
 	}
 	c.take(bitmapBytes(int(n)), "null bitmap")
 	for c.err == nil && c.left() > 0 {
@@ -315,23 +317,26 @@ func (s *scanner) vetTableMap(c *cursor, typ replication.EventType) error {
 			replication.TABLE_MAP_OPT_META_ENUM_AND_SET_COLUMN_CHARSET:
 			for v.err == nil && v.left() > 0 {
 				v.lenenc("optional metadata integer")
+				items++
 			}
 		case replication.TABLE_MAP_OPT_META_COLUMN_NAME:
 			for v.err == nil && v.left() > 0 {
 				v.take(v.byte("column name length"), "column name")
+				items++
 			}
 		case replication.TABLE_MAP_OPT_META_SET_STR_VALUE, replication.TABLE_MAP_OPT_META_ENUM_STR_VALUE:
 			for v.err == nil && v.left() > 0 {
 				for range v.count("ENUM or SET member count", 1) {
 					v.take(int(min(v.lenenc("member length"), uint64(v.left()+1))), "ENUM or SET member")
+					items++
 				}
 			}
 		}
 		if v.err != nil {
-			return v.err
+			return 0, v.err
 		}
 	}
-	return nil
+	return items, nil
 }
 
 func bitmapBytes(n int) int { return (n + 7) / 8 }
