@@ -18,7 +18,13 @@
 // still in use when copied, a missing file in the sequence, a GTID sequence
 // gap, a checksum or position mismatch, a row image without column names or
 // without every column are errors that name the file and byte position,
-// never a shorter history. The capture side (Check, CurrentPosition,
+// never a shorter history. The bytes may be hostile (a stranger's bundle):
+// every length and count an event declares is checked against its body
+// and the limits of limits.go before the decoder sees it, and a panic in
+// the decoder is recovered into an error; no input makes the reader crash,
+// hang or allocate much more than the file's size. ScanInputs and
+// ReadAllInputs read files already opened (by the verifier's bundle gate);
+// Scan and ReadAll open paths. The capture side (Check, CurrentPosition,
 // CopyFiles, Stream) gets the files of a run from a server.
 package binlog
 
@@ -45,7 +51,9 @@ var (
 	// Copy files only after FLUSH BINARY LOGS (CopyFiles does).
 	ErrUnclosed = errors.New("binlog file not closed (in use when copied, or cut at an event boundary)")
 	// ErrCorrupt: an event fails its checksum, its end position disagrees
-	// with its place in the file, or it cannot be decoded.
+	// with its place in the file, or it cannot be decoded: a length or
+	// count it declares runs past its body, or the decoder failed on it
+	// (a panic in the decoder is recovered into this error).
 	ErrCorrupt = errors.New("binlog event corrupt")
 	// ErrNotContiguous: the files do not follow one another (a ROTATE names
 	// another file, a number is skipped, or the GTID state at the start of
@@ -64,6 +72,11 @@ var (
 	// binlogs, XA transactions, MySQL partial JSON updates, unknown events
 	// that are not marked ignorable).
 	ErrUnsupported = errors.New("unsupported binlog content")
+	// ErrLimit: the file or the history goes past one of the reader's
+	// limits (MaxEventBytes, MaxColumns, MaxEventsPerFile,
+	// MaxTransactions, MaxRowChanges, MaxAmplification): refused before
+	// the work or the memory it would take.
+	ErrLimit = errors.New("binlog past a reader limit")
 	// ErrServer: the server is not set up to be witnessed (log_bin off, a
 	// binlog setting other than ROW/FULL/FULL, or a missing privilege);
 	// the message names every missing requirement.

@@ -21,40 +21,78 @@ import (
 // digits (MariaDB pads to six and grows past 999999).
 var fileNameRE = regexp.MustCompile(`^(.+)\.([0-9]{6,})$`)
 
-// Files lists the binlog files in dir (names "<base>.NNNNNN", any base),
-// sorted by number. The index file and anything else are left out. More than
-// one base name in dir is an error: the reader needs one sequence.
+// Files lists the binlog files in dir (regular files named
+// "<base>.NNNNNN", any base), sorted by number as SortNames sorts them.
+// The index file and anything else are left out.
 func Files(dir string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("list binlog files in %s: %w", dir, err)
 	}
+	var names []string
+	for _, e := range entries {
+		if e.Type().IsRegular() {
+			names = append(names, e.Name())
+		}
+	}
+	sorted, err := SortNames(names)
+	if err != nil {
+		return nil, fmt.Errorf("list binlog files in %s: %w", dir, err)
+	}
+	paths := make([]string, len(sorted))
+	for i, n := range sorted {
+		paths[i] = filepath.Join(dir, n)
+	}
+	return paths, nil
+}
+
+// SortNames returns the binlog file names among names ("<base>.NNNNNN",
+// at least six digits), sorted by number: the order Scan needs. Other
+// names (the index file, say) are left out. More than one base name, or
+// two names of one number, is an error: the reader needs one sequence.
+func SortNames(names []string) ([]string, error) {
 	type numbered struct {
-		path string
+		name string
 		n    uint64
 	}
 	var (
 		out  []numbered
 		base string
 	)
-	for _, e := range entries {
-		m := fileNameRE.FindStringSubmatch(e.Name())
-		if m == nil || !e.Type().IsRegular() {
+	for _, name := range names {
+		m := fileNameRE.FindStringSubmatch(name)
+		if m == nil {
 			continue
 		}
 		if base != "" && m[1] != base {
-			return nil, fmt.Errorf("list binlog files in %s: two sequences, %s and %s", dir, base, m[1])
+			return nil, fmt.Errorf("two binlog sequences, %q and %q", base, m[1])
 		}
 		base = m[1]
-		n, _ := strconv.ParseUint(m[2], 10, 64)
-		out = append(out, numbered{filepath.Join(dir, e.Name()), n})
+		n, err := strconv.ParseUint(m[2], 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("binlog file %q: number out of range", name)
+		}
+		out = append(out, numbered{name, n})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].n < out[j].n })
-	paths := make([]string, len(out))
+	sorted := make([]string, len(out))
 	for i, f := range out {
-		paths[i] = f.path
+		if i > 0 && f.n == out[i-1].n {
+			return nil, fmt.Errorf("binlog files %q and %q have one number", out[i-1].name, f.name)
+		}
+		sorted[i] = f.name
 	}
-	return paths, nil
+	return sorted, nil
+}
+
+// Input is one binlog file to read, already open: Name is its base name
+// (it orders the sequence, checks a ROTATE's target and locates errors)
+// and R its bytes from the start. The reader reads R to its end, never
+// more than the bytes R holds into memory at once beyond one event, and
+// does not close it.
+type Input struct {
+	Name string
+	R    io.Reader
 }
 
 // Scan reads the binlog files at paths, which must be one contiguous
@@ -62,16 +100,53 @@ func Files(dir string) ([]string, error) {
 // order. It returns what it learned about each file it finished. A non-nil
 // error from fn stops the scan and is returned as is; a problem with the
 // files is returned as a *FileError wrapping one of the sentinel errors,
-// after every transaction before the problem has been passed to fn.
+// after every transaction before the problem has been passed to fn. It
+// opens one file at a time and reads it as ScanInputs does.
 func Scan(paths []string, fn func(Transaction) error) ([]FileInfo, error) {
-	if len(paths) == 0 {
+	return scan(len(paths), func(i int) (string, io.Reader, func(), error) {
+		name := filepath.Base(paths[i])
+		f, err := os.Open(paths[i])
+		if err != nil {
+			return name, nil, nil, &FileError{File: name, Err: fmt.Errorf("open: %w", err)}
+		}
+		return name, f, func() { f.Close() }, nil
+	}, fn)
+}
+
+// ScanInputs is Scan over files already opened: in must be one contiguous
+// sequence in order (SortNames orders names). The bytes may be anyone's:
+// whatever they hold, ScanInputs returns an error (a *FileError naming the
+// file and the event's offset) rather than panic, and stops at the limits
+// of limits.go (ErrLimit).
+func ScanInputs(in []Input, fn func(Transaction) error) ([]FileInfo, error) {
+	for i, f := range in {
+		if f.Name == "" || f.Name != filepath.Base(f.Name) || f.R == nil {
+			return nil, fmt.Errorf("read binlog: input %d: want a base name and a reader, have %q", i, f.Name)
+		}
+	}
+	return scan(len(in), func(i int) (string, io.Reader, func(), error) {
+		return in[i].Name, in[i].R, nil, nil
+	}, fn)
+}
+
+// scan reads n files in order; open gives the i-th one's name and bytes
+// (and how to close them, if it must be).
+func scan(n int, open func(i int) (string, io.Reader, func(), error), fn func(Transaction) error) ([]FileInfo, error) {
+	if n == 0 {
 		return nil, errors.New("read binlog: no files")
 	}
 	s := newScanner(fn)
 	var infos []FileInfo
-	for i, path := range paths {
-		s.crashable = i < len(paths)-1
-		info, err := s.file(path)
+	for i := range n {
+		s.crashable = i < n-1
+		name, r, closeFile, err := open(i)
+		if err != nil {
+			return infos, err
+		}
+		info, err := s.file(name, r)
+		if closeFile != nil {
+			closeFile()
+		}
 		if err != nil {
 			return infos, err
 		}
@@ -112,8 +187,17 @@ type History struct {
 // read before the problem with the error, so that a verifier can say how
 // far the witness goes.
 func ReadAll(paths []string) (History, error) {
+	return readAll(func(fn func(Transaction) error) ([]FileInfo, error) { return Scan(paths, fn) })
+}
+
+// ReadAllInputs is ReadAll over files already opened (see ScanInputs).
+func ReadAllInputs(in []Input) (History, error) {
+	return readAll(func(fn func(Transaction) error) ([]FileInfo, error) { return ScanInputs(in, fn) })
+}
+
+func readAll(scan func(func(Transaction) error) ([]FileInfo, error)) (History, error) {
 	var h History
-	files, err := Scan(paths, func(t Transaction) error {
+	files, err := scan(func(t Transaction) error {
 		h.Transactions = append(h.Transactions, t)
 		return nil
 	})
@@ -144,63 +228,68 @@ func checkFollows(prev, next FileInfo) error {
 	return nil
 }
 
-// maxEvent bounds one event's size (MariaDB's max_allowed_packet ceiling)
-// so that a corrupt length cannot make the reader allocate gigabytes.
-const maxEvent = 1 << 30
-
 // file reads one binlog file event by event. It frames events itself
 // (rather than BinlogParser.ParseFile) because the library treats a file
 // that ends inside an event header as a clean end, and skips rows events
-// whose table map is missing: both would shorten the history silently.
-func (s *scanner) file(path string) (FileInfo, error) {
-	name := filepath.Base(path)
-	f, err := os.Open(path)
-	if err != nil {
-		return FileInfo{}, &FileError{File: name, Err: fmt.Errorf("open: %w", err)}
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return FileInfo{}, &FileError{File: name, Err: fmt.Errorf("stat: %w", err)}
-	}
-	r := bufio.NewReaderSize(f, 256<<10)
+// whose table map is missing: both would shorten the history silently. An
+// event's buffer grows with the bytes that arrive, so a size the header
+// declares costs no more memory than the bytes the file really holds.
+func (s *scanner) file(name string, r io.Reader) (FileInfo, error) {
+	cr := &countingReader{r: r}
+	br := bufio.NewReaderSize(cr, 64<<10)
 	magic := make([]byte, len(replication.BinLogFileHeader))
-	if _, err := io.ReadFull(r, magic); err != nil || !bytes.Equal(magic, replication.BinLogFileHeader) {
-		if st.Size() < int64(len(magic)) && bytes.HasPrefix(replication.BinLogFileHeader, magic[:st.Size()]) {
+	if n, err := io.ReadFull(br, magic); err != nil || !bytes.Equal(magic, replication.BinLogFileHeader) {
+		switch {
+		case err != nil && !isEOF(err):
+			return FileInfo{}, &FileError{File: name, Err: fmt.Errorf("read: %w", err)}
+		case err != nil && bytes.HasPrefix(replication.BinLogFileHeader, magic[:n]):
 			return FileInfo{}, &FileError{File: name, Err: ErrTruncated}
 		}
 		return FileInfo{}, &FileError{File: name, Err: ErrNotBinlog}
 	}
-	s.startFile(name, st.Size())
+	s.startFile(name)
 	off := int64(len(magic))
 	header := make([]byte, replication.EventHeaderSize)
+	crashed := false
 	for {
-		n, err := io.ReadFull(r, header)
+		n, err := io.ReadFull(br, header)
 		if err == io.EOF {
 			break
 		}
-		if err != nil && s.crashed(off) {
-			break
+		if err != nil && !isEOF(err) {
+			return FileInfo{}, s.fail(off, fmt.Errorf("read: %w", err))
 		}
 		if err != nil {
+			if crashed = s.crashed(off); crashed {
+				break
+			}
 			return FileInfo{}, s.fail(off, fmt.Errorf("%w: %d of %d header bytes", ErrTruncated, n, len(header)))
 		}
 		size := int64(binary.LittleEndian.Uint32(header[9:13]))
-		if size < int64(len(header)) || size > maxEvent {
+		switch {
+		case size < int64(len(header)):
 			return FileInfo{}, s.fail(off, fmt.Errorf("%w: event size %d", ErrCorrupt, size))
+		case size > MaxEventBytes:
+			return FileInfo{}, s.fail(off, fmt.Errorf("%w: event of %d bytes, more than MaxEventBytes (%d)", ErrLimit, size, MaxEventBytes))
+		case s.info.Events >= MaxEventsPerFile:
+			return FileInfo{}, s.fail(off, fmt.Errorf("%w: more than MaxEventsPerFile (%d) events", ErrLimit, MaxEventsPerFile))
 		}
-		if off+size > st.Size() {
-			if s.crashed(off) {
+		raw, err := readEvent(br, header, size)
+		if err != nil && !isEOF(err) {
+			return FileInfo{}, s.fail(off, fmt.Errorf("read: %w", err))
+		}
+		if int64(len(raw)) < size {
+			if crashed = s.crashed(off); crashed {
 				break
 			}
-			return FileInfo{}, s.fail(off, fmt.Errorf("%w: event of %d bytes, %d left", ErrTruncated, size, st.Size()-off))
+			return FileInfo{}, s.fail(off, fmt.Errorf("%w: event of %d bytes, %d left", ErrTruncated, size, len(raw)))
 		}
-		raw := make([]byte, size)
-		copy(raw, header)
-		if _, err := io.ReadFull(r, raw[len(header):]); err != nil {
-			return FileInfo{}, s.fail(off, fmt.Errorf("%w: read event: %v", ErrTruncated, err))
+		s.read += size
+		err = s.event(raw, off)
+		if err == nil {
+			err = s.deliver()
 		}
-		if err := s.event(raw, off); err != nil {
+		if err != nil {
 			return FileInfo{}, s.fail(off, err)
 		}
 		off += size
@@ -208,13 +297,46 @@ func (s *scanner) file(path string) (FileInfo, error) {
 			s.txEnd = off
 		}
 	}
+	if crashed {
+		// the bytes after the cut belong to the file: drain them to learn
+		// its size (the reader holds none of them)
+		if _, err := io.Copy(io.Discard, br); err != nil {
+			return FileInfo{}, s.fail(off, fmt.Errorf("read: %w", err))
+		}
+	}
+	s.info.Size = cr.n
 	if s.inUse && s.closed == "" && s.crashed(off) {
-		s.endCrashed(st.Size())
+		s.endCrashed(cr.n)
 	}
 	if err := s.endFile(); err != nil {
 		return FileInfo{}, s.fail(off, err)
 	}
 	return s.info, nil
+}
+
+// readEvent reads the body of an event of size bytes after its header.
+// The buffer grows with what arrives: an event cut short returns what
+// there is, with no error.
+func readEvent(r io.Reader, header []byte, size int64) ([]byte, error) {
+	buf := bytes.NewBuffer(make([]byte, 0, min(size, 64<<10)))
+	buf.Write(header)
+	_, err := buf.ReadFrom(io.LimitReader(r, size-int64(len(header))))
+	return buf.Bytes(), err
+}
+
+func isEOF(err error) bool { return err == io.EOF || err == io.ErrUnexpectedEOF }
+
+// countingReader counts the bytes read through it: a file's size, for a
+// reader that cannot say.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }
 
 func (s *scanner) fail(off int64, err error) error {

@@ -3,6 +3,7 @@ package binlog
 import (
 	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"maps"
 	"slices"
 	"time"
@@ -55,6 +56,27 @@ type scanner struct {
 	tx       *Transaction
 	annotate string
 	tables   map[*replication.TableMapEvent]*table
+
+	// the format description of the file being read: the post-header
+	// length of each event type (the decoder sizes table ids from it) and
+	// whether events carry a CRC32 checksum
+	postHeader []byte
+	checksum   bool
+	// maps mirrors the decoder's table maps by table id, so that vet
+	// checks a rows event against the table map the decoder will use. It
+	// is cleared when the decoder clears its own (a rows event ending a
+	// statement) and, stricter, at each transaction's start and end.
+	maps map[uint64]*replication.TableMapEvent
+
+	// across files, for the limits: bytes read, decoded size (estimated),
+	// transactions begun, row changes
+	read, cost    int64
+	txns, changes int64
+
+	// done is the transaction the last event committed, handed to fn by
+	// the file loop outside the decoder's guard (a panic of the caller's
+	// own is not a damaged binlog).
+	done *Transaction
 }
 
 func newScanner(fn func(Transaction) error) *scanner {
@@ -64,14 +86,16 @@ func newScanner(fn func(Transaction) error) *scanner {
 	p.SetParseTime(true)
 	p.SetUseDecimal(true)
 	p.SetTimestampStringLocation(time.UTC)
-	return &scanner{fn: fn, p: p, domains: map[uint32]uint64{}, tables: map[*replication.TableMapEvent]*table{}}
+	return &scanner{fn: fn, p: p, domains: map[uint32]uint64{},
+		tables: map[*replication.TableMapEvent]*table{}, maps: map[uint64]*replication.TableMapEvent{}}
 }
 
-func (s *scanner) startFile(name string, size int64) {
+func (s *scanner) startFile(name string) {
 	s.p.Reset()
-	s.info = FileInfo{Name: name, Size: size}
+	s.info = FileInfo{Name: name}
 	s.inUse, s.closed = false, ""
 	s.txEnd = 0
+	s.postHeader, s.checksum = nil, false
 }
 
 func (s *scanner) endFile() error {
@@ -94,13 +118,48 @@ func (s *scanner) endFile() error {
 // event decodes one framed event and folds it into the current
 // transaction. It is one switch over the event types MariaDB writes, kept
 // together so that every type the reader accepts is visible in one place.
-func (s *scanner) event(raw []byte, off int64) error {
-	if replication.EventType(raw[4]) == replication.FORMAT_DESCRIPTION_EVENT {
+// Everything it does with the event's bytes (the decoder's work and ours)
+// runs under guard: a panic is a damaged event, never a crash.
+func (s *scanner) event(raw []byte, off int64) (err error) {
+	defer guard(&err)
+	typ := replication.EventType(raw[4])
+	flags := binary.LittleEndian.Uint16(raw[17:19])
+	switch {
+	case s.closed != "":
+		return fmt.Errorf("%w: %s after the file's closing %s event", ErrCorrupt, typ, s.closed)
+	case s.info.Events == 0 && typ != replication.FORMAT_DESCRIPTION_EVENT:
+		// checked before decoding: the decoder needs a format description
+		return fmt.Errorf("%w: first event is %s, not a format description", ErrNotBinlog, typ)
+	case s.info.Events > 0 && typ == replication.FORMAT_DESCRIPTION_EVENT:
+		return fmt.Errorf("%w: second format description event", ErrCorrupt)
+	}
+	body := raw[replication.EventHeaderSize:]
+	if typ == replication.FORMAT_DESCRIPTION_EVENT {
 		// The server checksums this event with the in-use flag clear, so
 		// that it can clear the flag in place when it closes the file.
-		flags := binary.LittleEndian.Uint16(raw[17:19])
 		s.inUse = flags&replication.LOG_EVENT_BINLOG_IN_USE_F != 0
 		binary.LittleEndian.PutUint16(raw[17:19], flags&^replication.LOG_EVENT_BINLOG_IN_USE_F)
+	} else if s.checksum {
+		if len(body) < replication.BinlogChecksumLength {
+			return fmt.Errorf("%w: %s of %d bytes has no room for its checksum", ErrCorrupt, typ, len(raw))
+		}
+		n := len(raw) - replication.BinlogChecksumLength
+		if crc32.ChecksumIEEE(raw[:n]) != binary.LittleEndian.Uint32(raw[n:]) {
+			return fmt.Errorf("%w: %s fails its checksum", ErrCorrupt, typ)
+		}
+		body = raw[replication.EventHeaderSize:n]
+	}
+	if !decoded[typ] {
+		return s.headerOnly(raw, off)
+	}
+	cost, err := s.vet(typ, body)
+	if err != nil {
+		return err
+	}
+	s.cost += cost
+	if limit := MaxAmplification*s.read + AmplificationAllowance; s.cost > limit {
+		return fmt.Errorf("%w: %d bytes read decode to about %d, more than MaxAmplification (%d) times as many",
+			ErrLimit, s.read, s.cost, MaxAmplification)
 	}
 	ev, err := s.p.Parse(raw)
 	if err != nil {
@@ -108,22 +167,13 @@ func (s *scanner) event(raw []byte, off int64) error {
 	}
 	h := ev.Header
 	end := uint32(off) + h.EventSize
-	if s.closed != "" {
-		return fmt.Errorf("%w: %s after the file's closing %s event", ErrCorrupt, h.EventType, s.closed)
-	}
 	if h.LogPos != end {
 		return fmt.Errorf("%w: %s ends at %d by its header, at %d in the file", ErrCorrupt, h.EventType, h.LogPos, end)
 	}
 	s.info.Events++
-	if s.info.Events == 1 && h.EventType != replication.FORMAT_DESCRIPTION_EVENT {
-		return fmt.Errorf("%w: first event is %s, not a format description", ErrNotBinlog, h.EventType)
-	}
 	switch e := ev.Event.(type) {
 	case *replication.FormatDescriptionEvent:
-		if s.info.Events != 1 {
-			return fmt.Errorf("%w: second format description event", ErrCorrupt)
-		}
-		s.info.ServerVersion = e.ServerVersion
+		return s.format(e)
 	case *replication.MariadbGTIDListEvent:
 		return s.gtidList(e.GTIDs)
 	case *replication.MariadbBinlogCheckPointEvent:
@@ -134,6 +184,7 @@ func (s *scanner) event(raw []byte, off int64) error {
 	case *replication.MariadbAnnotateRowsEvent:
 		s.annotate = string(e.Query)
 	case *replication.TableMapEvent:
+		s.maps[e.TableID] = e
 		if s.tx == nil {
 			return fmt.Errorf("%w: table map outside a transaction", ErrCorrupt)
 		}
@@ -141,8 +192,8 @@ func (s *scanner) event(raw []byte, off int64) error {
 			return fmt.Errorf("%w: table %s.%s", ErrNoColumnNames, e.Schema, e.Table)
 		}
 	case *replication.RowsEvent:
-		if h.EventType == replication.PARTIAL_UPDATE_ROWS_EVENT {
-			return fmt.Errorf("%w: partial JSON update rows event", ErrUnsupported)
+		if e.Flags&replication.RowsEventStmtEndFlag != 0 {
+			clear(s.maps) // as the decoder does
 		}
 		return s.rows(e)
 	case *replication.XIDEvent:
@@ -155,22 +206,60 @@ func (s *scanner) event(raw []byte, off int64) error {
 	case *replication.IntVarEvent:
 		// statement-based context for the query that follows; nothing to keep
 	default:
-		switch {
-		case h.EventType == replication.STOP_EVENT:
-			if s.tx != nil {
-				return fmt.Errorf("%w: stop inside transaction %s", ErrCorrupt, s.tx.GTID)
-			}
-			s.closed = "stop"
-		case h.EventType == replication.MARIADB_START_ENCRYPTION_EVENT:
-			return fmt.Errorf("%w: encrypted binlog (encrypt_binlog=ON)", ErrUnsupported)
-		case h.EventType == replication.RAND_EVENT || h.EventType == replication.USER_VAR_EVENT:
-			// statement-based context, as IntVar
-		case h.Flags&replication.LOG_EVENT_IGNORABLE_F != 0:
-		default:
-			return fmt.Errorf("%w: event type %s (%d)", ErrUnsupported, h.EventType, byte(h.EventType))
-		}
+		return fmt.Errorf("%w: event type %s decoded as %T", ErrUnsupported, h.EventType, ev.Event)
 	}
 	return nil
+}
+
+// headerOnly takes an event the reader does not hand to the decoder (see
+// decoded): what it needs of one is in the header.
+func (s *scanner) headerOnly(raw []byte, off int64) error {
+	typ := replication.EventType(raw[4])
+	flags := binary.LittleEndian.Uint16(raw[17:19])
+	end := binary.LittleEndian.Uint32(raw[13:17])
+	if size := binary.LittleEndian.Uint32(raw[9:13]); end != uint32(off)+size {
+		return fmt.Errorf("%w: %s ends at %d by its header, at %d in the file", ErrCorrupt, typ, end, uint32(off)+size)
+	}
+	s.info.Events++
+	switch {
+	case typ == replication.STOP_EVENT:
+		if s.tx != nil {
+			return fmt.Errorf("%w: stop inside transaction %s", ErrCorrupt, s.tx.GTID)
+		}
+		s.closed = "stop"
+	case typ == replication.MARIADB_START_ENCRYPTION_EVENT:
+		return fmt.Errorf("%w: encrypted binlog (encrypt_binlog=ON)", ErrUnsupported)
+	case typ == replication.RAND_EVENT || typ == replication.USER_VAR_EVENT:
+		// statement-based context, as IntVar
+	case flags&replication.LOG_EVENT_IGNORABLE_F != 0:
+	default:
+		return fmt.Errorf("%w: event type %s (%d)", ErrUnsupported, typ, byte(typ))
+	}
+	return nil
+}
+
+// format takes the file's format description: the decoder has checked its
+// checksum; the reader needs one it can frame events by.
+func (s *scanner) format(e *replication.FormatDescriptionEvent) error {
+	s.info.ServerVersion = e.ServerVersion
+	switch e.ChecksumAlgorithm {
+	case replication.BINLOG_CHECKSUM_ALG_CRC32:
+		s.checksum = true
+	case replication.BINLOG_CHECKSUM_ALG_OFF:
+	default:
+		return fmt.Errorf("%w: checksum algorithm %d (server %q)", ErrUnsupported, e.ChecksumAlgorithm, e.ServerVersion)
+	}
+	s.postHeader = e.EventTypeHeaderLengths
+	return nil
+}
+
+// guard turns a panic of the decoder, or of the reader's own decoding, on
+// a hostile event into ErrCorrupt: the caller turns that into a reason and
+// a verdict, where a crash would lose the whole verification.
+func guard(err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("%w: the decoder failed on it: %v", ErrCorrupt, r)
+	}
 }
 
 // gtidList checks the binlog state written at a file's start against where
@@ -226,6 +315,10 @@ func (s *scanner) begin(e *replication.MariadbGTIDEvent, h *replication.EventHea
 	case !seen && s.haveState && g.Seq != 1:
 		return fmt.Errorf("%w: %s is the first of domain %d, not sequence 1", ErrGTIDGap, g, g.Domain)
 	}
+	if s.txns++; s.txns > MaxTransactions {
+		return fmt.Errorf("%w: more than MaxTransactions (%d) transactions", ErrLimit, MaxTransactions)
+	}
+	clear(s.maps)
 	s.txPrev, s.txPrevSeen = last, seen
 	s.domains[g.Domain] = g.Seq
 	s.tx = &Transaction{GTID: g, File: s.info.Name, Pos: uint32(off),
@@ -266,11 +359,23 @@ func (s *scanner) commit(end uint32, xid uint64, rolledBack bool) error {
 	t.EndPos, t.XID, t.RolledBack = end, xid, rolledBack
 	s.tx, s.annotate = nil, ""
 	clear(s.tables)
+	clear(s.maps)
 	if s.info.First.IsZero() {
 		s.info.First = t.GTID
 	}
 	s.info.Last = t.GTID
 	s.info.Transactions++
+	s.done = t
+	return nil
+}
+
+// deliver hands the transaction the last event committed to fn.
+func (s *scanner) deliver() error {
+	t := s.done
+	if t == nil {
+		return nil
+	}
+	s.done = nil
 	if err := s.fn(*t); err != nil {
 		return &callbackError{err}
 	}
@@ -285,6 +390,8 @@ func (s *scanner) rows(e *replication.RowsEvent) error {
 	if err != nil {
 		return err
 	}
+	// vet has checked this already; kept because an image without every
+	// column would make a wrong history, not a crash
 	if !allSet(e.ColumnBitmap1, int(e.ColumnCount)) || (e.ColumnBitmap2 != nil && !allSet(e.ColumnBitmap2, int(e.ColumnCount))) {
 		return fmt.Errorf("%w: table %s.%s", ErrPartialImage, tb.schema, tb.name)
 	}
