@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"time"
@@ -108,15 +107,13 @@ func (c *checker) scenarioTransactions(schema string) []binlog.Transaction {
 	var out []binlog.Transaction
 	for _, f := range c.ev.Witness.Database.Files {
 		// The gate holds the file to the evidence's size and sha256 (the
-		// witness step reported it if it failed); it hands out the bytes
-		// it verified for the witness step without reading them again.
-		if _, err := c.b.Verified(f.Path, f.Size, f.SHA256); err != nil {
+		// witness step reported it if it failed) and hands out the bytes
+		// it verified, without reading the file again.
+		in, err := c.b.Inputs([]evidence.WitnessFile{f})
+		if err != nil {
 			continue
 		}
-		// TODO(gate): switch to binlog.ScanInputs over the verified
-		// file's reader (c.b.Inputs) instead of its path.
-		abs := filepath.Join(c.dir, filepath.FromSlash(f.Path))
-		_, _ = binlog.Scan([]string{abs}, func(t binlog.Transaction) error {
+		_, _ = binlog.ScanInputs([]binlog.Input{{Name: in[0].Name, R: in[0].R}}, func(t binlog.Transaction) error {
 			var keep []binlog.RowChange
 			for _, ch := range t.Changes {
 				if ch.Schema == schema {

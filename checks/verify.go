@@ -3,7 +3,6 @@ package checks
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -94,7 +93,7 @@ func Verify(ctx context.Context, path string, opt Options) (*Verdict, error) {
 		Planted: ev.Run.Planted, CheckedAt: opt.Now().UTC(), Reasons: []Reason{}, Invariants: []InvariantCheck{},
 	}
 	c := &checker{
-		v: v, ev: ev, b: b, dir: filepath.Dir(path), invs: invs, eng: eng, pool: pool,
+		v: v, ev: ev, b: b, invs: invs, eng: eng, pool: pool,
 		logOwners: map[string]string{}, seen: map[string]bool{},
 	}
 	c.evidenceLevel()
@@ -125,10 +124,7 @@ type checker struct {
 	v  *Verdict
 	ev *evidence.Evidence
 	// b is the bundle's gate: every file of the bundle is read through it.
-	b *bundle.Bundle
-	// dir is the evidence file's directory, for the readers that still
-	// take paths (see TODO(gate) in resolve.go and witness.go).
-	dir       string
+	b         *bundle.Bundle
 	invs      []invariants.Invariant
 	eng       *engine
 	pool      *evidence.Pool

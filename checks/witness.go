@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"path"
 	"path/filepath"
@@ -73,18 +74,18 @@ var readWitnesses = readWitnessSet
 // evidence-level checks (Verify starts it first): the broker's directory
 // is served by a kfake cluster to be read, which takes a tenth of a second.
 func readWitnessSet(ctx context.Context, ev *evidence.Evidence, b *bundle.Bundle) (*witnessSet, []Reason, []string) {
-	wc := &witnessChecker{ev: ev, b: b, dir: filepath.Dir(b.Path()),
+	wc := &witnessChecker{ev: ev, b: b,
 		base: strings.TrimSuffix(filepath.Base(b.Path()), ".json")}
 	ws := &witnessSet{private: ev.Environment.Database.Mode == evidence.DatabasePrivate}
 	missing := wc.missing()
 	w := ev.Witness
 	if w != nil && w.Database != nil {
-		if paths, ok := wc.files("database", w.Database.Files, wc.dbDir()); ok {
-			ws.db = wc.readDatabase(paths)
+		if wc.files("database", w.Database.Files, wc.dbDir()) {
+			ws.db = wc.readDatabase(w.Database.Files)
 		}
 	}
 	if w != nil && w.Broker != nil {
-		if _, ok := wc.files("broker", w.Broker.Files, wc.brokerDir()); ok {
+		if wc.files("broker", w.Broker.Files, wc.brokerDir()) {
 			ws.broker = wc.readBroker(ctx)
 		}
 	}
@@ -100,11 +101,8 @@ func readWitnessSet(ctx context.Context, ev *evidence.Evidence, b *bundle.Bundle
 // witnessChecker collects the reasons of steps 1 to 3.
 type witnessChecker struct {
 	ev *evidence.Evidence
-	// b is the bundle's gate, through which every witness file is read;
-	// dir is the evidence file's directory, for the binlog reader, which
-	// still takes paths (TODO(gate) in readDatabase).
-	b   *bundle.Bundle
-	dir string
+	// b is the bundle's gate, through which every witness file is read.
+	b *bundle.Bundle
 	// base is the bundle's log directory beside the evidence file: its
 	// name without .json ("u80" for u80.json), as the runner names it.
 	base    string
@@ -151,13 +149,12 @@ func (wc *witnessChecker) brokerDir() string {
 // from fstat before a byte is read, the sha256 before any parser sees
 // one), and nothing in dir left unlisted or that is not a directory or a
 // regular file.
-func (wc *witnessChecker) files(name string, files []evidence.WitnessFile, dir string) ([]string, bool) {
+func (wc *witnessChecker) files(name string, files []evidence.WitnessFile, dir string) bool {
 	ok := len(files) > 0
 	if !ok {
 		wc.failWitness("witness-file-missing", dir, "the %s witness lists no file", name)
 	}
 	listed := map[string]bool{}
-	var paths []string
 	for _, f := range files {
 		if f.Path != dir && !strings.HasPrefix(f.Path, dir+"/") {
 			wc.failWitness("witness-path", f.Path, "the %s witness file %s is not under %s, where the bundle keeps it", name, f.Path, dir)
@@ -170,12 +167,11 @@ func (wc *witnessChecker) files(name string, files []evidence.WitnessFile, dir s
 			ok = false
 			continue
 		}
-		paths = append(paths, filepath.Join(wc.dir, filepath.FromSlash(f.Path)))
 	}
 	if !wc.unlisted(name, dir, listed) {
 		ok = false
 	}
-	return paths, ok
+	return ok
 }
 
 // refused is the reason for a witness file the gate refused.
@@ -236,24 +232,55 @@ func (wc *witnessChecker) unlisted(name, dir string, listed map[string]bool) boo
 }
 
 // readDatabase reads the binlog files (step 2), once files has verified
-// each of them and found nothing else in their directory.
-func (wc *witnessChecker) readDatabase(paths []string) *dbHistory {
-	// TODO(gate): switch to binlog.ScanInputs over wc.b.Inputs(files),
-	// the verified bytes, instead of reading the paths again.
-	sorted, err := binlog.Files(filepath.Dir(paths[0]))
-	if err == nil && len(sorted) != len(paths) {
-		err = fmt.Errorf("%d binlog files listed, %d in the sequence of %s", len(paths), len(sorted), filepath.Dir(paths[0]))
-	}
-	var h binlog.History
-	if err == nil {
-		h, err = binlog.ReadAll(sorted)
-	}
+// each of them and found nothing else in their directory: the binlog
+// reader gets the gate's verified bytes, never a path.
+func (wc *witnessChecker) readDatabase(files []evidence.WitnessFile) *dbHistory {
+	h, err := readBinlog(wc.b, files)
 	if err != nil {
 		wc.failWitness("witness-damaged", wc.dbDir(), "the database witness cannot be read as the run's binlog: %v "+
 			"(nothing it would show after that point can be witnessed)", err)
 		return nil
 	}
 	return wc.cut(h)
+}
+
+// readBinlog reads the verified binlog files in their sequence order.
+func readBinlog(b *bundle.Bundle, files []evidence.WitnessFile) (binlog.History, error) {
+	in, err := binlogInputs(b, files)
+	if err != nil {
+		return binlog.History{}, err
+	}
+	return binlog.ReadAllInputs(in)
+}
+
+// binlogInputs verifies files through the gate and returns them as the
+// binlog reader's inputs, sorted into their one sequence by name.
+func binlogInputs(b *bundle.Bundle, files []evidence.WitnessFile) ([]binlog.Input, error) {
+	verified, err := b.Inputs(files)
+	if err != nil {
+		return nil, err
+	}
+	byName := make(map[string]*io.SectionReader, len(verified))
+	names := make([]string, 0, len(verified))
+	for _, v := range verified {
+		if _, dup := byName[v.Name]; dup {
+			return nil, fmt.Errorf("two binlog files named %s", v.Name)
+		}
+		byName[v.Name] = v.R
+		names = append(names, v.Name)
+	}
+	sorted, err := binlog.SortNames(names)
+	if err != nil {
+		return nil, err
+	}
+	if len(sorted) != len(names) {
+		return nil, fmt.Errorf("%d binlog files listed, %d of them in one binlog sequence", len(names), len(sorted))
+	}
+	in := make([]binlog.Input, len(sorted))
+	for i, n := range sorted {
+		in[i] = binlog.Input{Name: n, R: byName[n]}
+	}
+	return in, nil
 }
 
 // cut keeps the transactions after the start position, by database.
