@@ -24,6 +24,7 @@ import (
 
 	"github.com/orderflow-audit/orderflow-audit/checks"
 	"github.com/orderflow-audit/orderflow-audit/evidence"
+	"github.com/orderflow-audit/orderflow-audit/evidence/bundle"
 	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
@@ -94,15 +95,20 @@ func (d DirLogs) Open(ref evidence.LogRef) (io.ReadCloser, error) {
 }
 
 // FromFile renders the evidence file at path under the verdict v, reading
-// its event logs relative to the file. The verdict must come from the
+// its event logs relative to the file through the bundle's gate. The verdict must come from the
 // verifier run on the same file (the report shows it, and never shows
 // unverified evidence as passing). Bad input wraps evidence.ErrBadInput.
 func FromFile(path string, v *checks.Verdict) ([]byte, error) {
-	ev, _, err := evidence.ReadFile(path)
+	b, err := bundle.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", evidence.ErrBadInput, err)
 	}
-	return Markdown(ev, v, DirLogs(filepath.Dir(path)))
+	defer b.Close()
+	ev, err := evidence.Parse(b.Evidence())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return Markdown(ev, v, BundleLogs{B: b})
 }
 
 // Report is everything a rendered report shows, computed by Build.
