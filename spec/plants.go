@@ -102,6 +102,8 @@ var Plants = []Plant{
 		[]Exposure{{"orderAmounts", []string{"amount-mismatch"}}}},
 	{"created-on-rollback", "order service answers 201 with the prepared order after its transaction rolled back",
 		[]Exposure{{"txBoundaryRollback", []string{"created-on-rollback"}}}},
+	{"proof-from-config", "the runner claims in the proof boundary what the scenarios were configured to do, not what ran",
+		[]Exposure{{"orderCrashWindow", []string{"proof-mismatch"}}, {"chaos", []string{"proof-mismatch"}}}},
 }
 
 // LookupPlant returns the planted bug named bug.
