@@ -173,7 +173,7 @@ func signalled(s spec.Scenario, pt string) []string {
 func (c *checker) proofBoundary() {
 	derived := c.deriveClaims()
 	if c.ev.ProofClaims == nil {
-		c.fail("", string(RuleProofMismatch), "the evidence records no proof claims (proof_claims): the faults its "+
+		c.fail("", "proof-mismatch", "the evidence records no proof claims (proof_claims): the faults its "+
 			"proof-boundary matrix lists as run or not run cannot be held against what ran (evidence of a version "+
 			"before they were recorded: regenerate it with this version, orderflow-audit run)")
 		c.matrix(derived, "this verifier derives from the events and the witnesses")
@@ -197,7 +197,7 @@ func (c *checker) claimsAgree(claimed, derived *evidence.ProofClaims) bool {
 		k := [2]string{g.Scenario, g.Point}
 		if seen[k] {
 			agree = false
-			c.mismatch(g.Scenario, string(RuleProofMismatch), "proof_claims["+g.ClaimedItem()+"]", g.String(), "",
+			c.mismatch(g.Scenario, "proof-mismatch", "proof_claims["+g.ClaimedItem()+"]", g.String(), "",
 				"the proof claims list %s twice", g.ClaimedItem())
 			continue
 		}
@@ -205,7 +205,7 @@ func (c *checker) claimsAgree(claimed, derived *evidence.ProofClaims) bool {
 		d, ok := derived.Claim(g.Scenario, g.Point)
 		if !ok {
 			agree = false
-			c.mismatch(g.Scenario, string(RuleProofMismatch), "proof_claims["+g.ClaimedItem()+"]", g.String(), "",
+			c.mismatch(g.Scenario, "proof-mismatch", "proof_claims["+g.ClaimedItem()+"]", g.String(), "",
 				"the proof boundary claims %s, which is not a declared fault of a scenario that ran", g.ClaimedItem())
 			continue
 		}
@@ -213,8 +213,8 @@ func (c *checker) claimsAgree(claimed, derived *evidence.ProofClaims) bool {
 			continue
 		}
 		agree = false
-		c.mismatch(g.Scenario, string(RuleProofMismatch), "proof_claims["+g.ClaimedItem()+"]", g.String(), d.String(),
-			"the proof boundary %s: %s", claimDiff(g, d), d.Point+" in "+d.Scenario+": "+evidenceFor(d))
+		c.mismatch(g.Scenario, "proof-mismatch", "proof_claims["+g.ClaimedItem()+"]", g.String(), d.String(),
+			"the proof boundary %s (the verifier counts %s)", claimDiff(g, d), evidenceFor(d))
 	}
 	for _, d := range derived.Faults {
 		if !seen[[2]string{d.Scenario, d.Point}] {
@@ -223,7 +223,7 @@ func (c *checker) claimsAgree(claimed, derived *evidence.ProofClaims) bool {
 			if d.Fired > 0 {
 				what = "it fired " + strconv.Itoa(d.Fired) + " time(s)"
 			}
-			c.mismatch(d.Scenario, string(RuleProofMismatch), "proof_claims["+d.ClaimedItem()+"]", "", d.String(),
+			c.mismatch(d.Scenario, "proof-mismatch", "proof_claims["+d.ClaimedItem()+"]", "", d.String(),
 				"the proof boundary omits %s, a declared fault of a scenario that ran (%s)", d.ClaimedItem(), what)
 		}
 	}
@@ -280,7 +280,7 @@ func (c *checker) matrix(claims *evidence.ProofClaims, from string) {
 			cat = got.Category
 		}
 		field, claimed, recomputed := firstDiff(got, w)
-		c.mismatch("", string(RuleProofMismatch), "proof_boundary["+cat+"]."+field, claimed, recomputed,
+		c.mismatch("", "proof-mismatch", "proof_boundary["+cat+"]."+field, claimed, recomputed,
 			"the proof-boundary row %q is not what %s. The evidence may have been written by another version of the "+
 				"tool (it says %s %s, revision %s), which words the matrix differently: regenerate it with this version "+
 				"(orderflow-audit run) and verify again. Until then it fails, as a hand-edited matrix would",

@@ -13,6 +13,7 @@ import (
 // evidenceLevel checks what the file claims about the run as a whole.
 func (c *checker) evidenceLevel() {
 	ev := c.ev
+	c.v.Audited = ev.Audited()
 	if ev.Run.Interrupted {
 		c.inconclusive("", "run-interrupted", "the run was interrupted before every selected scenario finished: "+
 			"what did not run cannot be concluded")
