@@ -307,7 +307,7 @@ var NotInjected = []FaultClass{
 		CannotInfer: "recovery from a real process death: in-flight state lost, a truncated event log, connections " +
 			"dropped by the kernel",
 		Needs: "a scenario that runs that actor as its own OS process and kills it with SIGKILL: relayKill9 does for the " +
-			"relay, and `run --scenarios chaos` with kill among its --faults for every actor",
+			"relay, and a chaos run (run --scenarios chaos) with kill among its --faults for every actor",
 	},
 	{
 		Covers: []Point{PublishAckLost, NemesisAckLost},
@@ -316,14 +316,14 @@ var NotInjected = []FaultClass{
 		CannotInfer: "that an ambiguous publish, retried or re-claimed, is absorbed by the inbox; only a crash after an " +
 			"acknowledged publish can have been injected",
 		Needs: "a broker that appends the record and loses its acknowledgement: publishFailures (publish-ack-lost), or " +
-			"`run --scenarios chaos` with ack-lost among its --faults",
+			"a chaos run (run --scenarios chaos) with ack-lost among its --faults",
 	},
 	{
 		Covers:      []Point{NemesisBrokerRestart},
 		Label:       "broker restart",
 		NotRun:      "NOT RUN: broker restart",
 		CannotInfer: "producer retries during leader unavailability, and consumer-group recovery of committed offsets across a broker restart",
-		Needs: "`run --scenarios chaos` with broker-restart among its --faults, whose schedule draws it (the embedded broker " +
+		Needs: "a chaos run (run --scenarios chaos) with broker-restart among its --faults, whose schedule draws it (the embedded broker " +
 			"is closed and started again on its data directory)",
 	},
 	{
@@ -331,7 +331,7 @@ var NotInjected = []FaultClass{
 		Label:       "database crash",
 		NotRun:      "NOT RUN: database crash (server killed or restarted mid-transaction)",
 		CannotInfer: "durability of committed transactions (redo log, fsync) and the fate of in-doubt transactions after a server crash",
-		Needs: "`run --scenarios chaos` on the private mariadbd with db-crash among its --faults, whose schedule draws it " +
+		Needs: "a chaos run (run --scenarios chaos) on the private mariadbd with db-crash among its --faults, whose schedule draws it " +
 			"(the server is killed with SIGKILL and started again; the binlog shows the crash)",
 	},
 	{
@@ -340,7 +340,7 @@ var NotInjected = []FaultClass{
 		NotRun: "NOT RUN: network partition between actors, database and broker",
 		CannotInfer: "a relay cut off but alive while another claims its intent, and timeouts that are not failures " +
 			"(the request may have succeeded)",
-		Needs: "`run --scenarios chaos` with net-cut among its --faults, whose schedule draws it (a TCP proxy between an " +
+		Needs: "a chaos run (run --scenarios chaos) with net-cut among its --faults, whose schedule draws it (a TCP proxy between an " +
 			"actor and the database or broker drops its connections for a while)",
 	},
 	{
