@@ -37,6 +37,7 @@ import (
 // scenarioProof is what one scenario's events show of its faults.
 type scenarioProof struct {
 	fired, skipped map[string]int
+	missed         map[string]int  // aimed faults that struck unaimed
 	killed         map[string]bool // actors a confirmed kill ended
 }
 
@@ -45,7 +46,12 @@ func (c *checker) proofFacts(sc *evidence.Scenario, m *model.Model) {
 	if c.proof == nil {
 		c.proof = map[string]scenarioProof{}
 	}
-	p := scenarioProof{fired: m.FaultsByPoint(), skipped: m.SkippedByPoint(), killed: map[string]bool{}}
+	p := scenarioProof{fired: m.FaultsByPoint(), skipped: m.SkippedByPoint(), missed: map[string]int{}, killed: map[string]bool{}}
+	for _, a := range m.Aims() {
+		if !stoppedAtAim.MatchString(a.Detail) {
+			p.missed[a.Target]++
+		}
+	}
 	if p.fired == nil {
 		p.fired = map[string]int{}
 	}
@@ -74,6 +80,10 @@ func (c *checker) proofFacts(sc *evidence.Scenario, m *model.Model) {
 	}
 	c.proof[sc.ID] = p
 }
+
+// stoppedAtAim is how an aimed fault that hit its aim names it: the target
+// stopped itself at the point it was armed for.
+var stoppedAtAim = regexp.MustCompile(`\(pid \d+\) stopped itself at [a-z-]+, `)
 
 // killDetail is how the nemesis names the process it killed.
 var killDetail = regexp.MustCompile(`SIGKILL to (\S+) \(pid (\d+)\)`)
@@ -132,7 +142,8 @@ func (c *checker) deriveClaims() *evidence.ProofClaims {
 		p := c.proof[sc.ID]
 		s, _ := spec.Lookup(sc.ID)
 		for _, pt := range sc.FaultPoints {
-			f := evidence.FaultClaim{Scenario: sc.ID, Point: pt, Fired: p.fired[pt], Skipped: p.skipped[pt], Killed: []string{}}
+			f := evidence.FaultClaim{Scenario: sc.ID, Point: pt, Fired: p.fired[pt], Skipped: p.skipped[pt], Missed: p.missed[pt],
+				Killed: []string{}}
 			switch {
 			case pt == string(spec.NemesisDBCrash) && crashes >= 0:
 				f.Fired = min(f.Fired, crashes)
@@ -209,7 +220,7 @@ func (c *checker) claimsAgree(claimed, derived *evidence.ProofClaims) bool {
 				"the proof boundary claims %s, which is not a declared fault of a scenario that ran", g.ClaimedItem())
 			continue
 		}
-		if g.Fired == d.Fired && g.Skipped == d.Skipped && slices.Equal(g.Killed, d.Killed) {
+		if g.Fired == d.Fired && g.Skipped == d.Skipped && g.Missed == d.Missed && slices.Equal(g.Killed, d.Killed) {
 			continue
 		}
 		agree = false
@@ -242,6 +253,8 @@ func claimDiff(g, d evidence.FaultClaim) string {
 		return fmt.Sprintf("claims %s fired %d time(s), the events show %d", item, g.Fired, d.Fired)
 	case g.Skipped != d.Skipped:
 		return fmt.Sprintf("claims %s was skipped %d time(s), the events show %d", item, g.Skipped, d.Skipped)
+	case g.Missed != d.Missed:
+		return fmt.Sprintf("claims %s missed its aim %d time(s), the events show %d", item, g.Missed, d.Missed)
 	}
 	return fmt.Sprintf("claims %s killed %s, the process record shows %s", item,
 		orDefault(strings.Join(g.Killed, ", "), "no actor"), orDefault(strings.Join(d.Killed, ", "), "no actor"))

@@ -105,6 +105,9 @@ type FaultClaim struct {
 	// Skipped is how many times the chaos schedule drew it and it found
 	// nothing to hit (no process in the slot, no open transaction).
 	Skipped int `json:"skipped"`
+	// Missed is how many of the fired faults of an aimed kind (pause,
+	// conn-kill) missed their aim and struck wherever the process was.
+	Missed int `json:"missed"`
 	// Killed are the actors (spec.ActorOrders, ActorRelay, ActorConsumer)
 	// whose OS process the fault ended with SIGKILL, as the process
 	// record shows; sorted, never nil.
@@ -131,6 +134,9 @@ func (f FaultClaim) ClaimedItem() string { return f.Point + " in " + f.Scenario 
 // recomputed fields.
 func (f FaultClaim) String() string {
 	s := fmt.Sprintf("fired %d, skipped %d", f.Fired, f.Skipped)
+	if f.Missed > 0 {
+		s += fmt.Sprintf(", missed its aim %d", f.Missed)
+	}
 	if len(f.Killed) > 0 {
 		s += ", killed the " + strings.Join(f.Killed, ", the ")
 	}
@@ -459,9 +465,9 @@ func faultRows(ev *Evidence, ran []Scenario, claims *ProofClaims) faultRowsOut {
 	// The faults that fired, with the scenarios they fired in, in
 	// first-seen order.
 	type use struct {
-		ref   spec.FaultRef
-		by    []string
-		fired int
+		ref           spec.FaultRef
+		by            []string
+		fired, missed int
 	}
 	var uses []*use
 	index := map[spec.FaultRef]*use{}
@@ -495,6 +501,7 @@ func faultRows(ev *Evidence, ran []Scenario, claims *ProofClaims) faultRowsOut {
 				u.by = append(u.by, sc.ID)
 			}
 			u.fired += c.Fired
+			u.missed += c.Missed
 		}
 		if len(notDrawn) > 0 {
 			out.notFired = append(out.notFired, pair{
@@ -514,7 +521,12 @@ func faultRows(ev *Evidence, ran []Scenario, claims *ProofClaims) faultRowsOut {
 	}
 	for _, u := range uses {
 		had, cannot := describeFault(ev, u.ref)
-		row.Had = append(row.Had, fmt.Sprintf("%s (in %s), %s: %s", u.ref.Point, strings.Join(u.by, ", "), times(u.fired), had))
+		how := times(u.fired)
+		if u.missed > 0 {
+			how += fmt.Sprintf(" (%d of them missed %s aim and struck wherever the process was)", u.missed,
+				oneOrThese(u.fired, "its", "their"))
+		}
+		row.Had = append(row.Had, fmt.Sprintf("%s (in %s), %s: %s", u.ref.Point, strings.Join(u.by, ", "), how, had))
 		row.CannotInfer = append(row.CannotInfer, cannot...)
 	}
 	out.faults = row

@@ -44,6 +44,9 @@ func TestProofSentences(t *testing.T) {
 		{"a fault that fired several times", []FaultClaim{{Scenario: "chaos", Point: "nemesis-db-crash", Fired: 3}}, CategoryFaults,
 			"nemesis-db-crash (in chaos), 3 times: the private mariadbd was killed with SIGKILL and started again on its data " +
 				"directory (InnoDB crash recovery); every connection was dropped"},
+		{"an aimed fault that missed its aim", []FaultClaim{{Scenario: "chaos", Point: "nemesis-pause", Fired: 2, Missed: 1}}, CategoryFaults,
+			"nemesis-pause (in chaos), 2 times (1 of them missed their aim and struck wherever the process was): the nemesis sent " +
+				"SIGSTOP to a relay for longer than its lease, then SIGCONT: its claims were taken over meanwhile, and its marks must hit 0 rows"},
 		{"kinds the schedule did not draw, one", firedAllBut("nemesis-pause"), CategoryNotRun, "NOT RUN: nemesis-pause (in chaos): declared, but the schedule did not draw it (the seed and --faults choose)"},
 		{"kinds the schedule did not draw, several", firedAllBut("nemesis-kill", "nemesis-pause", "nemesis-db-crash"), CategoryNotRun,
 			"NOT RUN: nemesis-kill, nemesis-pause and nemesis-db-crash (in chaos): declared, but the schedule did not draw them " +

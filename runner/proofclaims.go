@@ -74,6 +74,7 @@ func fromConfig(sc evidence.Scenario) []evidence.FaultClaim {
 // tally is what one scenario's logs record of its faults.
 type tally struct {
 	fired, skipped map[string]int
+	missed         map[string]int  // aimed kinds that struck unaimed
 	decoys         map[string]bool // event ids of seeded decoy intents
 	dupRollbacks   []string        // event ids of order rollbacks on 1062
 	kills          []evidence.Event
@@ -83,7 +84,7 @@ type tally struct {
 
 // scenarioClaims reads sc's logs and claims each declared point.
 func (rs *runScope) scenarioClaims(ev *evidence.Evidence, sc evidence.Scenario) []evidence.FaultClaim {
-	t := &tally{fired: map[string]int{}, skipped: map[string]int{}, decoys: map[string]bool{}, sigkilled: map[int64]bool{}}
+	t := &tally{fired: map[string]int{}, skipped: map[string]int{}, missed: map[string]int{}, decoys: map[string]bool{}, sigkilled: map[int64]bool{}}
 	for _, l := range sc.Logs {
 		rel := strings.TrimPrefix(l.Path, rs.base+"/")
 		if err := t.read(filepath.Join(rs.stage, filepath.FromSlash(rel))); err != nil {
@@ -115,7 +116,8 @@ func (rs *runScope) scenarioClaims(ev *evidence.Evidence, sc evidence.Scenario) 
 	s, _ := spec.Lookup(sc.ID)
 	var out []evidence.FaultClaim
 	for _, p := range sc.FaultPoints {
-		c := evidence.FaultClaim{Scenario: sc.ID, Point: p, Fired: t.fired[p], Skipped: t.skipped[p], Killed: []string{}}
+		c := evidence.FaultClaim{Scenario: sc.ID, Point: p, Fired: t.fired[p], Skipped: t.skipped[p], Missed: t.missed[p],
+			Killed: []string{}}
 		if p == string(spec.NemesisKill) {
 			c.Killed = actorsIn(killed)
 		} else if c.Fired > 0 && ev.Environment.ActorProcesses {
@@ -130,6 +132,9 @@ func (rs *runScope) scenarioClaims(ev *evidence.Evidence, sc evidence.Scenario) 
 	}
 	return out
 }
+
+// aimed are the nemesis kinds that aim at a point in the target's code.
+var aimed = map[string]bool{string(spec.NemesisPause): true, string(spec.NemesisConnKill): true}
 
 // sigkillTo finds the process a kill signalled: "SIGKILL to relay-1.2 (pid 123)".
 var sigkillTo = regexp.MustCompile(`^fault #\d+ at \S+: SIGKILL to \S+ \(pid (\d+)\)`)
@@ -176,6 +181,11 @@ func (t *tally) read(path string) error {
 		case evidence.KindFault:
 			if e.Point != string(spec.NemesisKill) {
 				t.fired[e.Point]++
+				// An aimed fault says where its target stopped itself;
+				// one that missed its aim struck wherever it was.
+				if aimed[e.Point] && !strings.Contains(e.Detail, "stopped itself at") {
+					t.missed[e.Point]++
+				}
 			} else {
 				t.kills = append(t.kills, e)
 			}

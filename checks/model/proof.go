@@ -18,6 +18,7 @@ type proofState struct {
 	fired   map[string]int
 	skipped map[string]int
 	kills   []Kill
+	aims    []Kill // faults of the aimed kinds (pause, conn-kill)
 	// sigkilled are the pids whose process_exit says signal 9, with the
 	// actor name of that incarnation.
 	sigkilled map[int64]string
@@ -46,6 +47,9 @@ func (m *Model) noteProof(e *evidence.Event) {
 	}
 	if e.Point == "nemesis-kill" && len(m.kills) < maxKills {
 		m.kills = append(m.kills, Kill{Target: strings.Clone(e.Target), Detail: strings.Clone(e.Detail)})
+	}
+	if (e.Point == "nemesis-pause" || e.Point == "nemesis-conn-kill") && len(m.aims) < maxKills {
+		m.aims = append(m.aims, Kill{Target: strings.Clone(e.Point), Detail: strings.Clone(e.Detail)})
 	}
 }
 
@@ -84,6 +88,10 @@ func (m *Model) SkippedByPoint() map[string]int { return maps.Clone(m.skipped) }
 
 // Kills returns the nemesis's kills, in log order (at most maxKills).
 func (m *Model) Kills() []Kill { return append([]Kill(nil), m.kills...) }
+
+// Aims returns the faults of the aimed kinds (Target holds the point),
+// in log order (at most maxKills).
+func (m *Model) Aims() []Kill { return append([]Kill(nil), m.aims...) }
 
 // SIGKILLed returns the actor name of the process pid if the supervisor
 // recorded its end as a SIGKILL.
