@@ -99,6 +99,7 @@ func onlyScenario(t testing.TB, path, scenario string, keepWitness bool) {
 	ev.Run.Args = []string{"--scenarios", scenario, "--out", "u80.json"}
 	ev.Summary = evidence.Summarize(ev.Scenarios)
 	ev.Boundaries = evidence.ComputeBoundaries(ev.Scenarios)
+	ev.ProofClaims = ev.ProofClaims.Ran(ev.Scenarios)
 	ev.ProofBoundary = evidence.ComputeProofBoundary(ev)
 	writeEvidence(t, path, ev)
 }

@@ -12,7 +12,7 @@ import (
 // and the invariants compared.
 func WriteText(w io.Writer, v *Verdict) error {
 	b := bufio.NewWriter(w)
-	fmt.Fprintf(b, "orderflow-audit verify: %s\n", v.StatusLine())
+	fmt.Fprintf(b, "orderflow-audit verify: %s%s\n", v.StatusLine(), auditedSuffix(v)) // proofrender.go
 	fmt.Fprintf(b, "evidence   %s (run %s)\n", v.Evidence, v.RunID)
 	if v.Planted != "" {
 		fmt.Fprintf(b, "planted    %s (a negative control: this run is expected to FAIL)\n", v.Planted)
@@ -22,6 +22,8 @@ func WriteText(w io.Writer, v *Verdict) error {
 		fmt.Fprintf(b, "unwitnessed %s (allowed by --allow-unwitnessed: the actors' word alone)\n", u)
 	}
 
+	writeWitnessed(b, v)  // proofrender.go
+	writeRuleCounts(b, v) // proofrender.go
 	var fails, incs []Reason
 	for _, r := range v.Reasons {
 		if r.Status == Fail {

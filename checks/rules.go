@@ -10,18 +10,18 @@ type Rule string
 // The checker's rules, in the order Verify checks (Rules describes each).
 const (
 	// The run and what the evidence derives from its scenarios.
-	RuleRunInterrupted        Rule = "run-interrupted"
-	RuleRunArgs               Rule = "run-args"
-	RuleScenarioMissing       Rule = "scenario-missing"
-	RuleScenarioNotSelected   Rule = "scenario-not-selected"
-	RuleBoundaryNotRun        Rule = "boundary-not-run"
-	RuleTimeOutsideRun        Rule = "time-outside-run"
-	RuleSummaryMismatch       Rule = "summary-mismatch"
-	RuleBoundaryMismatch      Rule = "boundary-mismatch"
-	RuleProofBoundaryMismatch Rule = "proof-boundary-mismatch"
-	RuleSUTMismatch           Rule = "sut-mismatch"
-	RuleBuildInfo             Rule = "build-info"
-	RuleSourceDigest          Rule = "source-digest"
+	RuleRunInterrupted      Rule = "run-interrupted"
+	RuleRunArgs             Rule = "run-args"
+	RuleScenarioMissing     Rule = "scenario-missing"
+	RuleScenarioNotSelected Rule = "scenario-not-selected"
+	RuleBoundaryNotRun      Rule = "boundary-not-run"
+	RuleTimeOutsideRun      Rule = "time-outside-run"
+	RuleSummaryMismatch     Rule = "summary-mismatch"
+	RuleBoundaryMismatch    Rule = "boundary-mismatch"
+	RuleProofMismatch       Rule = "proof-mismatch"
+	RuleSUTMismatch         Rule = "sut-mismatch"
+	RuleBuildInfo           Rule = "build-info"
+	RuleSourceDigest        Rule = "source-digest"
 
 	// A scenario against the spec.
 	RuleScenarioDuplicate Rule = "scenario-duplicate"
@@ -131,7 +131,7 @@ var Rules = []RuleInfo{
 	{RuleTimeOutsideRun, "the run ends before it starts, or an event's time is outside the run (give or take 2 s)"},
 	{RuleSummaryMismatch, "the summary's counts differ from the scenarios listed"},
 	{RuleBoundaryMismatch, "the boundary table differs from the one the scenarios give"},
-	{RuleProofBoundaryMismatch, "the proof-boundary matrix differs from the one this verifier derives from the evidence"},
+	{RuleProofMismatch, "the proof boundary differs from what this verifier derives: a fault claimed that never fired, one that fired omitted or listed as not run, or a matrix entry worded otherwise than the claims render (names the item)"},
 	{RuleSUTMismatch, "the system under test's layers do not follow from its features, or a scenario ran that needs a feature it does not claim"},
 	{RuleBuildInfo, "tool.build is not the shape of a Go build stamp (toolchain version, module, a commit id or none), or its revision disagrees with tool.revision"},
 	{RuleSourceDigest, "the system under test's source digest is not a sha256 of at least one file of the module's directories (the reference: its packages), or is missing from evidence that records tool.build"},

@@ -101,6 +101,7 @@ func rederive(t testing.TB, path string, ev *evidence.Evidence) {
 	t.Helper()
 	ev.Summary = evidence.Summarize(ev.Scenarios)
 	ev.Boundaries = evidence.ComputeBoundaries(ev.Scenarios)
+	ev.ProofClaims = ev.ProofClaims.Ran(ev.Scenarios)
 	ev.ProofBoundary = evidence.ComputeProofBoundary(ev)
 	writeEvidence(t, path, ev)
 }

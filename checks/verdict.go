@@ -51,12 +51,15 @@ type InvariantCheck struct {
 
 // Verdict is the outcome of verifying one evidence file.
 type Verdict struct {
-	Status     Status           `json:"status"`
-	Evidence   string           `json:"evidence"`
-	RunID      string           `json:"run_id"`
-	Engine     string           `json:"engine"` // SQL engine of the replayed state
-	Events     int64            `json:"events"`
-	Scenarios  int              `json:"scenarios"`
+	Status    Status `json:"status"`
+	Evidence  string `json:"evidence"`
+	RunID     string `json:"run_id"`
+	Engine    string `json:"engine"` // SQL engine of the replayed state
+	Events    int64  `json:"events"`
+	Scenarios int    `json:"scenarios"`
+	// Audited says what was audited: the system under test, the suites
+	// and the run (evidence.Evidence.Audited).
+	Audited    string           `json:"audited,omitempty"`
 	Reasons    []Reason         `json:"reasons"`
 	Invariants []InvariantCheck `json:"invariants"`
 	// Planted is the bug planted into the run (a negative control: its

@@ -105,6 +105,7 @@ func Verify(ctx context.Context, path string, opt Options) (*Verdict, error) {
 			return nil, fmt.Errorf("verify %s: %w", path, err)
 		}
 	}
+	c.proofBoundary() // proof.go
 	c.negativeControl()
 	if err := eng.close(context.WithoutCancel(ctx)); err != nil {
 		v.Warnings = append(v.Warnings, "closing the SQL engine: "+err.Error())
@@ -145,6 +146,9 @@ type checker struct {
 	wit     *witnessSet
 	collect bool
 	wevents []wEvent
+	// proof holds, per scenario, what its events show of its faults
+	// (proof.go).
+	proof map[string]scenarioProof
 }
 
 // endState adds a finding about the replayed end state or a recomputed
@@ -258,6 +262,7 @@ func (c *checker) scenario(ctx context.Context, sc *evidence.Scenario) error {
 		return err
 	}
 	m.Finish(truncated)
+	c.proofFacts(sc, m) // proof.go
 	m.Release()
 	c.truncated = truncated
 	defer func() { c.truncated = false }()

@@ -358,9 +358,9 @@ func TestProofBoundaryWording(t *testing.T) {
 	ev.ProofBoundary[0].CannotInfer[0] += " (worded by an older tool)"
 	writeEvidence(t, p, ev)
 	v := verify(t, p)
-	rs := reasonsOf(v, "proof-boundary-mismatch")
+	rs := reasonsOf(v, "proof-mismatch")
 	if v.Status != Fail || len(rs) != 1 {
-		t.Fatalf("verdict %s %v; want FAIL with one proof-boundary-mismatch", v.Status, rules(v))
+		t.Fatalf("verdict %s %v; want FAIL with one proof-mismatch", v.Status, rules(v))
 	}
 	r := rs[0]
 	for _, want := range []string{"another version of the tool", ev.Tool.Version, ev.Tool.Revision, "regenerate", "orderflow-audit run"} {

@@ -54,6 +54,8 @@ type dbHistory struct {
 	bySchema map[string][]binlog.Transaction
 	first    binlog.GTID
 	last     binlog.GTID
+	// crashes are the server crashes the binlog shows (proof.go).
+	crashes int
 }
 
 // Where a bundle keeps its witnesses, relative to the directory of the
@@ -287,7 +289,7 @@ func binlogInputs(b *bundle.Bundle, files []evidence.WitnessFile) ([]binlog.Inpu
 func (wc *witnessChecker) cut(h binlog.History) *dbHistory {
 	dw := wc.ev.Witness.Database
 	start := binlog.Position{File: dw.StartFile, Pos: dw.StartPos}
-	out := &dbHistory{bySchema: map[string][]binlog.Transaction{}}
+	out := &dbHistory{bySchema: map[string][]binlog.Transaction{}, crashes: crashedFiles(h.Files)}
 	var after []binlog.Transaction
 	for _, t := range h.Transactions {
 		if t.After(start) {

@@ -138,7 +138,7 @@ const (
 	KindInvariant Kind = "invariant"
 
 	// The nemesis actor of the chaos scenario (ActorNemesis) writes the
-	// next three, and a fault event (point, detail, target) for each fault
+	// next four, and a fault event (point, detail, target) for each fault
 	// it injects.
 
 	// KindHeal: the nemesis ended a fault it had injected. point (the
@@ -152,6 +152,11 @@ const (
 	// KindProcessExit: an actor process ended. target, pid, detail (how:
 	// "killed by signal 9 (killed)", "exit 1: <its last error>").
 	KindProcessExit Kind = "process_exit"
+	// KindFaultSkipped: the nemesis drew a fault and found nothing to hit
+	// (no process in the slot, no open transaction, no server of the
+	// run's own): point, target, detail (why). It is not a fault event:
+	// nothing was injected, and the proof-boundary matrix says so.
+	KindFaultSkipped Kind = "fault_skipped"
 )
 
 // ActorNemesis is the actor name of the chaos scenario's nemesis and
@@ -167,7 +172,7 @@ var Kinds = []Kind{
 	KindReceive, KindInboxInsert, KindInboxReject, KindEffect, KindOffsetCommit,
 	KindOrderAdvanced, KindEffectRolledBack, KindCommitUnknown,
 	KindObserve, KindFault, KindInvariant,
-	KindHeal, KindProcessStart, KindProcessExit,
+	KindHeal, KindProcessStart, KindProcessExit, KindFaultSkipped,
 }
 
 // Event is one line of an event log. Numbers that may legitimately be zero

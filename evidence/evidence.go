@@ -48,7 +48,11 @@ type Evidence struct {
 	Scenarios     []Scenario  `json:"scenarios"`
 	Boundaries    []Boundary  `json:"boundaries"`
 	ProofBoundary []ProofRow  `json:"proof_boundary"`
-	Summary       Summary     `json:"summary"`
+	// ProofClaims are what the runner says the run did, from which it
+	// rendered the matrix's faults (RenderProofBoundary); absent in
+	// evidence of versions before they were recorded.
+	ProofClaims *ProofClaims `json:"proof_claims,omitempty"`
+	Summary     Summary      `json:"summary"`
 	// Witness is what the database and the broker recorded themselves
 	// (required since schema v2; a witness that could not be had is
 	// listed in Witness.Missing).

@@ -3,18 +3,27 @@ package evidence
 import (
 	"fmt"
 	"slices"
-	"sort"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
-// The boundary table and the proof-boundary matrix are derived from the
-// rest of the evidence by pure functions: the runner calls them to fill
-// Evidence.Boundaries and Evidence.ProofBoundary, the verifier calls them
-// again and compares. They must not read the clock, the environment or any
-// file.
+// The boundary table is derived from the scenarios by a pure function; the
+// runner calls it to fill Evidence.Boundaries, the verifier again and
+// compares.
+//
+// The proof-boundary matrix is rendered from two things: the evidence's
+// environment and scenarios, and the claims of what the run did (which
+// fault fired how often, which was skipped, which actor was killed). This
+// file holds the catalogue and the rendering only, shared by both sides.
+// The claims are derived twice, by code that is not shared: the runner
+// records its own (runner/proofclaims.go, from the logs it wrote) in
+// Evidence.ProofClaims, and the verifier derives them again from the events
+// and the witnesses (checks/proof.go), compares them item by item and
+// renders the matrix from its own. Nothing here reads the clock, the
+// environment or any file.
 
 // Proof-boundary categories, in matrix order (the schema enumerates them).
 const (
@@ -78,25 +87,111 @@ func formatMetrics(ms []Metric) string {
 	return strings.Join(parts, " ")
 }
 
-// ComputeProofBoundary returns the proof-boundary matrix: for each category
-// (real components, fault injection, synthetic parts, not run) what this
-// run had and what cannot be inferred from it. Every entry is derived from
-// ev.Environment, ev.Run and the scenarios that ran (status other than
-// NOT_RUN); nothing that did not run is listed as had, except as
-// "NOT RUN: ...". The result depends only on ev.
+// ProofClaims are what the runner says the run did, as far as the
+// proof-boundary matrix rests on it: for every scenario that ran, each
+// fault point it declares, how often that fault fired and was skipped,
+// and which actors it killed.
+type ProofClaims struct {
+	Faults []FaultClaim `json:"faults"`
+}
+
+// FaultClaim is what one fault point of one scenario did.
+type FaultClaim struct {
+	Scenario string `json:"scenario"`
+	Point    string `json:"point"`
+	// Fired is how many times the fault was injected: its injection is in
+	// the logs and, where a witness can show it, in the witness.
+	Fired int `json:"fired"`
+	// Skipped is how many times the chaos schedule drew it and it found
+	// nothing to hit (no process in the slot, no open transaction).
+	Skipped int `json:"skipped"`
+	// Missed is how many of the fired faults of an aimed kind (pause,
+	// conn-kill) missed their aim and struck wherever the process was.
+	Missed int `json:"missed"`
+	// Killed are the actors (spec.ActorOrders, ActorRelay, ActorConsumer)
+	// whose OS process the fault ended with SIGKILL, as the process
+	// record shows; sorted, never nil.
+	Killed []string `json:"killed"`
+}
+
+// Claim returns the claim of scenario's point, and whether there is one.
+func (c *ProofClaims) Claim(scenario, point string) (FaultClaim, bool) {
+	if c == nil {
+		return FaultClaim{}, false
+	}
+	for _, f := range c.Faults {
+		if f.Scenario == scenario && f.Point == point {
+			return f, true
+		}
+	}
+	return FaultClaim{}, false
+}
+
+// ClaimedItem names a claim for a reader: "nemesis-kill in chaos".
+func (f FaultClaim) ClaimedItem() string { return f.Point + " in " + f.Scenario }
+
+// String says what a claim claims, for a reason's claimed and
+// recomputed fields.
+func (f FaultClaim) String() string {
+	s := fmt.Sprintf("fired %d, skipped %d", f.Fired, f.Skipped)
+	if f.Missed > 0 {
+		s += fmt.Sprintf(", missed its aim %d", f.Missed)
+	}
+	if len(f.Killed) > 0 {
+		s += ", killed the " + strings.Join(f.Killed, ", the ")
+	}
+	return s
+}
+
+// Ran returns the claims of the scenarios scs lists as run: what is left
+// of them once a bundle's scenarios were edited (nil stays nil).
+func (c *ProofClaims) Ran(scs []Scenario) *ProofClaims {
+	if c == nil {
+		return nil
+	}
+	ran := map[string]bool{}
+	for _, sc := range scs {
+		if sc.Status != StatusNotRun {
+			ran[sc.ID] = true
+		}
+	}
+	out := &ProofClaims{Faults: []FaultClaim{}}
+	for _, f := range c.Faults {
+		if ran[f.Scenario] {
+			out.Faults = append(out.Faults, f)
+		}
+	}
+	return out
+}
+
+// ComputeProofBoundary renders ev's matrix from ev's own claims, those of
+// the scenarios ev lists as run: what a writer of edited evidence (a test,
+// a tool that trims a bundle) calls. It derives nothing; the runner and
+// the verifier each derive the claims themselves.
 func ComputeProofBoundary(ev *Evidence) []ProofRow {
+	return RenderProofBoundary(ev, ev.ProofClaims.Ran(ev.Scenarios))
+}
+
+// RenderProofBoundary returns the proof-boundary matrix: for each category
+// (real components, fault injection, synthetic parts, not run) what this
+// run had and what cannot be inferred from it. The real components and the
+// synthetic parts come from ev's environment and the scenarios that ran
+// (status other than NOT_RUN); every fault under "had" and every fault class
+// left out of "not run" comes from claims (a fault that fired), never from
+// what a scenario declares. A nil claims is a run that claims nothing.
+func RenderProofBoundary(ev *Evidence, claims *ProofClaims) []ProofRow {
 	var ran []Scenario
 	for _, sc := range ev.Scenarios {
 		if sc.Status != StatusNotRun {
 			ran = append(ran, sc)
 		}
 	}
-	killed := killedRoles(ev, ran)
+	fr := faultRows(ev, ran, claims)
 	rows := []ProofRow{
 		proofReal(ev, ran),
-		proofFaults(ev, ran),
+		fr.faults,
 		proofSynthetic(ran),
-		proofNotRun(ev, killed, ran),
+		proofNotRun(ev, claims, fr.notFired),
 	}
 	for i := range rows {
 		rows[i].Had = fitList(rows[i].Had)
@@ -151,26 +246,6 @@ func faultRefs(sc Scenario) []spec.FaultRef {
 	out := make([]spec.FaultRef, len(sc.FaultPoints))
 	for i, p := range sc.FaultPoints {
 		out[i] = spec.FaultRef{Point: spec.Point(p)}
-	}
-	return out
-}
-
-// killed tells whether a fault was injected by a signal to an actor's OS
-// process: declared so, and the environment says actors ran as processes.
-func killed(ev *Evidence, r spec.FaultRef) bool {
-	return r.Injection == spec.InjectSignal && ev.Environment.ActorProcesses
-}
-
-// killedRoles returns the actors (relay, consumer, order service) that
-// were killed by SIGKILL in scenarios that ran.
-func killedRoles(ev *Evidence, ran []Scenario) map[string]bool {
-	out := map[string]bool{}
-	for _, sc := range ran {
-		for _, r := range faultRefs(sc) {
-			if f, ok := spec.LookupFault(r); ok && killed(ev, r) {
-				out[f.Actor] = true
-			}
-		}
 	}
 	return out
 }
@@ -363,7 +438,21 @@ func realCannotInfer(env Environment) []string {
 	return row.CannotInfer
 }
 
-func proofFaults(ev *Evidence, ran []Scenario) ProofRow {
+// faultRowsOut is the fault-injection row and the entries the not-run
+// row takes from it: the declared faults that did not fire.
+type faultRowsOut struct {
+	faults   ProofRow
+	notFired []pair
+}
+
+// pair is a not-run entry with what it leaves unproven.
+type pair struct{ had, cannot string }
+
+// faultRows lists the faults that fired, by fault-table row, with the
+// scenarios they fired in and how often; the declared faults that did not
+// fire go to the not-run row, each as what it is: unreachable without its
+// planted bug, drawn by the chaos schedule and skipped, or not drawn.
+func faultRows(ev *Evidence, ran []Scenario, claims *ProofClaims) faultRowsOut {
 	row := ProofRow{Category: CategoryFaults}
 	if ev.Run.Planted != "" {
 		row.Had = append(row.Had, fmt.Sprintf(
@@ -373,18 +462,30 @@ func proofFaults(ev *Evidence, ran []Scenario) ProofRow {
 			"anything about the unmodified system: this run had the planted bug %q (a negative control), so it is "+
 				"not evidence that the clean design holds", ev.Run.Planted))
 	}
-	// Collect the faults injected by the scenarios that ran, with the
-	// scenarios that injected them, in first-seen order.
+	// The faults that fired, with the scenarios they fired in, in
+	// first-seen order.
 	type use struct {
-		ref spec.FaultRef
-		by  []string
+		ref           spec.FaultRef
+		by            []string
+		fired, missed int
 	}
 	var uses []*use
 	index := map[spec.FaultRef]*use{}
 	var unkilled []string // scenarios that declare a signal without actor processes
+	var out faultRowsOut
 	for _, sc := range ran {
+		var notDrawn []string
 		for _, r := range faultRefs(sc) {
-			if r.Injection == spec.InjectSignal && !killed(ev, r) {
+			c, _ := claims.Claim(sc.ID, string(r.Point))
+			if c.Fired == 0 {
+				if p, ok := notFired(ev, sc, r, c); ok {
+					out.notFired = append(out.notFired, p)
+				} else {
+					notDrawn = append(notDrawn, string(r.Point))
+				}
+				continue
+			}
+			if r.Injection == spec.InjectSignal && !ev.Environment.ActorProcesses {
 				if !slices.Contains(unkilled, sc.ID) {
 					unkilled = append(unkilled, sc.ID)
 				}
@@ -399,6 +500,15 @@ func proofFaults(ev *Evidence, ran []Scenario) ProofRow {
 			if len(u.by) == 0 || u.by[len(u.by)-1] != sc.ID {
 				u.by = append(u.by, sc.ID)
 			}
+			u.fired += c.Fired
+			u.missed += c.Missed
+		}
+		if len(notDrawn) > 0 {
+			out.notFired = append(out.notFired, pair{
+				fmt.Sprintf("NOT RUN: %s (in %s): declared, but the schedule did not draw %s (the seed and --faults choose)",
+					joinAnd(notDrawn), sc.ID, oneOrThese(len(notDrawn), "it", "them")),
+				fmt.Sprintf("%s: what %s would have exercised (the fault table says what each simulates)",
+					joinAnd(notDrawn), oneOrThese(len(notDrawn), "it", "they"))})
 		}
 	}
 	if len(unkilled) > 0 {
@@ -407,14 +517,75 @@ func proofFaults(ev *Evidence, ran []Scenario) ProofRow {
 			strings.Join(unkilled, ", ")))
 	}
 	if len(uses) == 0 {
-		row.Had = append(row.Had, "no fault point was declared by the scenarios that ran")
+		row.Had = append(row.Had, "no fault fired in the scenarios that ran")
 	}
 	for _, u := range uses {
 		had, cannot := describeFault(ev, u.ref)
-		row.Had = append(row.Had, fmt.Sprintf("%s (in %s): %s", u.ref.Point, strings.Join(u.by, ", "), had))
+		how := times(u.fired)
+		if u.missed > 0 {
+			how += fmt.Sprintf(" (%d of them missed %s aim and struck wherever the process was)", u.missed,
+				oneOrThese(u.fired, "its", "their"))
+		}
+		row.Had = append(row.Had, fmt.Sprintf("%s (in %s), %s: %s", u.ref.Point, strings.Join(u.by, ", "), how, had))
 		row.CannotInfer = append(row.CannotInfer, cannot...)
 	}
-	return row
+	out.faults = row
+	return out
+}
+
+// notFired says why a declared fault r of sc did not fire, as a not-run
+// entry; false for a nemesis fault the schedule did not draw (listed
+// together, per scenario).
+func notFired(ev *Evidence, sc Scenario, r spec.FaultRef, c FaultClaim) (pair, bool) {
+	p := string(r.Point)
+	f, known := spec.LookupFault(r)
+	switch {
+	case !known:
+		return pair{fmt.Sprintf("NOT RUN: %s (in %s): a fault point this tool version does not describe, and it did not fire", p, sc.ID),
+			p + ": what this point proves; the tool does not describe it"}, true
+	case f.NeedsPlant != "" && ev.Run.Planted != f.NeedsPlant:
+		return pair{fmt.Sprintf("NOT RUN: %s (in %s): %s", p, sc.ID, f.Unreachable),
+			p + ": how the system recovers from a fault there, since it did not fire in this run (only that the window is absent)"}, true
+	case c.Skipped > 0:
+		return pair{fmt.Sprintf("NOT RUN: %s (in %s): drawn by the schedule %s and skipped each time: it found nothing to hit "+
+			"(no process in the slot, no open transaction, or no server of the run's own to crash)", p, sc.ID, times(c.Skipped)),
+			p + ": " + f.Simulates + ", which it stands for, was not exercised"}, true
+	case strings.HasPrefix(p, spec.NemesisPrefix):
+		return pair{}, false
+	}
+	return pair{fmt.Sprintf("NOT RUN: %s (in %s): declared, but it did not fire in this run", p, sc.ID),
+		p + ": " + f.Simulates + ", which it stands for, was not exercised"}, true
+}
+
+// times says how often: "once", "2 times".
+func times(n int) string {
+	if n == 1 {
+		return "once"
+	}
+	return strconv.Itoa(n) + " times"
+}
+
+func oneOrThese(n int, one, these string) string {
+	if n == 1 {
+		return one
+	}
+	return these
+}
+
+// joinAnd joins xs as a sentence does: "a", "a and b", "a, b and c".
+func joinAnd(xs []string) string { return joinWith(xs, " and ") }
+
+// joinOr joins xs as "a", "a or b", "a, b or c".
+func joinOr(xs []string) string { return joinWith(xs, " or ") }
+
+func joinWith(xs []string, last string) string {
+	switch len(xs) {
+	case 0:
+		return ""
+	case 1:
+		return xs[0]
+	}
+	return strings.Join(xs[:len(xs)-1], ", ") + last + xs[len(xs)-1]
 }
 
 // describeFault says how a fault was injected and what it leaves unproven,
@@ -428,7 +599,7 @@ func describeFault(ev *Evidence, r spec.FaultRef) (string, []string) {
 			[]string{p + ": what this point proves; the tool does not describe it"}
 	case f.NeedsPlant != "" && ev.Run.Planted != f.NeedsPlant:
 		return f.Unreachable, []string{p + ": how the system recovers from a fault there, since it did not fire in this run (only that the window is absent)"}
-	case r.Injection == spec.InjectSignal:
+	case r.Injection == spec.InjectSignal && !strings.HasPrefix(p, spec.NemesisPrefix):
 		return f.How, []string{p + " (SIGKILL): " + f.CannotInfer}
 	}
 	cannot := []string{p + ": " + f.CannotInfer}
@@ -472,28 +643,19 @@ func orNone(s string) string {
 	return s
 }
 
-// keys returns the keys of m, sorted.
-func keys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// proofNotRun lists what did not run: interrupted runs, scenarios not run,
-// and the fault classes no scenario that ran covered (kill -9 actor by
-// actor; a class with a Covered point when a scenario that ran declares
-// it).
-func proofNotRun(ev *Evidence, killed map[string]bool, ran []Scenario) ProofRow {
+// proofNotRun lists what did not run: an interrupted run, the scenarios
+// not run, the declared faults that did not fire (notFired), and the fault
+// classes that no fault that fired covers (kill -9 actor by actor).
+func proofNotRun(ev *Evidence, claims *ProofClaims, notFired []pair) ProofRow {
 	row := ProofRow{Category: CategoryNotRun}
 	if ev.Run.Interrupted {
 		row.Had = append(row.Had, "NOT RUN: the run was interrupted before every selected scenario finished")
 		row.CannotInfer = append(row.CannotInfer, "interrupted run: anything about the scenarios that did not finish")
 	}
+	ran := map[string]bool{}
 	for _, sc := range ev.Scenarios {
 		if sc.Status != StatusNotRun {
+			ran[sc.ID] = true
 			continue
 		}
 		why := sc.Reason
@@ -507,28 +669,40 @@ func proofNotRun(ev *Evidence, killed map[string]bool, ran []Scenario) ProofRow 
 		}
 		row.CannotInfer = append(row.CannotInfer, fmt.Sprintf("%s (not run): %s", sc.ID, what))
 	}
-	declared := map[spec.Point]bool{}
-	for _, sc := range ran {
-		for _, r := range faultRefs(sc) {
-			declared[r.Point] = true
+	for _, p := range notFired {
+		row.Had = append(row.Had, p.had)
+		row.CannotInfer = append(row.CannotInfer, p.cannot)
+	}
+	fired := map[spec.Point]bool{}
+	killed := map[string]bool{}
+	if claims != nil {
+		for _, c := range claims.Faults {
+			if c.Fired > 0 && ran[c.Scenario] {
+				fired[spec.Point(c.Point)] = true
+				for _, a := range c.Killed {
+					killed[a] = true
+				}
+			}
 		}
 	}
 	for _, c := range spec.NotInjected {
-		if c.Covered != "" && declared[c.Covered] {
+		if slices.ContainsFunc(c.Covers, func(p spec.Point) bool { return fired[p] }) {
 			continue
 		}
 		if c.Key == spec.ClassKill && len(killed) > 0 {
-			var rest []string
-			for _, r := range []string{spec.ActorOrders, spec.ActorRelay, spec.ActorConsumer} {
-				if !killed[r] {
-					rest = append(rest, r)
+			var rest, done []string
+			for _, a := range []string{spec.ActorOrders, spec.ActorRelay, spec.ActorConsumer} {
+				if killed[a] {
+					done = append(done, "the "+a)
+				} else {
+					rest = append(rest, "the "+a)
 				}
 			}
 			if len(rest) == 0 {
 				continue
 			}
-			row.Had = append(row.Had, fmt.Sprintf("NOT RUN: kill -9 of the %s (SIGKILL mid-operation; only the %s was killed)",
-				strings.Join(rest, " or the "), strings.Join(keys(killed), " and the ")))
+			row.Had = append(row.Had, fmt.Sprintf("NOT RUN: kill -9 of %s (SIGKILL mid-operation; only %s %s killed)",
+				joinOr(rest), joinAnd(done), oneOrThese(len(done), "was", "were")))
 			row.CannotInfer = append(row.CannotInfer, c.Label+": "+c.CannotInfer)
 			continue
 		}

@@ -109,12 +109,35 @@ func baseEvidence() *Evidence {
 	return ev
 }
 
+// asDeclared claims that every declared fault of a scenario that ran
+// fired once, and that a signal killed its actor when actors ran as
+// processes: a clean run's claims.
+func asDeclared(ev *Evidence) *ProofClaims {
+	c := &ProofClaims{Faults: []FaultClaim{}}
+	for _, sc := range ev.Scenarios {
+		if sc.Status == StatusNotRun {
+			continue
+		}
+		for _, p := range sc.FaultPoints {
+			f := FaultClaim{Scenario: sc.ID, Point: p, Fired: 1, Killed: []string{}}
+			if sc.ID == "relayKill9" && ev.Environment.ActorProcesses {
+				f.Killed = []string{"relay"}
+			}
+			c.Faults = append(c.Faults, f)
+		}
+	}
+	return c
+}
+
 func joined(xs []string) string { return strings.Join(xs, "\n") }
 
-func TestComputeProofBoundary(t *testing.T) {
+func TestRenderProofBoundary(t *testing.T) {
 	tests := []struct {
 		name   string
 		modify func(*Evidence)
+		// claims are the run's claims; nil: every declared fault of a
+		// scenario that ran fired once (asDeclared).
+		claims func(*Evidence) *ProofClaims
 		// substrings that must (or must not) appear, by category and
 		// column ("had" or "cannot").
 		want    map[string][]string
@@ -125,7 +148,7 @@ func TestComputeProofBoundary(t *testing.T) {
 			want: map[string][]string{
 				CategoryReal + "/had":      {"MariaDB 10.11.6-MariaDB-0+deb12u1", "REPEATABLE-READ", "embedded in-process broker at 127.0.0.1:40123", "kfake"},
 				CategoryReal + "/cannot":   {"kfake is not Apache Kafka broker code", "replication, ISR, acks=all durability and partition leadership changes", "is not MySQL 8.4", "LONGTEXT", "not normalised", "MySQL was not tested"},
-				CategoryFaults + "/had":    {"outbox-unique-conflict (in txBoundaryRollback): a real database error", "after-publish-before-mark (in sendBeforeMarkCrash)", "expired its lease by SQL", "after-effect-before-offset-commit (in offsetReplay)"},
+				CategoryFaults + "/had":    {"outbox-unique-conflict (in txBoundaryRollback), once: a real database error", "after-publish-before-mark (in sendBeforeMarkCrash), once", "expired its lease by SQL", "after-effect-before-offset-commit (in offsetReplay), once"},
 				CategoryFaults + "/cannot": {"a lease expired by SQL after an in-process crash is not a relay process killed by a signal"},
 				CategoryNotRun + "/had":    {"NOT RUN: scenario orderCrashWindow (EXT, boundary commit): reachable only with the planted bug", "NOT RUN: kill -9 of an actor", "NOT RUN: producer unknown outcome", "NOT RUN: broker restart", "NOT RUN: database crash", "NOT RUN: network partition", "NOT RUN: dead-letter routing"},
 				CategorySynthetic + "/had": {"HS256", "generated SKUs", "JSON payload shape", "stand-in for a real downstream service"},
@@ -253,7 +276,7 @@ func TestComputeProofBoundary(t *testing.T) {
 			},
 			want: map[string][]string{
 				CategoryReal + "/had":      {"separate OS processes"},
-				CategoryFaults + "/had":    {"after-publish-before-mark (in relayKill9): the relay ran as its own OS process and was killed with SIGKILL", "after-publish-before-mark (in sendBeforeMarkCrash): the relay abandoned its work"},
+				CategoryFaults + "/had":    {"after-publish-before-mark (in relayKill9), once: the relay ran as its own OS process and was killed with SIGKILL", "after-publish-before-mark (in sendBeforeMarkCrash), once: the relay abandoned its work"},
 				CategoryFaults + "/cannot": {"after-publish-before-mark (SIGKILL): a lease that runs out while the old relay is still alive", "after-publish-before-mark: a lease expired by SQL after an in-process crash is not a relay process killed by a signal"},
 				CategoryNotRun + "/had":    {"NOT RUN: kill -9 of the order service or the consumer (SIGKILL mid-operation; only the relay was killed)"},
 			},
@@ -270,8 +293,8 @@ func TestComputeProofBoundary(t *testing.T) {
 					Metrics: []Metric{}, Line: "EXT publishFailures=PASS", Topics: []string{}, Logs: []LogRef{}, Invariants: []InvariantResult{}, Tables: []TableDigest{}})
 			},
 			want: map[string][]string{
-				CategoryFaults + "/had": {"publish-refused (in publishFailures): the embedded broker answered INVALID_RECORD",
-					"publish-timeout (in publishFailures): the embedded broker read the produce request", "publish-ack-lost (in publishFailures): the embedded broker appended the record"},
+				CategoryFaults + "/had": {"publish-refused (in publishFailures), once: the embedded broker answered INVALID_RECORD",
+					"publish-timeout (in publishFailures), once: the embedded broker read the produce request", "publish-ack-lost (in publishFailures), once: the embedded broker appended the record"},
 				CategoryFaults + "/cannot": {"publish-ack-lost: replication-level causes of an unknown outcome"},
 				CategoryNotRun + "/had":    {"NOT RUN: broker restart"},
 			},
@@ -286,7 +309,7 @@ func TestComputeProofBoundary(t *testing.T) {
 			},
 			want: map[string][]string{
 				CategoryReal + "/had":      {"no scenario ran"},
-				CategoryFaults + "/had":    {"no fault point was declared"},
+				CategoryFaults + "/had":    {"no fault fired in the scenarios that ran"},
 				CategorySynthetic + "/had": {"none: no scenario ran"},
 				CategoryNotRun + "/had":    {"NOT RUN: scenario txBoundaryRollback", "NOT RUN: scenario offsetReplay"},
 			},
@@ -297,11 +320,17 @@ func TestComputeProofBoundary(t *testing.T) {
 			modify: func(ev *Evidence) {
 				ev.Scenarios[3].Status = StatusPass
 			},
-			want: map[string][]string{
-				CategoryFaults + "/had":    {"after-order-commit-before-outbox (in orderCrashWindow): armed in the order service", "cannot fire in this run"},
-				CategoryFaults + "/cannot": {"after-order-commit-before-outbox: how the system recovers from a fault there"},
+			// It cannot fire: the logs show no fault, and the claims say so.
+			claims: func(ev *Evidence) *ProofClaims {
+				c := asDeclared(ev)
+				c.Faults[len(c.Faults)-1].Fired = 0
+				return c
 			},
-			notWant: map[string][]string{CategoryFaults + "/had": {"the order service stopped after the order committed"}},
+			want: map[string][]string{
+				CategoryNotRun + "/had":    {"NOT RUN: after-order-commit-before-outbox (in orderCrashWindow): armed in the order service", "cannot fire in this run"},
+				CategoryNotRun + "/cannot": {"after-order-commit-before-outbox: how the system recovers from a fault there"},
+			},
+			notWant: map[string][]string{CategoryFaults + "/had": {"after-order-commit-before-outbox"}},
 		},
 		{
 			name: "order crash window fires with its planted bug",
@@ -311,7 +340,7 @@ func TestComputeProofBoundary(t *testing.T) {
 				ev.Run.Planted = "outbox-outside-tx"
 			},
 			want: map[string][]string{
-				CategoryFaults + "/had": {"after-order-commit-before-outbox (in orderCrashWindow): the order service stopped after the order committed", "NEGATIVE CONTROL"},
+				CategoryFaults + "/had": {"after-order-commit-before-outbox (in orderCrashWindow), once: the order service stopped after the order committed", "NEGATIVE CONTROL"},
 			},
 			notWant: map[string][]string{CategoryFaults + "/had": {"cannot fire"}},
 		},
@@ -325,7 +354,7 @@ func TestComputeProofBoundary(t *testing.T) {
 			modify: func(ev *Evidence) {
 				ev.Scenarios[0].FaultPoints = []string{"zz-new-point"}
 			},
-			want: map[string][]string{CategoryFaults + "/had": {"zz-new-point (in txBoundaryRollback): a fault point this tool version does not describe"}},
+			want: map[string][]string{CategoryFaults + "/had": {"zz-new-point (in txBoundaryRollback), once: a fault point this tool version does not describe"}},
 		},
 	}
 	for _, tt := range tests {
@@ -334,7 +363,11 @@ func TestComputeProofBoundary(t *testing.T) {
 			if tt.modify != nil {
 				tt.modify(ev)
 			}
-			rows := ComputeProofBoundary(ev)
+			claims := asDeclared(ev)
+			if tt.claims != nil {
+				claims = tt.claims(ev)
+			}
+			rows := RenderProofBoundary(ev, claims)
 			cats := []string{CategoryReal, CategoryFaults, CategorySynthetic, CategoryNotRun}
 			if len(rows) != len(cats) {
 				t.Fatalf("ComputeProofBoundary: %d rows; want %d", len(rows), len(cats))
@@ -366,8 +399,8 @@ func TestComputeProofBoundary(t *testing.T) {
 					t.Errorf("not-run entry %q does not start with NOT RUN", h)
 				}
 			}
-			if again := ComputeProofBoundary(ev); !reflect.DeepEqual(rows, again) {
-				t.Errorf("ComputeProofBoundary is not deterministic")
+			if again := RenderProofBoundary(ev, claims); !reflect.DeepEqual(rows, again) {
+				t.Errorf("RenderProofBoundary is not deterministic")
 			}
 			// The computed tables must fit the evidence schema.
 			ev.Boundaries = ComputeBoundaries(ev.Scenarios)
@@ -389,7 +422,7 @@ func TestComputeProofBoundaryFitsSchemaLimits(t *testing.T) {
 			FaultPoints: []string{}, Metrics: []Metric{}, Topics: []string{}, Logs: []LogRef{}, Invariants: []InvariantResult{}, Tables: []TableDigest{},
 		})
 	}
-	rows := ComputeProofBoundary(ev)
+	rows := RenderProofBoundary(ev, asDeclared(ev))
 	nr := rows[3]
 	if len(nr.Had) != maxProofItems || len(nr.CannotInfer) != maxProofItems {
 		t.Fatalf("not run: %d had, %d cannot; want %d each", len(nr.Had), len(nr.CannotInfer), maxProofItems)
@@ -409,7 +442,7 @@ func TestComputeProofBoundaryFitsSchemaLimits(t *testing.T) {
 // holds, and lists every missing one as unwitnessed.
 func TestProofBoundaryWitnesses(t *testing.T) {
 	ev := baseEvidence()
-	real := ComputeProofBoundary(ev)[0]
+	real := RenderProofBoundary(ev, asDeclared(ev))[0]
 	if got := strings.Count(strings.Join(real.CannotInfer, "\n"), "unwitnessed: "); got != 2 {
 		t.Errorf("%d unwitnessed entries; want 2: %q", got, real.CannotInfer)
 	}
@@ -418,7 +451,7 @@ func TestProofBoundaryWitnesses(t *testing.T) {
 	}
 	ev.Witness = &Witness{Missing: []string{"broker: lost"}, Database: &DatabaseWitness{Source: WitnessBinlogFiles,
 		ServerVersion: "10.11.6-MariaDB-log", ServerID: 1, GTIDEnd: "0-1-40", Files: []WitnessFile{{Path: "u80/witness/db/binlog.000001"}}}}
-	real = ComputeProofBoundary(ev)[0]
+	real = RenderProofBoundary(ev, asDeclared(ev))[0]
 	had := strings.Join(real.Had, "\n")
 	cannot := strings.Join(real.CannotInfer, "\n")
 	for _, want := range []string{"witnesses in the bundle: the database's binary log (binlog-files of 10.11.6-MariaDB-log, server id 1, GTIDs from its start to 0-1-40, 1 file(s))"} {
@@ -431,7 +464,7 @@ func TestProofBoundaryWitnesses(t *testing.T) {
 		t.Errorf("cannot infer %q, had %q; want the broker alone unwitnessed", cannot, had)
 	}
 	ev.Witness = nil
-	if c := strings.Join(ComputeProofBoundary(ev)[0].CannotInfer, "\n"); !strings.Contains(c, "unwitnessed: every claim") {
+	if c := strings.Join(RenderProofBoundary(ev, asDeclared(ev))[0].CannotInfer, "\n"); !strings.Contains(c, "unwitnessed: every claim") {
 		t.Errorf("no witness object: cannot infer %q", c)
 	}
 }

@@ -114,6 +114,8 @@ func eventLines(e logEvent, a, over string, fn footnoter) []string {
 		return note(a, brief("start "+e.Target+" pid "+i64(e.PID), fn))
 	case evidence.KindProcessExit:
 		return note(a, brief("end "+e.Target+" pid "+i64(e.PID), fn)+fn(e.Detail))
+	case evidence.KindFaultSkipped:
+		return note(over, "SKIPPED "+brief(e.Point, fn)+fn(e.Detail))
 	}
 	return note(a, brief(string(e.Kind), fn)+" (unknown kind)")
 }

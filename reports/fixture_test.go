@@ -461,6 +461,17 @@ func generateFixture(t *testing.T, dir, planted string) (*evidence.Evidence, int
 	}
 	ev.Witness = fixtureWitness(ev.Environment.Kafka.Implementation)
 	ev.Boundaries = evidence.ComputeBoundaries(ev.Scenarios)
+	// A clean run's claims: each declared fault of a scenario that ran
+	// fired once (the fixture's logs inject each one).
+	ev.ProofClaims = &evidence.ProofClaims{Faults: []evidence.FaultClaim{}}
+	for _, sc := range ev.Scenarios {
+		if sc.Status == evidence.StatusNotRun {
+			continue
+		}
+		for _, p := range sc.FaultPoints {
+			ev.ProofClaims.Faults = append(ev.ProofClaims.Faults, evidence.FaultClaim{Scenario: sc.ID, Point: p, Fired: 1, Killed: []string{}})
+		}
+	}
 	ev.ProofBoundary = evidence.ComputeProofBoundary(ev)
 	ev.Summary = evidence.Summarize(ev.Scenarios)
 	return ev, g.events

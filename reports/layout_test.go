@@ -250,7 +250,7 @@ func TestWitnessLine(t *testing.T) {
 		{"unwitnessed", func(ev *evidence.Evidence, v *checks.Verdict) {
 			v.Witnessed = nil
 			v.Unwitnessed = []string{"broker: the external broker's log could not be read"}
-		}, []string{"# PASS (unwitnessed): orderflow-audit run", "accepted them UNWITNESSED (--allow-unwitnessed)",
+		}, []string{"# PASS (unwitnessed): the orderflow-audit reference pipeline", "accepted them UNWITNESSED (--allow-unwitnessed)",
 			"- **witnesses**: UNWITNESSED (allowed): broker: the external broker"}},
 		{"unwitnessed, the evidence not accepted", func(ev *evidence.Evidence, v *checks.Verdict) {
 			v.Status, v.Witnessed, v.Unwitnessed = checks.Inconclusive, nil, []string{"broker: lost"}

@@ -15,8 +15,9 @@ import (
 func (p *printer) proof() {
 	r := p.r
 	p.printf("## %s\n\n", headProof)
-	p.printf("Computed from the evidence (environment, run and the scenarios that ran) and recomputed by the verifier, not " +
-		"written by hand: anything NOT RUN did not run and is not a pass. Environment claims (database flavour and version, " +
+	p.printf("Rendered from what the run did, not from what it was configured to do: a fault is listed as had only when its " +
+		"injection is in the logs and, where a witness can show it, in the witness (the runner's proof claims, which the verifier " +
+		"derives again from the events and the witnesses and holds item by item). Anything NOT RUN did not run and is not a pass. Environment claims (database flavour and version, " +
 		"broker implementation) are recorded by the runner and cannot be re-derived from the event logs. " +
 		"Text marked *(report)* is the report's own: what a not-run item would need, and the case's items outside the tool's scope.\n\n")
 	if len(r.Proof) == 0 {
@@ -47,7 +48,7 @@ func (p *printer) proofLists(row evidence.ProofRow) {
 	p.bullets(row.Had, p.linkScenarios)
 	p.printf("</details>\n\n")
 	faults := row.Category == evidence.CategoryFaults
-	caveat := faults && p.ranPoint(stockCaveat.label) && !p.matrixSays("observed by another connection")
+	caveat := faults && p.fired(row, stockCaveat.label) && !p.matrixSays("observed by another connection")
 	cannot := len(row.CannotInfer)
 	if caveat {
 		cannot++
@@ -178,10 +179,11 @@ func (p *printer) linkIDs(list string) string {
 	return strings.Join(ids, ", ")
 }
 
-// ranPoint tells whether a scenario that ran declares the fault point.
-func (p *printer) ranPoint(point string) bool {
-	for _, sc := range p.r.Scenarios {
-		if sc.Status != evidence.StatusNotRun && contains(sc.FaultPoints, point) {
+// fired tells whether the fault-injection row lists the fault point as
+// fired ("<point> (in ...").
+func (p *printer) fired(row evidence.ProofRow, point string) bool {
+	for _, h := range row.Had {
+		if strings.HasPrefix(h, point+" (in ") {
 			return true
 		}
 	}

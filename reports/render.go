@@ -132,7 +132,7 @@ func (p *printer) status(id, s string) string {
 // title states the verdict and, in one line, why.
 func (p *printer) title() {
 	r := p.r
-	p.printf("# %s: orderflow-audit run %s\n\n", inline(r.Verdict.StatusLine()), inline(r.Run.ID))
+	p.printf("# %s: %s\n\n", inline(r.Verdict.StatusLine()), inline(r.Audited))
 	p.printf("**Why:** %s\n\n", inline(p.why()))
 	if !r.Verified {
 		p.printf("> [!CAUTION]\n")

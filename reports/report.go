@@ -121,6 +121,9 @@ type Report struct {
 	Tool        evidence.Tool
 	Run         evidence.Run
 	Environment evidence.Environment
+	// Audited says what was audited: the system under test, the suites and
+	// the run (evidence.Evidence.Audited), for the title.
+	Audited string
 	// Counts are recomputed from the scenarios; Claimed is the summary
 	// the evidence states (the verifier compares them).
 	Counts  evidence.Summary
@@ -248,6 +251,7 @@ func Build(ev *evidence.Evidence, v *checks.Verdict, logs LogSource) (*Report, e
 		Tool:        ev.Tool,
 		Run:         ev.Run,
 		Environment: ev.Environment,
+		Audited:     ev.Audited(),
 		Counts:      evidence.Summarize(ev.Scenarios),
 		Claimed:     ev.Summary,
 		Boundaries:  ev.Boundaries,

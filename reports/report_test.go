@@ -154,9 +154,9 @@ func TestRenderSections(t *testing.T) {
 	}
 
 	const (
-		passTitle = "# PASS: orderflow-audit run 20250301t100000z-7f3a"
-		failTitle = "# FAIL: orderflow-audit run 20250301t100000z-7f3a"
-		incTitle  = "# INCONCLUSIVE: orderflow-audit run 20250301t100000z-7f3a"
+		passTitle = "# PASS: the orderflow-audit reference pipeline, suites U79, U80 and EXT, run 20250301t100000z-7f3a"
+		failTitle = "# FAIL: the orderflow-audit reference pipeline, suites U79, U80 and EXT, run 20250301t100000z-7f3a"
+		incTitle  = "# INCONCLUSIVE: the orderflow-audit reference pipeline, suites U79, U80 and EXT, run 20250301t100000z-7f3a"
 	)
 	tests := []struct {
 		name, md, section string
@@ -209,7 +209,7 @@ func TestRenderSections(t *testing.T) {
 			notWant: []string{"<br>• ", "| category "}},
 		{name: "environment claims are the runner's", md: pass, section: "## Proof boundary",
 			want: []string{"Environment claims (database flavour and version, broker implementation) are recorded by the runner and cannot be re-derived from the event logs."}},
-		{name: "planted is a negative control", md: planted, section: "# FAIL: orderflow-audit run 20250301t100000z-7f3a",
+		{name: "planted is a negative control", md: planted, section: "# FAIL: the orderflow-audit reference pipeline, suites U79, U80 and EXT, run 20250301t100000z-7f3a",
 			want: []string{"[!WARNING]", "**NEGATIVE CONTROL.**", "`mark-without-token`", "planted bug mark-without-token", "1 failed"}},
 		{name: "run record counts refuted claims", md: fail, section: "## Run and environment",
 			want: []string{"| claimed passes refuted by the verifier ", "| 1 of 7: sendBeforeMarkCrash ",

@@ -1,10 +1,14 @@
 package reports
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/orderflow-audit/orderflow-audit/spec"
+)
 
 // What the report adds to the proof-boundary matrix of the evidence. The
-// matrix itself is computed by evidence.ComputeProofBoundary and checked by
-// the verifier; the report renders it as it is. Two things it does not
+// matrix itself is rendered by evidence.RenderProofBoundary from the runner's
+// claims, which the verifier derives again; the report renders it as it is. Two things it does not
 // carry are stated here, each marked in the report as the report's own:
 // what a not-run item would need to run, and the items the original case
 // lists as not covered by its scope, which no configuration of this tool
@@ -12,22 +16,13 @@ import "strings"
 // a tool that lists it), the report's copy is dropped (see coveredBy).
 
 // need is what a not-run entry of the matrix would need to run, found by
-// the start of the entry.
+// the start of the entry, for the entries the fault catalogue
+// (spec.NotInjected, whose Needs the report prints) does not cover.
 type need struct{ prefix, needs string }
 
 var notRunNeeds = []need{
-	{"NOT RUN: kill -9", "a scenario that runs that actor as its own OS process and kills it with SIGKILL at a fault point " +
-		"(the fault table has signal rows for the consumer at after-effect-before-offset-commit), as relayKill9 does for the relay"},
-	{"NOT RUN: producer unknown outcome", "a broker that appends the record and then fails or drops the produce response " +
-		"(a kfake control function on Produce), and a relay that retries or re-claims, so the inbox must absorb the duplicate"},
-	{"NOT RUN: broker restart", "a broker with a persistent log (kfake's data directory or Apache Kafka) stopped and restarted " +
-		"mid-scenario, with producer retries and the group's committed offsets checked after it"},
-	{"NOT RUN: database crash", "a private mariadbd (as runner/infra/infratest starts) killed mid-transaction and restarted, " +
-		"then the committed rows checked and the in-doubt transaction shown rolled back"},
-	{"NOT RUN: network partition", "a loopback TCP proxy between an actor and the database or broker that drops or stalls " +
-		"traffic, so that a relay is cut off but alive while another claims its intent"},
-	{"NOT RUN: dead-letter routing", "a consumer with a failure branch (a poison payload, an unknown order) and a dead-letter " +
-		"topic, and a scenario that feeds it a poison record"},
+	{"NOT RUN: nemesis-", "a chaos run whose schedule draws it: another --seed (orderflow-audit explore tries many), " +
+		"or --faults naming the kinds wanted, with a --duration long enough for them"},
 	{"NOT RUN: the run was interrupted", "a run that is not interrupted"},
 }
 
@@ -66,8 +61,14 @@ var stockCaveat = outOfScope{
 		"witness showing that the transaction wrote nothing that committed",
 }
 
-// neededFor returns what a not-run entry would need, or "".
+// neededFor returns what a not-run entry would need, or "": the
+// catalogue's text for a fault class, else the report's own.
 func neededFor(entry string) string {
+	for _, c := range spec.NotInjected {
+		if strings.HasPrefix(strings.ToLower(entry), "not run: "+strings.ToLower(c.Label)) {
+			return c.Needs
+		}
+	}
 	for _, n := range notRunNeeds {
 		if strings.HasPrefix(entry, n.prefix) {
 			return n.needs

@@ -148,7 +148,11 @@ func (cr *chaosRun) inject(ctx context.Context, f nemesis.Fault) (heal, error) {
 		return nil, err
 	}
 	if detail == "" {
-		return nil, nil // nothing to hit: skip() recorded it
+		// Nothing to hit: recorded as skipped, so that the proof boundary
+		// lists the kind as drawn and not injected rather than as run.
+		cr.note(evidence.Event{Kind: evidence.KindFaultSkipped, Point: point(f.Kind), Target: f.Target,
+			Detail: fmt.Sprintf("fault #%d at %v: %s", f.N, f.At.Round(time.Millisecond), skipReasons[f.Kind])})
+		return nil, nil
 	}
 	ev.Detail = fmt.Sprintf("fault #%d at %v: %s", f.N, f.At.Round(time.Millisecond), detail)
 	cr.note(ev)
@@ -156,6 +160,16 @@ func (cr *chaosRun) inject(ctx context.Context, f nemesis.Fault) (heal, error) {
 	cr.injected[string(f.Kind)]++
 	cr.mu.Unlock()
 	return h, nil
+}
+
+// skipReasons say why a fault of each kind that can find nothing to hit
+// was skipped.
+var skipReasons = map[nemesis.Kind]string{
+	nemesis.Kill:    "nothing to kill: the slot had no running process (between two incarnations)",
+	nemesis.Pause:   "nothing to pause: the slot had no running process, or it was stopped or held by another fault",
+	nemesis.DBCrash: "no server of the run's own to crash: the database is not a private mariadbd",
+	nemesis.ConnKill: "nothing to kill: no connection of the scenario's database was in a transaction or running a " +
+		"statement while the nemesis looked",
 }
 
 // kill sends SIGKILL to the slot's running process; the supervisor

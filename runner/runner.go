@@ -236,7 +236,8 @@ func Run(ctx context.Context, opts Options) (*evidence.Evidence, error) {
 	ev.Run.End = opts.Now().UTC()
 	ev.Summary = evidence.Summarize(ev.Scenarios)
 	ev.Boundaries = evidence.ComputeBoundaries(ev.Scenarios)
-	ev.ProofBoundary = evidence.ComputeProofBoundary(ev)
+	ev.ProofClaims = rs.proofClaims(ev)
+	ev.ProofBoundary = evidence.RenderProofBoundary(ev, ev.ProofClaims)
 	return ev, rs.finish(runCtx, ev)
 }
 
@@ -289,7 +290,7 @@ func (rs *runScope) finish(runCtx context.Context, ev *evidence.Evidence) error 
 	}
 	ev.Witness = rs.captureWitness(runCtx)
 	// The matrix lists the witnesses and what is unwitnessed: known now.
-	ev.ProofBoundary = evidence.ComputeProofBoundary(ev)
+	ev.ProofBoundary = evidence.RenderProofBoundary(ev, ev.ProofClaims)
 	data, err := evidence.Marshal(ev)
 	if err != nil {
 		return err

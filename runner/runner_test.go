@@ -242,11 +242,12 @@ func TestPlantedBugMakesScenarioFail(t *testing.T) {
 	type control struct {
 		bug, scenario string
 		rules         []string
+		inRunner      bool // the scenario passes; the verifier alone catches it
 	}
 	var controls []control
 	for _, p := range spec.Plants {
 		for _, x := range p.Exposures {
-			controls = append(controls, control{p.Bug, x.Scenario, x.Rules})
+			controls = append(controls, control{p.Bug, x.Scenario, x.Rules, p.InRunner()})
 		}
 	}
 	for _, tc := range controls {
@@ -262,7 +263,7 @@ func TestPlantedBugMakesScenarioFail(t *testing.T) {
 				t.Fatal(err)
 			}
 			s := ev.Scenarios[0]
-			if s.Status != evidence.StatusFail {
+			if s.Status != evidence.StatusFail && !tc.inRunner {
 				t.Fatalf("%s with %s: %s, want FAIL", tc.scenario, tc.bug, s.Line)
 			}
 			if ev.Run.Planted != tc.bug {

@@ -279,21 +279,26 @@ func Points() []Point {
 	return out
 }
 
-// FaultClass is a class of real failures this tool does not inject (yet);
-// the proof-boundary matrix lists each as not run, with what that leaves
-// unproven. Key names a class that a scenario may cover after all.
+// FaultClass is a class of real failures; the proof-boundary matrix lists
+// each as not run, with what that leaves unproven and what it would need,
+// unless a fault that covers it fired in a scenario that ran. Key names a
+// class that the matrix words apart (kill -9, actor by actor).
 type FaultClass struct {
 	Key, Label, NotRun, CannotInfer string
-	// Covered is a fault point whose injection covers the class: it is
-	// not listed as not run when a scenario that declares it ran.
-	Covered Point
+	// Needs is what a run would need to cover the class.
+	Needs string
+	// Covers are the fault points whose injection covers the class: it
+	// is not listed as not run when one of them fired (not merely was
+	// declared) in a scenario that ran.
+	Covers []Point
 }
 
 // ClassKill is the key of the kill -9 class: covered, actor by actor, by
-// scenarios that inject by signal.
+// the faults that killed an actor's process with SIGKILL.
 const ClassKill = "kill"
 
-// NotInjected lists the fault classes this tool knows of and does not run.
+// NotInjected lists the fault classes this tool knows of, with the faults
+// that cover them.
 var NotInjected = []FaultClass{
 	{
 		Key:    ClassKill,
@@ -301,33 +306,58 @@ var NotInjected = []FaultClass{
 		NotRun: "NOT RUN: kill -9 of an actor (SIGKILL of the order service, relay or consumer process mid-operation)",
 		CannotInfer: "recovery from a real process death: in-flight state lost, a truncated event log, connections " +
 			"dropped by the kernel",
+		Needs: "a scenario that runs that actor as its own OS process and kills it with SIGKILL: relayKill9 does for the " +
+			"relay, and a chaos run (run --scenarios chaos) with kill among its --faults for every actor",
 	},
 	{
-		Covered: PublishAckLost,
-		Label:   "producer unknown outcome",
-		NotRun:  "NOT RUN: producer unknown outcome (the publish times out after the broker appended the record)",
+		Covers: []Point{PublishAckLost, NemesisAckLost},
+		Label:  "producer unknown outcome",
+		NotRun: "NOT RUN: producer unknown outcome (the publish times out after the broker appended the record)",
 		CannotInfer: "that an ambiguous publish, retried or re-claimed, is absorbed by the inbox; only a crash after an " +
 			"acknowledged publish can have been injected",
+		Needs: "a broker that appends the record and loses its acknowledgement: publishFailures (publish-ack-lost), or " +
+			"a chaos run (run --scenarios chaos) with ack-lost among its --faults",
 	},
 	{
+		Covers:      []Point{NemesisBrokerRestart},
 		Label:       "broker restart",
 		NotRun:      "NOT RUN: broker restart",
 		CannotInfer: "producer retries during leader unavailability, and consumer-group recovery of committed offsets across a broker restart",
+		Needs: "a chaos run (run --scenarios chaos) with broker-restart among its --faults, whose schedule draws it (the embedded broker " +
+			"is closed and started again on its data directory)",
 	},
 	{
+		Covers:      []Point{NemesisDBCrash},
 		Label:       "database crash",
 		NotRun:      "NOT RUN: database crash (server killed or restarted mid-transaction)",
 		CannotInfer: "durability of committed transactions (redo log, fsync) and the fate of in-doubt transactions after a server crash",
+		Needs: "a chaos run (run --scenarios chaos) on the private mariadbd with db-crash among its --faults, whose schedule draws it " +
+			"(the server is killed with SIGKILL and started again; the binlog shows the crash)",
 	},
 	{
+		Covers: []Point{NemesisNetCut},
 		Label:  "network partition",
 		NotRun: "NOT RUN: network partition between actors, database and broker",
 		CannotInfer: "a relay cut off but alive while another claims its intent, and timeouts that are not failures " +
 			"(the request may have succeeded)",
+		Needs: "a chaos run (run --scenarios chaos) with net-cut among its --faults, whose schedule draws it (a TCP proxy between an " +
+			"actor and the database or broker drops its connections for a while)",
 	},
 	{
 		Label:       "dead-letter routing",
 		NotRun:      "NOT RUN: dead-letter routing of records that can never be applied",
 		CannotInfer: "handling of a poison record (bad payload, unknown order): no dead-letter path was exercised",
+		Needs: "a consumer with a failure branch (a poison payload, an unknown order) and a dead-letter topic, and a " +
+			"scenario that feeds it a poison record",
 	},
+}
+
+// Covering tells whether the fault at p covers the class.
+func (c FaultClass) Covering(p Point) bool {
+	for _, x := range c.Covers {
+		if x == p {
+			return true
+		}
+	}
+	return false
 }

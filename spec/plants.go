@@ -15,6 +15,11 @@ type Plant struct {
 	Exposures   []Exposure
 }
 
+// InRunner tells whether the bug is planted into the runner's record of
+// the run, not into the system under test: its exposing scenario passes,
+// and the verifier alone catches the evidence.
+func (p Plant) InRunner() bool { return p.Bug == "proof-from-config" }
+
 // Exposure: running Scenario with the bug planted makes it fail, and the
 // verifier names at least one of Rules.
 type Exposure struct {
@@ -102,6 +107,8 @@ var Plants = []Plant{
 		[]Exposure{{"orderAmounts", []string{"amount-mismatch"}}}},
 	{"created-on-rollback", "order service answers 201 with the prepared order after its transaction rolled back",
 		[]Exposure{{"txBoundaryRollback", []string{"created-on-rollback"}}}},
+	{"proof-from-config", "the runner claims in the proof boundary what the scenarios were configured to do, not what ran",
+		[]Exposure{{"orderCrashWindow", []string{"proof-mismatch"}}}},
 }
 
 // LookupPlant returns the planted bug named bug.

@@ -50,6 +50,7 @@ func (m *Model) stepHeal(e *evidence.Event, src Source) {
 // crash does: what it left unfinished (an offset it did not commit) is
 // not held against it (settled-not-committed).
 func (m *Model) stepProcess(e *evidence.Event, _ Source) {
+	m.noteExit(e)
 	if e.Kind == evidence.KindProcessExit && e.Detail != "exit 0" && e.Target != "" {
 		m.crashed[m.intern(e.Target)] = true
 	}

@@ -81,6 +81,7 @@ func (m *Model) stepFault(e *evidence.Event, src Source) {
 	m.crashed[m.intern(e.Actor)] = true
 	m.commitAtFault(e)
 	m.countFault(e)
+	m.noteProof(e)
 }
 
 // stepInvariant: a live invariant query ran; the checker compares its

@@ -90,6 +90,7 @@ type Model struct {
 	suppressed map[Rule]int
 
 	chaosState // the chaos scenario's figures (chaos.go)
+	proofState // what the proof-boundary claims are derived from (proof.go)
 	logOrder   // events waiting for their cause (logorder.go)
 
 	// lastLine is each actor's latest line's time (unix nanoseconds) other
@@ -166,6 +167,7 @@ var handlers = map[evidence.Kind]handler{
 	evidence.KindHeal:         (*Model).stepHeal,       // chaos.go
 	evidence.KindProcessStart: (*Model).stepProcess,    // chaos.go
 	evidence.KindProcessExit:  (*Model).stepProcess,    // chaos.go
+	evidence.KindFaultSkipped: (*Model).stepSkipped,    // chaos.go
 
 	evidence.KindOrderCommitted:  (*Model).stepOrderCommitted,  // business.go
 	evidence.KindOutboxWritten:   (*Model).stepOutboxWritten,   // business.go

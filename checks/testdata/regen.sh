@@ -51,6 +51,7 @@ for w in "${what[@]}"; do
 		run planted/idem-key-across-users --plant idem-key-across-users --scenarios twoUsersOneKey
 		run planted/amount-ignores-quantity --plant amount-ignores-quantity --scenarios orderAmounts
 		run planted/token-alg-none --plant token-alg-none --scenarios tokenClaims
+		run planted/proof-from-config --plant proof-from-config --scenarios orderCrashWindow
 		;;
 	*)
 		echo "regen: unknown fixture $w (witnessed, u80, planted)" >&2

@@ -115,7 +115,7 @@ func checkReport(t *testing.T, path string) string {
 
 func TestReportFixture(t *testing.T) {
 	md := checkReport(t, fixtureEvidence)
-	if !strings.Contains(md, ": orderflow-audit run 20250301t100000z-7f3a\n") {
+	if !strings.Contains(md, ": the orderflow-audit reference pipeline, suites U79, U80 and EXT, run 20250301t100000z-7f3a\n") {
 		t.Errorf("report of another run:\n%.300s", md)
 	}
 }

@@ -163,11 +163,11 @@ func TestVerifyUnwitnessed(t *testing.T) {
 		}
 	})
 	code, stdout, _ := runCLI(t, "verify", path)
-	if code != exitInconclusive || !strings.HasPrefix(stdout, "orderflow-audit verify: INCONCLUSIVE\n") || !strings.Contains(stdout, "[witness-missing]") {
+	if code != exitInconclusive || !strings.HasPrefix(stdout, "orderflow-audit verify: INCONCLUSIVE for the orderflow-audit reference pipeline, suite U80, run ") || !strings.Contains(stdout, "[witness-missing]") {
 		t.Fatalf("exit %d:\n%s\nwant 4, INCONCLUSIVE by witness-missing", code, stdout)
 	}
 	code, stdout, _ = runCLI(t, "verify", "--allow-unwitnessed", path)
-	if code != exitOK || !strings.HasPrefix(stdout, "orderflow-audit verify: PASS (unwitnessed)\n") ||
+	if code != exitOK || !strings.HasPrefix(stdout, "orderflow-audit verify: PASS (unwitnessed) for the orderflow-audit reference pipeline, suite U80, run ") ||
 		!strings.Contains(stdout, "unwitnessed database: the binary log could not be captured") || strings.Contains(stdout, "witness-missing") {
 		t.Fatalf("--allow-unwitnessed: exit %d:\n%s\nwant 0, PASS (unwitnessed) listing what", code, stdout)
 	}

@@ -221,7 +221,9 @@ func WriteBulk(tb testing.TB, dir string, b Bulk) (path string, events int64) {
 	}
 	ev.Summary = evidence.Summarize(ev.Scenarios)
 	ev.Boundaries = evidence.ComputeBoundaries(ev.Scenarios)
-	ev.ProofBoundary = evidence.ComputeProofBoundary(ev)
+	// The scenario declares no fault point: there is nothing to claim.
+	ev.ProofClaims = &evidence.ProofClaims{Faults: []evidence.FaultClaim{}}
+	ev.ProofBoundary = evidence.RenderProofBoundary(ev, ev.ProofClaims)
 	path = filepath.Join(dir, cmp.Or(b.File, "u80.json"))
 	if err := evidence.WriteFile(path, ev); err != nil {
 		tb.Fatal(err)

@@ -93,6 +93,12 @@ const (
 	// DedupeOnWrongKey: the consumer keys its inbox row by the record key
 	// (the order id) instead of the event id.
 	DedupeOnWrongKey Bug = "dedupe-on-wrong-key"
+
+	// ProofFromConfig is planted into the runner, not the system under
+	// test: it claims in the proof-boundary matrix what the scenarios were
+	// configured to do (every declared fault fired) instead of what the
+	// logs show, the overclaim the verifier's own derivation must catch.
+	ProofFromConfig Bug = "proof-from-config"
 )
 
 // Parse returns the Bug named s ("" is None); spec.Plants lists the bugs.
