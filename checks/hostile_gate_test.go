@@ -196,11 +196,17 @@ func reasonFor(v *Verdict, rule, log string) (Reason, bool) {
 	return Reason{}, false
 }
 
-// The witness cases edit the witnessed fixture's files.
-const (
-	fixtureSnapshot = "u80/witness/kafka/partitions/ofa.20261201t155719_cc71.normalChain-0/snapshot.json"
-	fixtureSegment  = "u80/witness/kafka/partitions/ofa.20261201t155719_cc71.normalChain-0/0.dat"
-)
+// The witness cases edit the witnessed fixture's files: normalChain's
+// partition, found by its name (the run id changes when the fixture is
+// regenerated).
+var fixtureSnapshot, fixtureSegment = func() (string, string) {
+	dirs, _ := filepath.Glob(filepath.Join("testdata", "witnessed", "u80", "witness", "kafka", "partitions", "ofa.*.normalChain-0"))
+	if len(dirs) != 1 {
+		return "u80/missing-normalChain-partition/snapshot.json", "u80/missing-normalChain-partition/0.dat"
+	}
+	rel := "u80/witness/kafka/partitions/" + filepath.Base(dirs[0])
+	return rel + "/snapshot.json", rel + "/0.dat"
+}()
 
 // TestGateWitnessFiles: a witness file that is not a plain regular file of
 // the bundle, or anything in a witness directory that is not a directory
