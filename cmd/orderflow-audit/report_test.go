@@ -183,7 +183,7 @@ func TestReportHostileLogs(t *testing.T) {
 		t.Errorf("exit %d; want %d (stderr %q)", code, exitFail, stderr)
 	}
 	for _, want := range []string{
-		"- log problem: logs/normalChain/relay-A.jsonl: not read: refused: it resolves through a symbolic link to a path outside the evidence directory",
+		"- log problem: logs/normalChain/relay-A.jsonl: not read: refused: open logs/normalChain/relay-A.jsonl: is a symbolic link, which the verifier does not follow inside a bundle",
 		"- log problem: line 1 of logs/offsetReplay/orders.jsonl is not a valid event: invalid character",
 		"1 line of the logs is not a valid event (named below) and is not drawn",
 	} {
