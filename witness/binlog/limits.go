@@ -37,8 +37,11 @@ const (
 	// History keeps (a run's 461 KB binlog: estimated 1.57 MB, kept 1.58
 	// MB); the committed real binlogs are estimated at 2 to 5 times their
 	// size (TestDecodedSizeOfARealBinlog), a hostile one (images of NULLs,
-	// one byte each) at hundreds.
-	MaxAmplification = 40
+	// one byte each) at hundreds. 16 leaves three times the headroom of
+	// the largest real ratio while keeping the whole witness budget of a
+	// bundle (evidence/bundle.MaxWitnessBytes) within a few GiB decoded;
+	// a bundle's real binlogs are far below that budget.
+	MaxAmplification = 16
 
 	// AmplificationAllowance is the fixed part of the decoded-size bound,
 	// so that a small file's first events are not held to a ratio.
