@@ -137,13 +137,17 @@ func StartKafka(ctx context.Context, cfg KafkaConfig) (*Kafka, error) {
 		}
 		opts = append(opts, kfake.Ports(port))
 	}
+	listen := net.Listen
 	if cfg.Advertise != "" {
 		lfn, err := advertisedListener(cfg.Listen, cfg.Advertise)
 		if err != nil {
 			return nil, err
 		}
-		opts = append(opts, kfake.ListenFn(lfn))
+		listen = lfn
 	}
+	// Every connection passes the frame guard (kafkaguard.go): a client
+	// that sends malformed bytes loses its connection, not the broker.
+	opts = append(opts, kfake.ListenFn(guardListen(listen)))
 	var errs *errorLog
 	if cfg.DataDir != "" {
 		errs = &errorLog{}
