@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 
@@ -183,9 +184,14 @@ func replaceable(out string, st fs.FileInfo) error {
 	return nil
 }
 
+// legacyTitle is how a report began before it carried Marker: its title
+// line. Such a report (reports/u80.md of an older checkout) is ours too.
+var legacyTitle = regexp.MustCompile(`^# (PASS|FAIL|INCONCLUSIVE)( \(unwitnessed\))?: orderflow-audit run [^\n]*\n\n\*\*Why:\*\* `)
+
 // isReport tells whether the regular file at p (st its Lstat) begins
-// with Marker. It opens without following a link or blocking on a FIFO
-// swapped in since, and reads the marker's length at most.
+// with Marker, or with the title and "Why" line of a report rendered
+// before the marker. It opens without following a link or blocking on a
+// FIFO swapped in since, and reads 512 bytes at most.
 func isReport(p string, st fs.FileInfo) (bool, error) {
 	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
@@ -195,13 +201,13 @@ func isReport(p string, st fs.FileInfo) (bool, error) {
 	if got, err := f.Stat(); err != nil || !os.SameFile(st, got) {
 		return false, errors.New("the file changed while it was being checked")
 	}
-	head := make([]byte, len(Marker)+1)
+	head := make([]byte, 512)
 	n, err := io.ReadFull(f, head)
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
 		return false, err
 	}
 	head = head[:n]
-	return bytes.Equal(head, []byte(Marker+"\n")) || (n == len(Marker)+1 && bytes.Equal(head, []byte(Marker+"\r"))), nil
+	return bytes.HasPrefix(head, []byte(Marker+"\n")) || legacyTitle.Match(head), nil
 }
 
 func fileType(mode fs.FileMode) string {

@@ -155,7 +155,18 @@ func TestCheckOutputRefuses(t *testing.T) {
 	if st, err := os.Lstat(link); err != nil || st.Mode().Type() != os.ModeSymlink {
 		t.Errorf("the symbolic link was replaced: %v %v", st, err)
 	}
-	for _, ok := range []string{filepath.Join(dir, "old.md"), filepath.Join(dir, "fresh.md"), filepath.Join(dir, "u80.md")} {
+	legacy := filepath.Join(dir, "legacy.md") // a report rendered before the marker
+	if err := os.WriteFile(legacy, []byte("# FAIL (unwitnessed): orderflow-audit run r1\n\n**Why:** x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fake := filepath.Join(dir, "fake.md")
+	if err := os.WriteFile(fake, []byte("# FAIL: orderflow-audit run r1\nmy notes\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckOutput(fake, evPath, ev); err == nil {
+		t.Errorf("CheckOutput(%s) accepts a file with a title alone", fake)
+	}
+	for _, ok := range []string{filepath.Join(dir, "old.md"), legacy, filepath.Join(dir, "fresh.md"), filepath.Join(dir, "u80.md")} {
 		if err := CheckOutput(ok, evPath, ev); err != nil {
 			t.Errorf("CheckOutput(%s): %v; want it accepted", ok, err)
 		}

@@ -30,9 +30,9 @@ without writing anything. So does an -o that is not a regular file (a
 symbolic link, a device, a FIFO, a socket, a directory), that is the
 evidence file or lies in its bundle (its log and witness directories, a
 file it lists), that is an existing file other than a report of this tool
-(each report begins with the line `+reports.Marker+`), or a place that
-cannot be written. The report is written to a temporary file beside -o,
-synced, and renamed onto it.`,
+(each report begins with the line `+reports.Marker+`),
+or a place that cannot be written. The report is written to a temporary
+file beside -o, synced, and renamed onto it.`,
 		`orderflow-audit report evidence/u80.json
 orderflow-audit report -o reports/u80.md evidence/u80.json
 orderflow-audit report --allow-unwitnessed evidence/u80.json`)

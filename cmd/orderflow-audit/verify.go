@@ -19,7 +19,7 @@ import (
 
 // cmdVerify re-derives every claim of an evidence file from its event logs
 // (package checks) and prints the verdict. Exit 0 PASS, 1 FAIL, 2 bad input,
-// 3 the --mysql-dsn server is unavailable, 4 INCONCLUSIVE.
+// 3 the --mysql-dsn server is unavailable, 4 INCONCLUSIVE or interrupted.
 func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("verify", "verify [flags] EVIDENCE",
 		`Checks an evidence file without trusting whoever produced it: the file and
@@ -42,8 +42,10 @@ duplicate, publish, receive and offset commit of the logs is held against
 them, and the end state rebuilt from the binlog against the live digests
 and the invariants. Evidence without witnesses is at best INCONCLUSIVE,
 unless --allow-unwitnessed, which may PASS and says "unwitnessed". Prints
-PASS, FAIL or INCONCLUSIVE with every reason. Exit 0 pass, 1 fail, 2 bad
-input, 3 --mysql-dsn server unavailable, 4 inconclusive.`,
+PASS, FAIL or INCONCLUSIVE with every reason; what it quotes from the
+evidence is shown with control and bidi characters escaped (\x1b, \u202e).
+Exit 0 pass, 1 fail, 2 bad input, 3 --mysql-dsn server unavailable, 4
+inconclusive, or interrupted (Ctrl-C, SIGTERM, stdout closed).`,
 		`orderflow-audit verify evidence/u80.json
 orderflow-audit verify --json evidence/u80.json
 orderflow-audit verify --allow-unwitnessed evidence/u80.json
