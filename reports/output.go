@@ -64,7 +64,7 @@ func CheckOutput(out, evidencePath string, ev *evidence.Evidence) error {
 	}
 	exists := err == nil
 	dir := filepath.Dir(out)
-	realDir, err := filepath.EvalSymlinks(dir)
+	realDir, err := realPath(dir)
 	if err != nil {
 		return evidence.BadOutputf("-o %s: directory %s: %v", out, dir, unwrapPath(err))
 	}
@@ -87,7 +87,7 @@ func CheckOutput(out, evidencePath string, ev *evidence.Evidence) error {
 // Lstat, nil when it does not exist) when it is the evidence file or lies
 // in its bundle.
 func outsideBundle(out, target string, st fs.FileInfo, evidencePath string, ev *evidence.Evidence) error {
-	evReal, err := filepath.EvalSymlinks(evidencePath)
+	evReal, err := realPath(evidencePath)
 	if err != nil {
 		evReal, _ = filepath.Abs(evidencePath) // verify says what is wrong with it
 	}
@@ -150,6 +150,16 @@ func outsideBundle(out, target string, st fs.FileInfo, evidencePath string, ev *
 		}
 	}
 	return nil
+}
+
+// realPath is p absolute, with every symbolic link resolved, so that
+// paths given relative and absolute compare equal.
+func realPath(p string) (string, error) {
+	r, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Abs(r)
 }
 
 // sameFile tells whether st (an Lstat, nil for a missing file) is the

@@ -181,3 +181,29 @@ func TestCheckOutputRefuses(t *testing.T) {
 		t.Errorf("temporary files left: %v", tmps)
 	}
 }
+
+// TestCheckOutputRelative: the bundle is recognised whether -o and the
+// evidence path are given relative or absolute.
+func TestCheckOutputRelative(t *testing.T) {
+	dir, evPath := reportDir(t)
+	ev, _, err := evidence.ReadFile(evPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	log := filepath.FromSlash(ev.Scenarios[0].Logs[0].Path)
+	for _, tc := range []struct{ out, ev string }{
+		{log, "u80.json"},
+		{filepath.Join(dir, log), "u80.json"},
+		{log, evPath},
+		{filepath.Join("u80", "new.md"), evPath},
+		{"./u80.json", evPath},
+	} {
+		if err := CheckOutput(tc.out, tc.ev, ev); err == nil {
+			t.Errorf("CheckOutput(%s, %s) accepts it", tc.out, tc.ev)
+		}
+	}
+	if err := CheckOutput("r.md", evPath, ev); err != nil {
+		t.Errorf("CheckOutput(r.md): %v", err)
+	}
+}
