@@ -27,7 +27,7 @@ func writeWitnessed(b *bufio.Writer, v *Verdict) {
 	}
 	fmt.Fprintf(b, "\nthe witnesses confirmed (%d scenario(s)):\n", len(v.Witnessed))
 	for _, w := range v.Witnessed {
-		fmt.Fprintf(b, "  %s: %s\n", w.Scenario, w.Summary)
+		fmt.Fprintf(b, "  %s: %s\n", Printable(w.Scenario), Printable(w.Summary))
 	}
 }
 
@@ -80,6 +80,6 @@ func writeRuleCounts(b *bufio.Writer, v *Verdict) {
 		if c.status != Fail {
 			what = "inconclusive"
 		}
-		fmt.Fprintf(b, "  %5d  %-32s %s\n", c.n, c.rule, what)
+		fmt.Fprintf(b, "  %5d  %-32s %s\n", c.n, Printable(c.rule), Printable(what))
 	}
 }

@@ -4,22 +4,72 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
+
+// Printable returns s with every character that a terminal would act on
+// instead of showing shown as an escape: C0 controls and DEL as \xNN
+// (\x1b, \x0d for CR, \x0a for LF, \x7f ...), C1 controls and the invisible format
+// characters (bidi overrides and isolates U+202A-202E and U+2066-2069,
+// marks, zero-width characters, line and paragraph separators) as \uNNNN,
+// and a byte that is not UTF-8 as \xNN. Everything the verdict quotes from
+// a bundle (rules, paths, values, actors, scenario ids, messages built from
+// them) comes from someone who is not trusted: a bundle must not be able to
+// clear the screen and paint "PASS" over a FAIL. Printable text (letters
+// of any script, spaces, punctuation) is kept as it is.
+func Printable(s string) string {
+	i := 0
+	for i < len(s) && s[i] >= 0x20 && s[i] < 0x7f {
+		i++
+	}
+	if i == len(s) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 16)
+	b.WriteString(s[:i])
+	for i < len(s) {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case r < 0x7f || (r > 0x9f && !hiddenRune(r)):
+			b.WriteString(s[i : i+n])
+		case r > 0xffff:
+			fmt.Fprintf(&b, `\U%08x`, r)
+		default:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// hiddenRune reports a character above U+009F that is not shown as itself:
+// a format character (bidi controls, zero-width joiners, the BOM), a line
+// or paragraph separator, a private-use or unassigned code point, or a
+// space other than U+0020. unicode.IsPrint decides, as strconv.Quote does.
+func hiddenRune(r rune) bool { return !strconv.IsPrint(r) }
 
 // WriteText renders v for a person: the verdict, what was checked, every
 // reason (failures first, each with where it was found and what differs),
-// and the invariants compared.
+// and the invariants compared. Every string in it goes through Printable:
+// most of them come from the bundle being judged.
 func WriteText(w io.Writer, v *Verdict) error {
+	p := Printable
 	b := bufio.NewWriter(w)
-	fmt.Fprintf(b, "orderflow-audit verify: %s%s\n", v.StatusLine(), auditedSuffix(v)) // proofrender.go
-	fmt.Fprintf(b, "evidence   %s (run %s)\n", v.Evidence, v.RunID)
+	fmt.Fprintf(b, "orderflow-audit verify: %s%s\n", p(v.StatusLine()), p(auditedSuffix(v))) // proofrender.go
+	fmt.Fprintf(b, "evidence   %s (run %s)\n", p(v.Evidence), p(v.RunID))
 	if v.Planted != "" {
-		fmt.Fprintf(b, "planted    %s (a negative control: this run is expected to FAIL)\n", v.Planted)
+		fmt.Fprintf(b, "planted    %s (a negative control: this run is expected to FAIL)\n", p(v.Planted))
 	}
-	fmt.Fprintf(b, "checked    %d scenario(s), %d event(s); invariants on %s\n", v.Scenarios, v.Events, v.Engine)
+	fmt.Fprintf(b, "checked    %d scenario(s), %d event(s); invariants on %s\n", v.Scenarios, v.Events, p(v.Engine))
 	for _, u := range v.Unwitnessed {
-		fmt.Fprintf(b, "unwitnessed %s (allowed by --allow-unwitnessed: the actors' word alone)\n", u)
+		fmt.Fprintf(b, "unwitnessed %s (allowed by --allow-unwitnessed: the actors' word alone)\n", p(u))
 	}
 
 	writeWitnessed(b, v)  // proofrender.go
@@ -65,29 +115,30 @@ func WriteText(w io.Writer, v *Verdict) error {
 				if c.Live < 0 {
 					live = "-"
 				}
-				fmt.Fprintf(b, "  %-22s %-22s %8d %8s\n", c.Scenario, c.ID, c.Replayed, live)
+				fmt.Fprintf(b, "  %-22s %-22s %8d %8s\n", p(c.Scenario), p(c.ID), c.Replayed, live)
 			}
 		}
 	}
 	if len(v.Resolved) > 0 {
 		fmt.Fprintf(b, "\nunknown outcomes settled by the binlog witness (%d): transactions that committed and that no actor logged\n", len(v.Resolved))
 		for _, r := range v.Resolved {
-			fmt.Fprintf(b, "  %s gtid %s: %s\n", r.Scenario, r.GTID, r.What)
+			fmt.Fprintf(b, "  %s gtid %s: %s\n", p(r.Scenario), p(r.GTID), p(r.What))
 		}
 	}
 	for _, wng := range v.Warnings {
-		fmt.Fprintf(b, "\nwarning: %s\n", wng)
+		fmt.Fprintf(b, "\nwarning: %s\n", p(wng))
 	}
 	return b.Flush()
 }
 
 func writeReason(b *bufio.Writer, r Reason) {
+	p := Printable
 	where := []string{}
 	if r.Scenario != "" {
-		where = append(where, r.Scenario)
+		where = append(where, p(r.Scenario))
 	}
 	if r.Log != "" {
-		loc := r.Log
+		loc := p(r.Log)
 		if r.Line > 0 {
 			loc += fmt.Sprintf(":%d", r.Line)
 		}
@@ -97,16 +148,16 @@ func writeReason(b *bufio.Writer, r Reason) {
 		where = append(where, loc)
 	}
 	if r.Witness != "" {
-		where = append(where, "witness "+r.Witness)
+		where = append(where, "witness "+p(r.Witness))
 	}
-	head := "  [" + r.Rule + "]"
+	head := "  [" + p(r.Rule) + "]"
 	if len(where) > 0 {
 		head += " " + strings.Join(where, " ")
 	}
 	fmt.Fprintln(b, head)
-	fmt.Fprintf(b, "      %s\n", r.Message)
+	fmt.Fprintf(b, "      %s\n", p(r.Message))
 	if r.Field != "" || r.Claimed != "" || r.Recomputed != "" {
-		fmt.Fprintf(b, "      %s: claimed %s, recomputed %s\n", orDefault(r.Field, "value"), quoteOrNone(r.Claimed), quoteOrNone(r.Recomputed))
+		fmt.Fprintf(b, "      %s: claimed %s, recomputed %s\n", p(orDefault(r.Field, "value")), quoteOrNone(r.Claimed), quoteOrNone(r.Recomputed))
 	}
 }
 

@@ -23,12 +23,15 @@ import (
 // environment folded; last one section per scenario, whose timeline and
 // details are folded unless the scenario is one the reviewer must look at
 // (a boundary of the boundary table, or one the verifier has reasons
-// about).
+// about). The first line is Marker; a character from the bundle that a
+// terminal would act on is shown escaped (visible).
 func Render(w io.Writer, r *Report) error {
 	if r == nil {
 		return errors.New("render report: nil report")
 	}
-	p := &printer{w: bufio.NewWriter(w), r: r}
+	var buf bytes.Buffer
+	p := &printer{w: bufio.NewWriter(&buf), r: r}
+	p.w.WriteString(Marker + "\n")
 	p.title()
 	p.overview()
 	p.reasons()
@@ -41,6 +44,9 @@ func Render(w io.Writer, r *Report) error {
 		return fmt.Errorf("render report: %w", p.err)
 	}
 	if err := p.w.Flush(); err != nil {
+		return fmt.Errorf("render report: %w", err)
+	}
+	if _, err := w.Write(visible(buf.Bytes())); err != nil {
 		return fmt.Errorf("render report: %w", err)
 	}
 	return nil

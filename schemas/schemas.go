@@ -8,7 +8,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -124,17 +127,20 @@ func validate(name string, doc any) error {
 	if !errors.As(err, &ve) {
 		return err
 	}
-	return &Error{Schema: name, Problems: flatten(ve)}
+	return &Error{Schema: name, Problems: flatten(name, doc, ve)}
 }
 
 // flatten keeps the leaf causes: they say what is wrong and where.
-func flatten(ve *jsonschema.ValidationError) []Problem {
+func flatten(name string, doc any, ve *jsonschema.ValidationError) []Problem {
 	seen := map[Problem]bool{}
 	var out []Problem
 	var walk func(e *jsonschema.ValidationError)
 	walk = func(e *jsonschema.ValidationError) {
 		if len(e.Causes) == 0 {
 			p := Problem{Location: e.InstanceLocation, Message: e.Message}
+			if strings.HasSuffix(e.KeywordLocation, "/not") {
+				p.Message = notMessage(name, doc, e)
+			}
 			if !seen[p] {
 				seen[p] = true
 				out = append(out, p)
@@ -148,4 +154,87 @@ func flatten(ve *jsonschema.ValidationError) []Problem {
 	walk(ve)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Location < out[j].Location })
 	return out
+}
+
+// notMessage words a violation of a "not" keyword, which the library
+// reports as "not failed" only: it names the value and what the schema
+// forbids it to match (for a path, which of its rules it breaks).
+func notMessage(name string, doc any, e *jsonschema.ValidationError) string {
+	forbidden := "the schema at " + e.KeywordLocation
+	if _, frag, ok := strings.Cut(e.AbsoluteKeywordLocation, "#"); ok {
+		if sub, ok := lookup(schemaDoc(name), frag).(map[string]any); ok {
+			if pat, ok := sub["pattern"].(string); ok && len(sub) == 1 {
+				forbidden = "the pattern " + pat
+			}
+		}
+	}
+	v := lookup(doc, e.InstanceLocation)
+	s, isString := v.(string)
+	if !isString {
+		return "refused: the value matches " + forbidden + ", which is not allowed here"
+	}
+	if strings.HasSuffix(e.InstanceLocation, "/path") {
+		var why []string
+		if strings.HasPrefix(s, "/") {
+			why = append(why, "it is absolute")
+		}
+		if slices.Contains(strings.Split(s, "/"), "..") {
+			why = append(why, `it has a ".." component`)
+		}
+		if strings.Contains(s, `\`) {
+			why = append(why, "it has a backslash")
+		}
+		if len(why) > 0 {
+			return fmt.Sprintf("%s is refused: %s (a path is relative to the evidence file's directory, "+
+				"with / between its parts, and stays inside it; the schema forbids %s)", strconv.Quote(s), strings.Join(why, ", "), forbidden)
+		}
+	}
+	return fmt.Sprintf("%s is refused: it matches %s, which is not allowed here", strconv.Quote(s), forbidden)
+}
+
+var (
+	docsOnce sync.Once
+	docs     map[string]any // the embedded schemas, decoded
+)
+
+// schemaDoc returns the embedded schema name decoded, nil if it is not.
+func schemaDoc(name string) any {
+	docsOnce.Do(func() {
+		docs = map[string]any{}
+		for _, n := range []string{EvidenceFile, EventFile} {
+			var d any
+			if json.Unmarshal(Source(n), &d) == nil {
+				docs[n] = d
+			}
+		}
+	})
+	return docs[name]
+}
+
+// lookup resolves a JSON pointer (RFC 6901; URL-escaped, as a URI
+// fragment may be) in a decoded document; nil when it leads nowhere.
+func lookup(doc any, pointer string) any {
+	if p, err := url.PathUnescape(pointer); err == nil {
+		pointer = p
+	}
+	if pointer == "" {
+		return doc
+	}
+	cur := doc
+	for _, tok := range strings.Split(strings.TrimPrefix(pointer, "/"), "/") {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		switch c := cur.(type) {
+		case map[string]any:
+			cur = c[tok]
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(c) {
+				return nil
+			}
+			cur = c[i]
+		default:
+			return nil
+		}
+	}
+	return cur
 }

@@ -1,7 +1,10 @@
 package schemas_test
 
 import (
+	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -53,5 +56,46 @@ func TestNotJSON(t *testing.T) {
 	err := schemas.ValidateEvidenceJSON([]byte(`{"a":`))
 	if err == nil || !strings.Contains(err.Error(), "not JSON") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestNotPatternExplained: a path the schema refuses is reported with its
+// value, the pattern it must not match and which rule it breaks, at its
+// location; not as "not failed".
+func TestNotPatternExplained(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "checks", "testdata", "u80", "u80.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	logs := doc["scenarios"].([]any)[0].(map[string]any)["logs"].([]any)
+	logs[0].(map[string]any)["path"] = "u80/../../etc/passwd"
+	logs[1].(map[string]any)["path"] = "/etc/shadow"
+	bad, _ := json.Marshal(doc)
+	err = schemas.ValidateEvidenceJSON(bad)
+	var se *schemas.Error
+	if !errors.As(err, &se) {
+		t.Fatalf("err = %v; want *schemas.Error", err)
+	}
+	want := map[string][]string{
+		"/scenarios/0/logs/0/path": {`"u80/../../etc/passwd" is refused: it has a ".." component`, `the pattern ^/|(^|/)\.\.(/|$)|\\`},
+		"/scenarios/0/logs/1/path": {`"/etc/shadow" is refused: it is absolute`},
+	}
+	for _, p := range se.Problems {
+		if strings.Contains(p.Message, "not failed") {
+			t.Errorf("%s: %s", p.Location, p.Message)
+		}
+		for _, w := range want[p.Location] {
+			if !strings.Contains(p.Message, w) {
+				t.Errorf("%s: %q lacks %q", p.Location, p.Message, w)
+			}
+		}
+		delete(want, p.Location)
+	}
+	if len(want) > 0 {
+		t.Errorf("no problem at %v in %v", want, se.Problems)
 	}
 }

@@ -105,7 +105,8 @@ func exitCodeFor(err error) int {
 }
 
 // fail prints err as one "orderflow-audit <cmd>: <message>" line (no stack
-// trace, secrets redacted; a schema error lists each problem on a line of
+// trace, secrets redacted, control and bidi characters escaped since an
+// error may quote a bundle; a schema error lists each problem on a line of
 // its own) and returns its exit code. dsns are DSNs given as flags whose
 // passwords must not appear either.
 func fail(stderr io.Writer, cmd string, err error, dsns ...string) int {
@@ -121,11 +122,11 @@ func fail(stderr io.Writer, cmd string, err error, dsns ...string) int {
 		fmt.Fprintf(stderr, "%s: bad input: the evidence file does not match %s (%d problem(s)):\n",
 			prefix, se.Schema, len(se.Problems))
 		for _, p := range se.Problems {
-			fmt.Fprintf(stderr, "  %s\n", redactSecrets(p.String(), dsns...))
+			fmt.Fprintf(stderr, "  %s\n", checks.Printable(redactSecrets(p.String(), dsns...)))
 		}
 		return exitCodeFor(err)
 	}
-	fmt.Fprintf(stderr, "%s: %s\n", prefix, redactSecrets(err.Error(), dsns...))
+	fmt.Fprintf(stderr, "%s: %s\n", prefix, checks.Printable(redactSecrets(err.Error(), dsns...)))
 	if errors.Is(err, errUsage) && cmd != "" {
 		fmt.Fprintf(stderr, "Run '%s %s -h' for usage.\n", progName, cmd)
 	}

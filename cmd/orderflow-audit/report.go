@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 
 	"github.com/orderflow-audit/orderflow-audit/checks"
 	"github.com/orderflow-audit/orderflow-audit/evidence"
@@ -25,10 +23,16 @@ line that is not a valid event is named in its timeline. Evidence that fails
 verification is never shown as passing.
 
 The report is written even when the verdict is not PASS; the exit code
-follows the verdict: 0 PASS, 1 FAIL, 4 INCONCLUSIVE. Bad input (missing file,
-not JSON, fails the schema) exits 2 without writing anything; so does an -o
-that is the evidence file itself, any other evidence file, or a place that
-cannot be written.`,
+follows the verdict: 0 PASS, 1 FAIL, 4 INCONCLUSIVE (also when interrupted
+by Ctrl-C or SIGTERM, or when stdout is closed before the report is
+written whole). Bad input (missing file, not JSON, fails the schema) exits 2
+without writing anything. So does an -o that is not a regular file (a
+symbolic link, a device, a FIFO, a socket, a directory), that is the
+evidence file or lies in its bundle (its log and witness directories, a
+file it lists), that is an existing file other than a report of this tool
+(each report begins with the line `+reports.Marker+`),
+or a place that cannot be written. The report is written to a temporary
+file beside -o, synced, and renamed onto it.`,
 		`orderflow-audit report evidence/u80.json
 orderflow-audit report -o reports/u80.md evidence/u80.json
 orderflow-audit report --allow-unwitnessed evidence/u80.json`)
@@ -46,24 +50,33 @@ orderflow-audit report --allow-unwitnessed evidence/u80.json`)
 	}
 	path := fs.Arg(0)
 	if out != "" {
-		if err := checkReportOut(out, path); err != nil {
+		// Refused before anything is verified; checked again, with the
+		// files the evidence lists, when the report is written.
+		if err := reports.CheckOutput(out, path, nil); err != nil {
 			return fail(stderr, "report", err)
 		}
 	}
 
 	md, v, err := renderReport(ctx, path, checks.Options{MySQLDSN: *dsn, AllowUnwitnessed: *allow})
+	if cause := interruption(ctx); cause != nil {
+		return interrupted(stderr, "report", cause, "")
+	}
 	if err != nil {
 		return fail(stderr, "report", err, *dsn)
 	}
 	if out == "" {
-		if _, err := stdout.Write(md); err != nil {
+		_, err := stdout.Write(md)
+		if cause := closedPipe(err, "stdout"); cause != nil {
+			return interrupted(stderr, "report", cause, "the verdict was "+v.StatusLine())
+		}
+		if err != nil {
 			return fail(stderr, "report", fmt.Errorf("write report: %w", err))
 		}
 	} else {
-		if err := evidence.WriteAtomic(out, md); err != nil {
+		if err := writeReport(out, path, md); err != nil {
 			return fail(stderr, "report", err)
 		}
-		fmt.Fprintf(stderr, "report written to %s (verdict %s, %d reasons)\n", out, v.Status, len(v.Reasons))
+		fmt.Fprintf(stderr, "report written to %s (verdict %s, %d reasons)\n", checks.Printable(out), v.Status, len(v.Reasons))
 	}
 	return verdictExit(v.Status)
 }
@@ -83,30 +96,13 @@ func renderReport(ctx context.Context, path string, opt checks.Options) ([]byte,
 	return md, v, nil
 }
 
-// checkReportOut refuses, before anything is verified, a report path that
-// would overwrite the input or any other evidence file, or that cannot be
-// written. Errors map to exit 2.
-func checkReportOut(out, input string) error {
-	if st, err := os.Stat(out); err == nil {
-		if in, ierr := os.Stat(input); ierr == nil && os.SameFile(st, in) {
-			return evidence.BadOutputf("-o %s is the evidence file being reported on: refusing to overwrite its own input", out)
-		}
-		if st.IsDir() {
-			return evidence.BadOutputf("-o %s is a directory", out)
-		}
-		if ours, _ := evidence.IsEvidenceFile(out); ours {
-			return evidence.BadOutputf("-o %s is an evidence file: refusing to overwrite it with a report", out)
-		}
+// writeReport writes md to out, which must not be a file of the bundle of
+// the evidence file at path (those it lists count too, so it is read
+// again: the verifier has accepted its form by now).
+func writeReport(out, path string, md []byte) error {
+	ev, _, err := evidence.ReadFile(path)
+	if err != nil {
+		return err
 	}
-	if a, b := filepath.Clean(out), filepath.Clean(input); a == b {
-		return evidence.BadOutputf("-o %s is the evidence file being reported on: refusing to overwrite its own input", out)
-	}
-	dir := filepath.Dir(out)
-	if _, err := os.Stat(dir); err != nil { // the report goes into an existing directory
-		return evidence.BadOutputf("-o %s: %v", out, err)
-	}
-	if err := evidence.CheckWritableDir(dir); err != nil {
-		return evidence.BadOutputf("-o %s: %v", out, err)
-	}
-	return nil
+	return reports.WriteFile(out, path, ev, md)
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/orderflow-audit/orderflow-audit/checks"
+	"github.com/orderflow-audit/orderflow-audit/reports"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra/infratest"
 )
 
@@ -88,7 +89,7 @@ func checkReport(t *testing.T, path string) string {
 			t.Errorf("report lacks %q", h)
 		}
 	}
-	if !strings.HasPrefix(stdout, "# "+string(v.Status)+": ") {
+	if !strings.HasPrefix(stdout, reports.Marker+"\n# "+string(v.Status)+": ") {
 		t.Errorf("report title does not state the verdict %s:\n%.200s", v.Status, stdout)
 	}
 	if caution := strings.Contains(stdout, "[!CAUTION]"); caution != (v.Status != checks.Pass) {

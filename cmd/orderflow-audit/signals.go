@@ -70,3 +70,35 @@ func (g *pipeGuard) Write(p []byte) (int, error) {
 	}
 	return n, err
 }
+
+// interruption returns the cause of ctx when a signal (or a closed output
+// seen by a pipeGuard) cancelled it, else nil.
+func interruption(ctx context.Context) error {
+	if cause := context.Cause(ctx); errors.Is(cause, errInterrupted) {
+		return cause
+	}
+	return nil
+}
+
+// closedPipe returns an interruption when err is a write to a closed pipe
+// (verify | head -1): the reader went away, which is no failure of the
+// evidence; else nil.
+func closedPipe(err error, name string) error {
+	if errors.Is(err, syscall.EPIPE) {
+		return fmt.Errorf("%w: %s was closed", errInterrupted, name)
+	}
+	return nil
+}
+
+// interrupted reports an interrupted verify or report on stderr, in the
+// words run uses ("interrupted by SIGINT"), with what is known (note) if
+// anything, and returns exit 4: the command did not finish what it was
+// asked, so nothing was decided for whoever reads its exit code.
+func interrupted(stderr io.Writer, cmd string, cause error, note string) int {
+	if note != "" {
+		fmt.Fprintf(stderr, "%s %s: %v (%s)\n", progName, cmd, cause, note)
+	} else {
+		fmt.Fprintf(stderr, "%s %s: %v\n", progName, cmd, cause)
+	}
+	return exitInconclusive
+}

@@ -1,10 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/go-sql-driver/mysql"
 
@@ -14,7 +19,7 @@ import (
 
 // cmdVerify re-derives every claim of an evidence file from its event logs
 // (package checks) and prints the verdict. Exit 0 PASS, 1 FAIL, 2 bad input,
-// 3 the --mysql-dsn server is unavailable, 4 INCONCLUSIVE.
+// 3 the --mysql-dsn server is unavailable, 4 INCONCLUSIVE or interrupted.
 func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("verify", "verify [flags] EVIDENCE",
 		`Checks an evidence file without trusting whoever produced it: the file and
@@ -37,8 +42,10 @@ duplicate, publish, receive and offset commit of the logs is held against
 them, and the end state rebuilt from the binlog against the live digests
 and the invariants. Evidence without witnesses is at best INCONCLUSIVE,
 unless --allow-unwitnessed, which may PASS and says "unwitnessed". Prints
-PASS, FAIL or INCONCLUSIVE with every reason. Exit 0 pass, 1 fail, 2 bad
-input, 3 --mysql-dsn server unavailable, 4 inconclusive.`,
+PASS, FAIL or INCONCLUSIVE with every reason; what it quotes from the
+evidence is shown with control and bidi characters escaped (\x1b, \u202e).
+Exit 0 pass, 1 fail, 2 bad input, 3 --mysql-dsn server unavailable, 4
+inconclusive, or interrupted (Ctrl-C, SIGTERM, stdout closed).`,
 		`orderflow-audit verify evidence/u80.json
 orderflow-audit verify --json evidence/u80.json
 orderflow-audit verify --allow-unwitnessed evidence/u80.json
@@ -76,31 +83,85 @@ orderflow-audit verify --mysql-dsn 'root@tcp(127.0.0.1:3306)/' evidence/u80.json
 		}
 	}
 	v, err := checks.Verify(ctx, fs.Arg(0), checks.Options{MySQLDSN: *dsn, AllowUnwitnessed: *allow})
+	// A signal cancels ctx: whatever Verify made of that ("context
+	// canceled", an unavailable server), the verification was cut short.
+	if cause := interruption(ctx); cause != nil {
+		if *asJSON {
+			_ = writeJSON(stdout, badInputJSON{Status: "INTERRUPTED", Error: cause.Error()})
+		}
+		return interrupted(stderr, "verify", cause, "")
+	}
 	if err != nil {
 		return failed(err)
 	}
 	if *asJSON {
-		if err := writeJSON(stdout, v); err != nil {
-			return fail(stderr, "verify", err)
-		}
-	} else if err := checks.WriteText(stdout, v); err != nil {
-		return fail(stderr, "verify", err)
+		err = writeJSON(stdout, v)
+	} else {
+		err = checks.WriteText(stdout, v)
+	}
+	if cause := closedPipe(err, "stdout"); cause != nil {
+		return interrupted(stderr, "verify", cause, "the verdict was "+v.StatusLine())
+	}
+	if err != nil {
+		return fail(stderr, "verify", fmt.Errorf("write the verdict: %w", err))
 	}
 	return verdictExit(v.Status)
 }
 
 // badInputJSON is what verify --json prints on stdout when it exits 2: the
 // evidence could not be checked at all (problems lists a schema error's
-// problems, each with its instance location).
+// problems, each with its instance location); and, with status
+// INTERRUPTED, when a signal stopped it (exit 4).
 type badInputJSON struct {
-	Status   string            `json:"status"` // BAD_INPUT
+	Status   string            `json:"status"` // BAD_INPUT or INTERRUPTED
 	Error    string            `json:"error"`
 	Problems []schemas.Problem `json:"problems,omitempty"`
 }
 
+// writeJSON writes v as indented JSON. encoding/json escapes the C0
+// controls but sends DEL, the C1 controls and the bidi overrides as they
+// are; a string from a bundle must not reach a terminal that way, so
+// those are written as \u escapes too (the decoded value is the same).
 func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(jsonVisible(b.Bytes()))
+	return err
+}
+
+// jsonVisible rewrites, in encoded JSON, every character a terminal acts
+// on or does not show (DEL, C1, format characters such as U+202E, line
+// separators, unassigned code points) as a \uXXXX escape. Outside strings
+// JSON is ASCII, so each such character is inside a string, where the
+// escape means the same character.
+func jsonVisible(js []byte) []byte {
+	i := 0
+	for i < len(js) && js[i] < 0x7f {
+		i++
+	}
+	if i == len(js) {
+		return js
+	}
+	out := make([]byte, 0, len(js)+32)
+	out = append(out, js[:i]...)
+	for i < len(js) {
+		r, n := utf8.DecodeRune(js[i:])
+		if r == 0x7f || (r >= 0x80 && r != utf8.RuneError && !strconv.IsPrint(r)) {
+			if r > 0xffff {
+				r1, r2 := utf16.EncodeRune(r)
+				out = fmt.Appendf(out, `\u%04x\u%04x`, r1, r2)
+			} else {
+				out = fmt.Appendf(out, `\u%04x`, r)
+			}
+		} else {
+			out = append(out, js[i:i+n]...)
+		}
+		i += n
+	}
+	return out
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
+	"github.com/orderflow-audit/orderflow-audit/reports"
 )
 
 // verifyFixture copies a real-run fixture of checks/testdata into a
@@ -180,7 +181,7 @@ func TestVerifyUnwitnessed(t *testing.T) {
 		t.Fatalf("--json: exit %d, %+v (%v)", code, v, err)
 	}
 	code, stdout, _ = runCLI(t, "report", "--allow-unwitnessed", path)
-	if code != exitOK || !strings.HasPrefix(stdout, "# PASS (unwitnessed): ") || !strings.Contains(stdout, "unwitnessed: what the actors say about the broker") {
+	if code != exitOK || !strings.HasPrefix(stdout, reports.Marker+"\n# PASS (unwitnessed): ") || !strings.Contains(stdout, "unwitnessed: what the actors say about the broker") {
 		t.Fatalf("report --allow-unwitnessed: exit %d:\n%.600s", code, stdout)
 	}
 }
