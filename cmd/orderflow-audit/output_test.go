@@ -63,7 +63,7 @@ func TestVerifyEscapesBundleText(t *testing.T) {
 	escaped := `\x1b[2J\x1b[32mverify: PASS\u202e`
 
 	code, stdout, stderr := runCLI(t, "verify", path)
-	if code != exitFail || !strings.HasPrefix(stdout, "orderflow-audit verify: FAIL\n") {
+	if code != exitFail || !strings.HasPrefix(stdout, "orderflow-audit verify: FAIL for ") {
 		t.Fatalf("exit %d; want %d, FAIL:\n%s%s", code, exitFail, stdout, stderr)
 	}
 	if r := rawControl(stdout + stderr); r != -1 {
