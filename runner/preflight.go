@@ -1,0 +1,23 @@
+package runner
+
+import (
+	"context"
+	"time"
+
+	"github.com/orderflow-audit/orderflow-audit/runner/infra"
+)
+
+// preflightTimeout bounds the check of an external server's account
+// (a few dozen milliseconds when it answers).
+const preflightTimeout = 15 * time.Second
+
+// preflight checks, before any scenario runs, that the account of an
+// external server may do what the scenarios do (infra.CheckPrivileges):
+// an account that may not is refused with every missing privilege named
+// (exit 3), instead of failing every scenario. The private server and a
+// container are the run's own, with root.
+func (rs *runScope) preflight(ctx context.Context) error {
+	pctx, cancel := context.WithTimeout(ctx, preflightTimeout)
+	defer cancel()
+	return rs.server.CheckPrivileges(pctx, infra.ScratchName(rs.runID, "preflight"))
+}
