@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
+	"github.com/orderflow-audit/orderflow-audit/runner/infra"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra/infratest"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra/mariadbd"
 )
@@ -157,4 +158,30 @@ func evidenceSummary(ev *evidence.Evidence) any {
 		return nil
 	}
 	return ev.Summary
+}
+
+// TestHungInstallDBRunBounded: a run whose mariadb-install-db never
+// returns ends within the install bound with the infrastructure
+// unavailable (exit 3), naming the program, and writes nothing.
+func TestHungInstallDBRunBounded(t *testing.T) {
+	bin := t.TempDir()
+	for _, name := range []string{"mariadbd", "mariadb-install-db"} {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte("#!/bin/sh\nsleep 600\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := filepath.Join(t.TempDir(), "u80.json")
+	opts := Options{Scenarios: []string{"normalChain"}, Out: out, Private: mariadbd.Config{
+		BinDir: bin, Dir: t.TempDir(), TemplateDir: t.TempDir(), InstallTimeout: 500 * time.Millisecond}}
+	t0 := time.Now()
+	_, err := Run(t.Context(), opts)
+	if took := time.Since(t0); took > 3*time.Second {
+		t.Errorf("Run took %v with a hung mariadb-install-db bounded by %v", took.Round(time.Millisecond), opts.Private.InstallTimeout)
+	}
+	if !errors.Is(err, infra.ErrUnavailable) || !strings.Contains(err.Error(), "mariadb-install-db did not finish within 500ms") {
+		t.Errorf("Run = %v; want ErrUnavailable naming the hung mariadb-install-db", err)
+	}
+	if _, err := os.Stat(out); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("%s written (stat: %v)", out, err)
+	}
 }
