@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -12,12 +11,10 @@ import (
 // errNoExchange: the file system cannot exchange two names in one step.
 var errNoExchange = errors.New("the file system cannot exchange two paths atomically")
 
-// errLocked: openLock found the lock held.
-var errLocked = errors.New("locked")
-
 // exchange swaps the paths a and b in one step (renameat2 with
 // RENAME_EXCHANGE): at every moment each name holds one complete tree.
-func exchange(a, b string) error {
+// A variable, so that a test can take the way of a file system without it.
+var exchange = func(a, b string) error {
 	err := unix.Renameat2(unix.AT_FDCWD, a, unix.AT_FDCWD, b, unix.RENAME_EXCHANGE)
 	switch {
 	case err == nil:
@@ -26,27 +23,4 @@ func exchange(a, b string) error {
 		return fmt.Errorf("%w: %v", errNoExchange, err)
 	}
 	return &os.LinkError{Op: "exchange", Old: a, New: b, Err: err}
-}
-
-// openLock opens (creating it) the lock file at path, not following a
-// symlink, and takes an exclusive flock on it without waiting: errLocked
-// when another process holds it. The descriptor is close-on-exec, so that
-// the actor processes of the run do not inherit the lock.
-func openLock(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		f.Close()
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, errLocked
-		}
-		return nil, fmt.Errorf("flock %s: %w", path, err)
-	}
-	return f, nil
 }
