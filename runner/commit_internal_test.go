@@ -1,11 +1,16 @@
 package runner
 
 import (
+	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/orderflow-audit/orderflow-audit/evidence"
 )
 
 // stagedBundle lays out what a run stages: root/u80/s/scenario.jsonl
@@ -136,4 +141,36 @@ func TestStaleStageLayouts(t *testing.T) {
 			t.Errorf("%s: removed %v; want %v", filepath.Base(d), os.IsNotExist(err), wantGone)
 		}
 	}
+}
+
+// TestLockOut: a second lock on the same --out is refused (ErrOutBusy,
+// exit 2) naming the holder's pid; a lock file that a killed run left is
+// taken; unlocking removes the file, and the --out can be locked again.
+func TestLockOut(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "sub", "u80.json")
+	lock := filepath.Join(filepath.Dir(out), ".u80.lock")
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(lock, []byte("99999\n"), 0o644); err != nil { // a killed run's
+		t.Fatal(err)
+	}
+	unlock, err := lockOut(out)
+	if err != nil {
+		t.Fatalf("lockOut over a stale lock file: %v", err)
+	}
+	_, err = lockOut(out)
+	if !errors.Is(err, ErrOutBusy) || !errors.Is(err, evidence.ErrBadOutput) ||
+		!strings.Contains(err.Error(), fmt.Sprintf("pid %d", os.Getpid())) {
+		t.Errorf("second lockOut = %v; want ErrOutBusy naming pid %d", err, os.Getpid())
+	}
+	unlock()
+	if _, err := os.Lstat(lock); !os.IsNotExist(err) {
+		t.Errorf("lock file left after unlock (lstat: %v)", err)
+	}
+	unlock, err = lockOut(out)
+	if err != nil {
+		t.Fatalf("lockOut after unlock: %v", err)
+	}
+	unlock()
 }

@@ -186,10 +186,10 @@ func lockName(out string) string {
 // lockOut takes the lock of --out (an exclusive flock on lockName, which
 // holds the pid of its holder) for the whole run, so that two runs with
 // the same --out cannot interleave their bundles: the second is refused
-// with ErrOutBusy (exit 2) before it starts anything. The lock file stays
-// (removing it would let a third run lock a new file while the second
-// still holds the old one); the lock ends with the process.
-func lockOut(out string) (*os.File, error) {
+// with ErrOutBusy (exit 2) before it starts anything. unlock removes the
+// lock file, then releases the lock; a run killed outright leaves the file,
+// unlocked, and the next run takes it.
+func lockOut(out string) (unlock func(), err error) {
 	dir := filepath.Dir(out)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, evidence.BadOutputf("create %s: %v", dir, err)
@@ -209,7 +209,13 @@ func lockOut(out string) (*os.File, error) {
 	if err := f.Truncate(0); err == nil {
 		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
-	return f, nil
+	return func() {
+		// Removed while held: a run that opened the file meanwhile finds,
+		// once it has the lock, that the name is no longer its file
+		// (openLock), and opens the name again.
+		_ = os.Remove(path)
+		f.Close()
+	}, nil
 }
 
 // makeStage creates the output directory and the staging directory of

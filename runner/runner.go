@@ -184,11 +184,11 @@ func Run(ctx context.Context, opts Options) (*evidence.Evidence, error) {
 	}
 	_ = opts.setDefaults()
 	selected, _ := Select(opts.Scenarios)
-	lock, err := lockOut(opts.Out)
+	unlock, err := lockOut(opts.Out)
 	if err != nil {
 		return nil, err
 	}
-	defer lock.Close() // the lock ends with its descriptor
+	defer unlock()
 	start := opts.Now()
 	runID := NewRunID(start)
 	sutRec, err := sutEnv(opts.SUT)
