@@ -15,9 +15,10 @@ const preflightTimeout = 15 * time.Second
 // external server may do what the scenarios do (infra.CheckPrivileges):
 // an account that may not is refused with every missing privilege named
 // (exit 3), instead of failing every scenario. The private server and a
-// container are the run's own, with root.
+// container are the run's own, with root. Its database is
+// ofa_preflight_<run id>, not a scenario's ofa_<run id>_<scenario>.
 func (rs *runScope) preflight(ctx context.Context) error {
 	pctx, cancel := context.WithTimeout(ctx, preflightTimeout)
 	defer cancel()
-	return rs.server.CheckPrivileges(pctx, infra.ScratchName(rs.runID, "preflight"))
+	return rs.server.CheckPrivileges(pctx, infra.ScratchName("preflight", rs.runID))
 }
