@@ -174,3 +174,13 @@ func TestLockOut(t *testing.T) {
 	}
 	unlock()
 }
+
+// TestPrivilegeNeedsNameScenarios: every scenario privilegeNeeds names
+// exists (a renamed one would silently lose its preflight).
+func TestPrivilegeNeedsNameScenarios(t *testing.T) {
+	for id := range privilegeNeeds {
+		if _, err := Select([]string{id}); err != nil {
+			t.Errorf("privilegeNeeds[%q]: %v", id, err)
+		}
+	}
+}

@@ -49,11 +49,13 @@ error (exit 2) and leaves the previous bundle as it was. A private server
 that cannot start (MariaDB not installed, a TMPDIR that cannot be written,
 a mariadb-install-db that does not finish within a minute) exits 3 naming
 the cause. Against an external server (--mysql-dsn), the account is tried
-first: one that lacks a privilege the scenarios need exits 3 before any
-scenario runs, naming each (CREATE, DROP, SELECT, INSERT, UPDATE, DELETE and
-TRIGGER on ` + "`ofa\\_%`" + `.*, and PROCESS on *.*; the binary log witness needs
-REPLICATION SLAVE and BINLOG MONITOR or REPLICATION CLIENT as well, or is said
-to be missing). A database or broker lost mid-run makes the scenarios it
+first: one that lacks a privilege the selected scenarios need exits 3
+before any scenario runs, naming each (CREATE, DROP, SELECT, INSERT, UPDATE
+and DELETE on ` + "`ofa\\_%`" + `.*; for effectDbError also TRIGGER there, and SUPER
+or log_bin_trust_function_creators=ON with the binary log on; for
+effectDbError and chaos, PROCESS on *.*). The binary log witness needs
+REPLICATION SLAVE and BINLOG MONITOR (REPLICATION CLIENT) as well, or is
+said to be missing. A database or broker lost mid-run makes the scenarios it
 cut short NOT_RUN and exits 3, keeping an existing evidence file. Ctrl-C (or
 SIGTERM, or a closed stdout) stops the run after cleaning up, each step
 bounded by a few seconds, and writes evidence marked interrupted; a second

@@ -23,41 +23,61 @@ const (
 	ProcessGrant = "GRANT PROCESS ON *.* TO <account>"
 )
 
+// Needs are the privileges a selection of scenarios needs beyond what
+// every scenario does in its scratch database (create and drop it, create
+// its tables, read and write their rows).
+type Needs struct {
+	// Trigger: a scenario creates a trigger (effectDbError); with the
+	// binary log on, MariaDB and MySQL want SUPER for it too, unless
+	// log_bin_trust_function_creators is on.
+	Trigger bool
+	// Process: a scenario finds the connection of an open transaction in
+	// information_schema.INNODB_TRX (PROCESS) and kills it with KILL
+	// CONNECTION (effectDbError, chaos).
+	Process bool
+}
+
 // privilegeStep is one thing a run does on the server, tried by
-// CheckPrivileges: the privilege it needs, who needs it, and the
-// statement that shows it.
+// CheckPrivileges: the privilege it needs, who needs it, the statement
+// that shows it, and whether every selection needs it.
 type privilegeStep struct {
 	privilege, why, stmt string
 	inScratch            bool // runs in the preflight's scratch database
+	needed               func(Needs) bool
 }
+
+func always(Needs) bool         { return true }
+func needsTrigger(n Needs) bool { return n.Trigger }
+func needsProcess(n Needs) bool { return n.Process }
 
 // privilegeSteps are what the scenarios do that an account may be refused
 // (the scratch databases' life, the migrations, the relay's and the
 // consumer's statements, effectDbError's trigger, the look-ups of open
 // transactions by effectDbError and chaos before their KILL CONNECTION).
 var privilegeSteps = []privilegeStep{
-	{"CREATE (tables)", "the migrations", "CREATE TABLE ofa_preflight (id BIGINT PRIMARY KEY, v INT NOT NULL, KEY v (v))", true},
-	{"INSERT", "every scenario", "INSERT INTO ofa_preflight (id, v) VALUES (1, 1)", true},
-	{"SELECT", "every scenario", "SELECT v FROM ofa_preflight WHERE id = 1", true},
-	{"UPDATE", "the relay's claims (SELECT ... FOR UPDATE, UPDATE)", "UPDATE ofa_preflight SET v = 2 WHERE id = 1", true},
-	{"DELETE", "the scenarios' clean-ups", "DELETE FROM ofa_preflight WHERE id = 1", true},
+	{"CREATE (tables)", "the migrations", "CREATE TABLE ofa_preflight (id BIGINT PRIMARY KEY, v INT NOT NULL, KEY v (v))", true, always},
+	{"INSERT", "every scenario", "INSERT INTO ofa_preflight (id, v) VALUES (1, 1)", true, always},
+	{"SELECT", "every scenario", "SELECT v FROM ofa_preflight WHERE id = 1", true, always},
+	{"UPDATE", "the relay's claims (SELECT ... FOR UPDATE, UPDATE)", "UPDATE ofa_preflight SET v = 2 WHERE id = 1", true, always},
+	{"DELETE", "the scenarios' clean-ups", "DELETE FROM ofa_preflight WHERE id = 1", true, always},
 	{"TRIGGER", "effectDbError (a trigger refuses one effect insert)",
-		"CREATE TRIGGER ofa_preflight_bi BEFORE INSERT ON ofa_preflight FOR EACH ROW SET NEW.v = NEW.v", true},
-	{"TRIGGER", "effectDbError (drops its trigger)", "DROP TRIGGER IF EXISTS ofa_preflight_bi", true},
+		"CREATE TRIGGER ofa_preflight_bi BEFORE INSERT ON ofa_preflight FOR EACH ROW SET NEW.v = NEW.v", true, needsTrigger},
+	{"TRIGGER", "effectDbError (drops its trigger)", "DROP TRIGGER IF EXISTS ofa_preflight_bi", true, needsTrigger},
 	{"PROCESS ON *.*", "effectDbError and chaos (information_schema.INNODB_TRX finds the connection to KILL)",
-		"SELECT COUNT(*) FROM information_schema.INNODB_TRX", false},
+		"SELECT COUNT(*) FROM information_schema.INNODB_TRX", false, needsProcess},
 }
 
 // CheckPrivileges tries, before any scenario runs, what the scenarios do
 // on the server, in a scratch database name of its own that it drops
-// again: create and drop a database, the statements of privilegeSteps,
-// and KILL CONNECTION of another connection of the same account. It
+// again: create and drop a database, the statements of privilegeSteps
+// that every selection or needs asks for, and (with needs.Process) KILL
+// CONNECTION of another connection of the same account. It
 // returns nil when the account may do all of it; an error wrapping
 // ErrPrivileges and ErrUnavailable that names every privilege missing,
 // with the server's refusal and the grants that fix it; or an error
 // wrapping ErrUnavailable when the server could not be asked. ctx bounds
 // it.
-func (s *Server) CheckPrivileges(ctx context.Context, name string) error {
+func (s *Server) CheckPrivileges(ctx context.Context, name string, needs Needs) error {
 	if !scratchRE.MatchString(name) || len(name) > 64 {
 		return fmt.Errorf("check privileges in %q: %w", name, ErrBadName)
 	}
@@ -79,7 +99,7 @@ func (s *Server) CheckPrivileges(ctx context.Context, name string) error {
 		}
 		missing = append(missing, "and every privilege inside the scratch databases, which cannot be tried without one: "+ScratchGrant)
 	} else {
-		err := s.tryInScratch(ctx, name, refused)
+		err := s.tryInScratch(ctx, name, needs, refused)
 		if _, derr := s.db.ExecContext(ctx, "DROP DATABASE IF EXISTS `"+name+"`"); derr != nil {
 			if _, rerr := refused("DROP ON `ofa\\_%`.*", "dropping the scratch databases", "DROP DATABASE "+name, derr); rerr != nil {
 				return errors.Join(err, rerr)
@@ -91,7 +111,7 @@ func (s *Server) CheckPrivileges(ctx context.Context, name string) error {
 		}
 	}
 	for _, st := range privilegeSteps {
-		if st.inScratch {
+		if st.inScratch || !st.needed(needs) {
 			continue
 		}
 		if _, err := s.db.ExecContext(ctx, st.stmt); err != nil {
@@ -110,10 +130,11 @@ func (s *Server) CheckPrivileges(ctx context.Context, name string) error {
 		account, s.cfg.Addr, len(missing), strings.Join(missing, "; "), ScratchGrant, ProcessGrant), ErrPrivileges}}
 }
 
-// tryInScratch runs the in-scratch privilegeSteps and a KILL CONNECTION of
-// the account's own other connection in database name, on connections of
-// their own (the killed one is never returned to a pool that others use).
-func (s *Server) tryInScratch(ctx context.Context, name string, refused func(privilege, why, stmt string, err error) (bool, error)) error {
+// tryInScratch runs the in-scratch privilegeSteps that needs asks for and
+// (needs.Process) a KILL CONNECTION of the account's own other connection
+// in database name, on connections of their own (the killed one is never
+// returned to a pool that others use).
+func (s *Server) tryInScratch(ctx context.Context, name string, needs Needs, refused func(privilege, why, stmt string, err error) (bool, error)) error {
 	db, err := sql.Open("mysql", s.ConfigFor(name).FormatDSN())
 	if err != nil {
 		return unavailablef("check the account's privileges: open %s: %v", name, err)
@@ -121,7 +142,7 @@ func (s *Server) tryInScratch(ctx context.Context, name string, refused func(pri
 	defer db.Close()
 	created := true
 	for _, st := range privilegeSteps {
-		if !st.inScratch || (!created && st.privilege != "CREATE (tables)") {
+		if !st.inScratch || !st.needed(needs) || (!created && st.privilege != "CREATE (tables)") {
 			continue
 		}
 		if _, err := db.ExecContext(ctx, st.stmt); err != nil {
@@ -133,6 +154,9 @@ func (s *Server) tryInScratch(ctx context.Context, name string, refused func(pri
 				created = false // nothing else can be tried on a table that is not there
 			}
 		}
+	}
+	if !needs.Process {
+		return nil
 	}
 	return s.tryKill(ctx, db, refused)
 }

@@ -49,26 +49,29 @@ func restrictedUser(t *testing.T, grants ...string) *infra.Server {
 // infra.ProcessGrant; the preflight's database is dropped again.
 func TestCheckPrivileges(t *testing.T) {
 	scratch := strings.ReplaceAll(infra.ScratchGrant, "<account>", "<u>")
+	all := infra.Needs{Trigger: true, Process: true}
 	for _, tc := range []struct {
 		name         string
 		grants       []string
+		needs        infra.Needs
 		want, notNow []string
 	}{
-		{"nothing granted", nil,
+		{"nothing granted", nil, all,
 			[]string{"CREATE ON `ofa\\_%`.*", "every privilege inside the scratch databases", "PROCESS ON *.*", "3 privilege(s)"}, nil},
-		{"no PROCESS", []string{scratch},
+		{"no PROCESS", []string{scratch}, all,
 			[]string{"1 privilege(s)", "PROCESS ON *.*", "effectDbError and chaos", "INNODB_TRX"}, []string{"CREATE ON `ofa\\_%`.*, for", "TRIGGER, for"}},
-		{"databases only", []string{"GRANT CREATE, DROP ON `ofa\\_%`.* TO <u>", "GRANT PROCESS ON *.* TO <u>"},
+		{"databases only", []string{"GRANT CREATE, DROP ON `ofa\\_%`.* TO <u>", "GRANT PROCESS ON *.* TO <u>"}, all,
 			[]string{"5 privilege(s)", "INSERT, for", "SELECT, for", "UPDATE, for", "DELETE, for", "TRIGGER, for", "effectDbError (a trigger"},
 			[]string{"PROCESS ON *.*, for", "DROP ON `ofa\\_%`.*, for"}},
-		{"no DROP", []string{"GRANT CREATE, SELECT, INSERT, UPDATE, DELETE, TRIGGER ON `ofa\\_%`.* TO <u>", "GRANT PROCESS ON *.* TO <u>"},
+		{"no DROP", []string{"GRANT CREATE, SELECT, INSERT, UPDATE, DELETE, TRIGGER ON `ofa\\_%`.* TO <u>", "GRANT PROCESS ON *.* TO <u>"}, all,
 			[]string{"1 privilege(s)", "DROP ON `ofa\\_%`.*", "is left on the server"}, nil},
-		{"what the grants say", []string{scratch, strings.ReplaceAll(infra.ProcessGrant, "<account>", "<u>")}, nil, nil},
+		{"what the grants say", []string{scratch, strings.ReplaceAll(infra.ProcessGrant, "<account>", "<u>")}, all, nil, nil},
+		{"no PROCESS, none needed", []string{"GRANT CREATE, DROP, SELECT, INSERT, UPDATE, DELETE ON `ofa\\_%`.* TO <u>"}, infra.Needs{}, nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := restrictedUser(t, tc.grants...)
 			name := infra.ScratchName("t", infratest.RandomID(), "preflight")
-			err := s.CheckPrivileges(t.Context(), name)
+			err := s.CheckPrivileges(t.Context(), name, tc.needs)
 			t.Cleanup(func() { infratest.Server(t).DB().Exec("DROP DATABASE IF EXISTS `" + name + "`") })
 			if tc.want == nil {
 				if err != nil {
