@@ -68,6 +68,10 @@ func runOne(parent context.Context, rs *runScope, sc Scenario) (evidence.Scenari
 		}
 	}
 	refs, logErr := env.closeLogs()
+	// A log the disk refused is the run's failure to write its bundle
+	// (finish), not the system under test's.
+	rs.noteWrite("write the event logs of "+sc.ID, logErr)
+	rs.noteWrite("write the event logs of "+sc.ID, runErr)
 	rs.release(&rec, scratch, env.topics)
 	if what != "" {
 		when := fmt.Sprintf("after %.1fs", rs.opts.Now().Sub(t0).Seconds())

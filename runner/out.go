@@ -11,7 +11,9 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
@@ -117,51 +119,256 @@ func isOurLog(path, scenario string) bool {
 	return derr == nil && e.Scenario == scenario && e.RunID != ""
 }
 
-// promoteLogs replaces dst (the logs of an earlier run) with stage. dst is
-// replaced only when it holds nothing but our event logs (checked again
-// here: it may have changed since CheckOut).
-func promoteLogs(stage, dst string) error {
-	if _, err := os.Lstat(dst); err == nil {
-		if err := onlyOurLogs(dst); err != nil {
-			return evidence.BadOutputf("refusing to replace %s: %v", dst, err)
-		}
-		old := dst + ".old-" + filepath.Base(stage)
-		if err := os.Rename(dst, old); err != nil {
-			return fmt.Errorf("replace logs %s: %w", dst, err)
-		}
-		if err := os.Rename(stage, dst); err != nil {
-			if rerr := os.Rename(old, dst); rerr != nil {
-				return fmt.Errorf("move logs to %s: %w (and restoring the previous logs from %s failed: %v)", dst, err, old, rerr)
-			}
-			return fmt.Errorf("move logs to %s: %w", dst, err)
-		}
-		return os.RemoveAll(old)
-	}
-	if err := os.Rename(stage, dst); err != nil {
-		return fmt.Errorf("move logs to %s: %w", dst, err)
-	}
-	return nil
+// Sentinel errors of the bundle's output. Each is also
+// evidence.ErrBadOutput (exit 2): the run could not put its bundle where
+// --out says, and nothing there was replaced.
+var (
+	// ErrOutBusy: another run holds the lock of the same --out.
+	ErrOutBusy = errors.New("--out is in use by another run")
+	// ErrBundleWrite: a write into the staged bundle failed (a full disk,
+	// a quota, an I/O error): the run's bundle is incomplete and is not
+	// put in place.
+	ErrBundleWrite = errors.New("the bundle could not be written")
+)
+
+// outError marks err with sentinel and evidence.ErrBadOutput (exit 2).
+func outError(sentinel error, format string, args ...any) error {
+	return &marked{&marked{fmt.Errorf(format, args...), sentinel}, evidence.ErrBadOutput}
 }
 
-// makeStage creates the output directory and a staging directory for this
-// run's logs inside it (so that promoting it is a rename), mode 0755 like
-// the directories of the logs themselves.
-func makeStage(out, runID string, now time.Time, log *slog.Logger) (string, error) {
+// writeFailed tells whether err is the file system refusing a write: no
+// space left, a quota, an I/O error, a read-only file system, a file too
+// large. Such an error while the bundle is staged makes the run an error
+// (ErrBundleWrite), never a witness said to be missing or a FAIL of the
+// system under test.
+func writeFailed(err error) bool {
+	for _, errno := range writeErrnos {
+		if errors.Is(err, errno) {
+			return true
+		}
+	}
+	return false
+}
+
+// writeErrnos are the errors of a file system that refuses a write.
+var writeErrnos = []syscall.Errno{syscall.ENOSPC, syscall.EDQUOT, syscall.EIO, syscall.EROFS, syscall.EFBIG}
+
+// noteWrite records the first write failure (writeFailed) of the run's
+// staged bundle, what says where it happened; other errors are left to
+// their callers.
+func (rs *runScope) noteWrite(what string, err error) {
+	if err != nil && writeFailed(err) && rs.writeErr == nil {
+		rs.writeErr = fmt.Errorf("%s: %w", what, err)
+	}
+}
+
+// noteBrokerWrite is noteWrite for what the embedded broker logged: its
+// errors come as text (infra.Kafka.Shutdown), so the text of a write
+// failure is looked for. Only the broker's own data directory, inside the
+// staged bundle, is written by it.
+func (rs *runScope) noteBrokerWrite(what string, err error) {
+	if err == nil || rs.writeErr != nil {
+		return
+	}
+	for _, errno := range writeErrnos {
+		if strings.Contains(err.Error(), errno.Error()) {
+			rs.writeErr = fmt.Errorf("%s: %w", what, err)
+			return
+		}
+	}
+}
+
+// lockName is the lock file of --out: .<base>.lock beside it.
+func lockName(out string) string {
+	return filepath.Join(filepath.Dir(out), "."+filepath.Base(LogDir(out))+".lock")
+}
+
+// lockOut takes the lock of --out (an exclusive flock on lockName, which
+// holds the pid of its holder) for the whole run, so that two runs with
+// the same --out cannot interleave their bundles: the second is refused
+// with ErrOutBusy (exit 2) before it starts anything. unlock removes the
+// lock file, then releases the lock; a run killed outright leaves the file,
+// unlocked, and the next run takes it.
+func lockOut(out string) (unlock func(), err error) {
+	dir := filepath.Dir(out)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, evidence.BadOutputf("create %s: %v", dir, err)
+	}
+	path := lockName(out)
+	f, err := openLock(path)
+	if errors.Is(err, errLocked) {
+		holder := "another run"
+		if b, rerr := os.ReadFile(path); rerr == nil && len(bytes.TrimSpace(b)) > 0 && len(b) < 32 {
+			holder = "another run (pid " + string(bytes.TrimSpace(b)) + ")"
+		}
+		return nil, outError(ErrOutBusy, "--out %s is in use: %s holds %s; wait for it to end or choose another --out", out, holder, path)
+	}
+	if err != nil {
+		return nil, evidence.BadOutputf("lock --out %s: %v", out, err)
+	}
+	if err := f.Truncate(0); err == nil {
+		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	return func() {
+		// Removed while held: a run that opened the file meanwhile finds,
+		// once it has the lock, that the name is no longer its file
+		// (openLock), and opens the name again.
+		_ = os.Remove(path)
+		f.Close()
+	}, nil
+}
+
+// makeStage creates the output directory and the staging directory of
+// this run's bundle inside it, .<base>-<run id>-<random>/, mode 0755 like
+// the log directories. The bundle is staged there whole (<base>/ with the
+// logs and witnesses, then <base>.json) and put in place by commitBundle,
+// so that a run that fails at any point leaves the previous bundle as it
+// was. It returns the staging directory and the logs' directory in it.
+func makeStage(out, runID string, now time.Time, log *slog.Logger) (root, logs string, err error) {
 	outDir := filepath.Dir(out)
 	base := filepath.Base(LogDir(out))
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
-		return "", evidence.BadOutputf("create %s: %v", outDir, err)
+		return "", "", evidence.BadOutputf("create %s: %v", outDir, err)
 	}
 	removeStaleStages(outDir, base, now, log)
-	stage, err := os.MkdirTemp(outDir, "."+base+"-"+runID+"-")
+	root, err = os.MkdirTemp(outDir, "."+base+"-"+runID+"-")
 	if err != nil {
-		return "", evidence.BadOutputf("create a staging directory in %s: %v", outDir, err)
+		return "", "", evidence.BadOutputf("create a staging directory in %s: %v", outDir, err)
 	}
-	if err := os.Chmod(stage, 0o755); err != nil {
-		os.RemoveAll(stage)
-		return "", evidence.BadOutputf("%v", err)
+	logs = filepath.Join(root, base)
+	if err := os.Chmod(root, 0o755); err != nil {
+		os.RemoveAll(root)
+		return "", "", evidence.BadOutputf("staging directory %s: %v", root, err)
 	}
-	return stage, nil
+	if err := os.Mkdir(logs, 0o755); err != nil {
+		os.RemoveAll(root)
+		return "", "", evidence.BadOutputf("create %s: %v", logs, err)
+	}
+	return root, logs, nil
+}
+
+// commitBundle puts the bundle staged in root (<base>/ and, written here,
+// <base>.json with data) in place of --out and its logs. Everything is
+// written and synced inside root first: a failure up to then (a full
+// disk) replaces nothing. Then the logs are exchanged with the previous
+// ones in one step (renameat2 RENAME_EXCHANGE; on a file system without
+// it, the previous logs are moved into root first) and the evidence file
+// is renamed over the previous one; if that rename fails, the exchange is
+// undone. The two renames are microseconds apart; the previous logs, back
+// in root, are removed last.
+func commitBundle(root, out string, data []byte) error {
+	base := filepath.Base(LogDir(out))
+	staged, stagedOut := filepath.Join(root, base), filepath.Join(root, filepath.Base(out))
+	if err := writeSynced(stagedOut, data); err != nil {
+		return outError(ErrBundleWrite, "write the evidence file into %s: %v; nothing was replaced", root, err)
+	}
+	if err := syncTree(root); err != nil {
+		return outError(ErrBundleWrite, "sync the staged bundle %s: %v; nothing was replaced", root, err)
+	}
+	undo, err := swapLogs(staged, LogDir(out), root)
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(stagedOut, out); err != nil {
+		if uerr := undo(); uerr != nil {
+			return outError(ErrBundleWrite, "put %s in place: %v (and putting the previous logs back failed: %v; they are in %s)",
+				out, err, uerr, staged)
+		}
+		return outError(ErrBundleWrite, "put %s in place: %v; nothing was replaced", out, err)
+	}
+	if err := syncDir(filepath.Dir(out)); err != nil {
+		return outError(ErrBundleWrite, "the bundle %s is in place but its directory could not be synced: %v", out, err)
+	}
+	return os.RemoveAll(root) // the previous logs
+}
+
+// swapLogs puts the staged logs at dst, keeping the previous ones (when
+// dst exists: checked again to hold nothing but our event logs, since it
+// may have changed while the run ran) at staged, and returns how to undo
+// it.
+func swapLogs(staged, dst, root string) (undo func() error, err error) {
+	if _, err := os.Lstat(dst); errors.Is(err, fs.ErrNotExist) {
+		if err := os.Rename(staged, dst); err != nil {
+			return nil, outError(ErrBundleWrite, "move the logs to %s: %v; nothing was replaced", dst, err)
+		}
+		return func() error { return os.Rename(dst, staged) }, nil
+	}
+	if err := onlyOurLogs(dst); err != nil {
+		return nil, evidence.BadOutputf("refusing to replace %s: %v", dst, err)
+	}
+	err = exchange(staged, dst)
+	if err == nil {
+		return func() error { return exchange(staged, dst) }, nil
+	}
+	if !errors.Is(err, errNoExchange) {
+		return nil, outError(ErrBundleWrite, "exchange the logs %s with %s: %v; nothing was replaced", staged, dst, err)
+	}
+	old := filepath.Join(root, filepath.Base(dst)+".old")
+	if err := os.Rename(dst, old); err != nil {
+		return nil, outError(ErrBundleWrite, "move the previous logs %s aside: %v; nothing was replaced", dst, err)
+	}
+	if err := os.Rename(staged, dst); err != nil {
+		if rerr := os.Rename(old, dst); rerr != nil {
+			return nil, outError(ErrBundleWrite, "move the logs to %s: %v (and restoring the previous logs from %s failed: %v)", dst, err, old, rerr)
+		}
+		return nil, outError(ErrBundleWrite, "move the logs to %s: %v; nothing was replaced", dst, err)
+	}
+	return func() error {
+		if err := os.Rename(dst, staged); err != nil {
+			return err
+		}
+		return os.Rename(old, dst)
+	}, nil
+}
+
+// writeSynced writes data to a new file at path (mode 0644) and syncs it.
+func writeSynced(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// syncTree syncs every regular file and directory under dir (the event
+// logs and the binlog copies are synced as they are closed; the embedded
+// broker's data directory is not), so that the bundle is on disk before
+// it is put in place and a write the disk refused late surfaces here.
+func syncTree(dir string) error {
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && !d.Type().IsRegular() {
+			return fmt.Errorf("%s is not a regular file or directory", p)
+		}
+		return syncPath(p)
+	})
+}
+
+func syncDir(dir string) error { return syncPath(dir) }
+
+// syncPath fsyncs the file or directory at p.
+func syncPath(p string) error {
+	f, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("sync %s: %w", p, err)
+	}
+	return nil
 }
 
 // staleStage is how old a staging directory must be before a later run
@@ -170,18 +377,48 @@ const staleStage = time.Hour
 
 // removeStaleStages removes the staging directories (.<base>-<run>-*) that
 // runs killed outright left in outDir, when they are older than staleStage
-// and hold nothing but our event logs.
+// and hold nothing but a staged bundle (isStage).
 func removeStaleStages(outDir, base string, now time.Time, log *slog.Logger) {
 	matches, _ := filepath.Glob(filepath.Join(outDir, "."+base+"-*"))
 	for _, m := range matches {
 		st, err := os.Lstat(m)
-		if err != nil || !st.IsDir() || now.Sub(st.ModTime()) < staleStage || onlyOurLogs(m) != nil {
+		if err != nil || !st.IsDir() || now.Sub(st.ModTime()) < staleStage || !isStage(m, base) {
 			continue
 		}
 		if err := os.RemoveAll(m); err != nil {
 			log.Warn("remove stale staging directory", "dir", m, "err", err)
 		}
 	}
+}
+
+// isStage tells whether dir holds nothing but a staged bundle: <base>/
+// (and <base>.old/) holding our event logs and witnesses, and
+// <base>.json, an evidence file of this tool; or, as runs staged before
+// the evidence file was staged too, our event logs directly.
+func isStage(dir, base string) bool {
+	if onlyOurLogs(dir) == nil {
+		return true
+	}
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, e := range es {
+		p := filepath.Join(dir, e.Name())
+		switch {
+		case (e.Name() == base || e.Name() == base+".old") && e.IsDir():
+			if onlyOurLogs(p) != nil {
+				return false
+			}
+		case e.Name() == base+".json" && e.Type().IsRegular():
+			if ours, err := evidence.IsEvidenceFile(p); err != nil || !ours {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // binlogMagic starts every binary log file.

@@ -184,6 +184,11 @@ func Run(ctx context.Context, opts Options) (*evidence.Evidence, error) {
 	}
 	_ = opts.setDefaults()
 	selected, _ := Select(opts.Scenarios)
+	unlock, err := lockOut(opts.Out)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	start := opts.Now()
 	runID := NewRunID(start)
 	sutRec, err := sutEnv(opts.SUT)
@@ -272,8 +277,9 @@ func featureList(fs []spec.Feature) string {
 // finish writes the evidence and its logs, and returns the run's error.
 // A run that lost its infrastructure keeps an existing evidence file (and
 // its logs): it proves nothing about the system, and the earlier file may.
-// Everything else is validated first, so that a failure to write leaves the
-// previous evidence and its logs as they were.
+// The bundle is staged whole and put in place by commitBundle: a write
+// that failed at any point (an event log, a witness, the evidence file, a
+// full disk) is ErrBundleWrite and leaves the previous bundle as it was.
 func (rs *runScope) finish(runCtx context.Context, ev *evidence.Evidence) error {
 	out := rs.opts.Out
 	lost := rs.watch.Lost()
@@ -288,7 +294,15 @@ func (rs *runScope) finish(runCtx context.Context, ev *evidence.Evidence) error 
 	case ev.Run.Interrupted:
 		runErr = &marked{fmt.Errorf("%s; %s records what ran (not a passing run)", interruption(runCtx), out), ErrInterrupted}
 	}
+	after := func() {}
+	if testHookWitness != nil {
+		after = testHookWitness(rs.stage)
+	}
 	ev.Witness = rs.captureWitness(runCtx)
+	after()
+	if rs.writeErr != nil {
+		return outError(ErrBundleWrite, "%v; this run's bundle is incomplete and not written; %s", rs.writeErr, kept(out))
+	}
 	// The matrix lists the witnesses and what is unwitnessed: known now.
 	ev.ProofBoundary = evidence.RenderProofBoundary(ev, ev.ProofClaims)
 	data, err := evidence.Marshal(ev)
@@ -298,13 +312,23 @@ func (rs *runScope) finish(runCtx context.Context, ev *evidence.Evidence) error 
 	if err := CheckOut(out); err != nil { // it may have changed while the run ran
 		return err
 	}
-	if err := promoteLogs(rs.stage, LogDir(out)); err != nil {
-		return err
-	}
-	if err := evidence.WriteAtomic(out, data); err != nil {
+	if err := commitBundle(rs.stageRoot, out, data); err != nil {
 		return err
 	}
 	return runErr
+}
+
+// testHookWitness, when set (by tests), is called with the staged logs'
+// directory before the witnesses are captured, and what it returns after
+// the capture: a test fills the disk for the capture alone.
+var testHookWitness func(stage string) (after func())
+
+// kept says what stays of an earlier bundle at out after a failed run.
+func kept(out string) string {
+	if _, err := os.Lstat(out); err == nil {
+		return "the bundle " + out + " of an earlier run is kept as it was"
+	}
+	return "nothing was written to " + out
 }
 
 // progressReason is a scenario's reason on its progress line: one line,

@@ -36,9 +36,13 @@ type runScope struct {
 	live      *infra.Liveness
 	watch     *watchdog
 	secret    []byte
-	stage     string
+	stageRoot string // the staging directory of the bundle (makeStage)
+	stage     string // the logs' directory in it, <stageRoot>/<base>
 	base      string
-	witness   witnessStart
+	// writeErr is the first write into the staged bundle that failed
+	// (noteWrite): the run then ends in ErrBundleWrite.
+	writeErr error
+	witness  witnessStart
 	// doomed are the topics of an external broker to delete once the
 	// broker's record of the run is dumped (deleting a topic deletes its
 	// committed offsets too).
@@ -72,7 +76,12 @@ func openScope(ctx context.Context, opts *Options, runID string) (_ *runScope, e
 	if rs.live, err = rs.server.HoldLock(ctx, infra.LockName(runID)); err != nil {
 		return nil, err
 	}
-	if rs.stage, err = makeStage(opts.Out, runID, opts.Now(), opts.Logger); err != nil {
+	if opts.MySQL != nil {
+		if err = rs.preflight(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if rs.stageRoot, rs.stage, err = makeStage(opts.Out, runID, opts.Now(), opts.Logger); err != nil {
 		return nil, err
 	}
 	if rs.kafka, err = rs.startKafka(ctx); err != nil {
@@ -155,8 +164,8 @@ func (rs *runScope) close() {
 	if rs.kafka != nil {
 		rs.kafka.Close() // first: the embedded broker writes into the staging directory as it closes
 	}
-	if rs.stage != "" {
-		os.RemoveAll(rs.stage)
+	if rs.stageRoot != "" {
+		os.RemoveAll(rs.stageRoot)
 	}
 	if rs.live != nil {
 		if rs.watch != nil && rs.watch.Lost() != nil && rs.watch.Lost().database {

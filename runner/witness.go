@@ -104,6 +104,9 @@ func (rs *runScope) captureDatabase(ctx context.Context) (*evidence.DatabaseWitn
 	}
 	if err != nil {
 		os.RemoveAll(dst) // never a partial witness that looks whole
+		// A disk that refused the copy is the run's failure to write its
+		// bundle (finish), not a witness the server cannot give.
+		rs.noteWrite("capture the binary log into "+dst, err)
 		return nil, "database: the binary log of the run could not be captured: " + rs.server.RedactErr(err)
 	}
 	w := &evidence.DatabaseWitness{
@@ -127,6 +130,7 @@ func (rs *runScope) captureBroker(ctx context.Context) (*evidence.BrokerWitness,
 	if rs.kafka.Mode == infra.ModeEmbedded {
 		w.Source, dir = evidence.WitnessKfakeDataDir, witnessKafkaDir
 		if err := rs.kafka.Shutdown(); err != nil {
+			rs.noteBrokerWrite("write the embedded broker's data directory "+filepath.Join(rs.stage, dir), err)
 			return nil, "broker: the embedded broker's data directory is incomplete: " + err.Error()
 		}
 	} else {
@@ -136,6 +140,7 @@ func (rs *runScope) captureBroker(ctx context.Context) (*evidence.BrokerWitness,
 		}
 		defer rs.deleteDoomedTopics()
 		if err := rs.dumpBroker(ctx); err != nil {
+			rs.noteWrite("dump the broker into "+filepath.Join(rs.stage, dir), err)
 			return nil, "broker: the run's topics could not be dumped: " + err.Error()
 		}
 	}

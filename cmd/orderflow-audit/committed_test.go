@@ -65,7 +65,7 @@ func TestDefaultOutputIgnored(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"/evidence/u80.json", "/evidence/u80/", "/evidence/.u80-*/"} {
+	for _, want := range []string{"/evidence/u80.json", "/evidence/u80/", "/evidence/.u80-*/", "/evidence/.u80.lock"} {
 		if !strings.Contains(string(b), want+"\n") {
 			t.Errorf(".gitignore lacks %s", want)
 		}

@@ -41,12 +41,25 @@ why.
 --out must end in .json. It replaces an existing file only if that is an
 evidence file of this tool, and the log directory beside it only if it holds
 nothing but our event logs and witnesses; anything else is refused (exit 2)
-before the run starts. A private server that cannot start (MariaDB not
-installed, a TMPDIR that cannot be written) exits 3 naming the cause. A
-database or broker lost mid-run makes the scenarios it cut short NOT_RUN and
-exits 3, keeping an existing evidence file. Ctrl-C (or SIGTERM, or a closed
-stdout) stops the run after cleaning up, each step bounded by a few seconds,
-and writes evidence marked interrupted; a second Ctrl-C exits at once.`
+before the run starts. A second run with the --out of a run in progress is
+refused at once (exit 2; the lock is .<name>.lock beside --out). The bundle
+is written whole into a staging directory beside --out (.<name>-<run id>-*/),
+synced, and put in place only then: a write that fails (a full disk) is an
+error (exit 2) and leaves the previous bundle as it was. A private server
+that cannot start (MariaDB not installed, a TMPDIR that cannot be written,
+a mariadb-install-db that does not finish within a minute) exits 3 naming
+the cause. Against an external server (--mysql-dsn), the account is tried
+first: one that lacks a privilege the selected scenarios need exits 3
+before any scenario runs, naming each (CREATE, DROP, SELECT, INSERT, UPDATE
+and DELETE on ` + "`ofa\\_%`" + `.*; for effectDbError also TRIGGER there, and SUPER
+or log_bin_trust_function_creators=ON with the binary log on; for
+effectDbError and chaos, PROCESS on *.*). The binary log witness needs
+REPLICATION SLAVE and BINLOG MONITOR (REPLICATION CLIENT) as well, or is
+said to be missing. A database or broker lost mid-run makes the scenarios it
+cut short NOT_RUN and exits 3, keeping an existing evidence file. Ctrl-C (or
+SIGTERM, or a closed stdout) stops the run after cleaning up, each step
+bounded by a few seconds, and writes evidence marked interrupted; a second
+Ctrl-C exits at once.`
 
 // runFlags are the flags of run, parsed and checked.
 type runFlags struct {

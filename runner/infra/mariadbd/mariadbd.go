@@ -37,6 +37,10 @@ import (
 	"github.com/go-sql-driver/mysql"
 )
 
+// DefaultInstallTimeout bounds mariadb-install-db (about 0.5 s alone;
+// seconds on a loaded machine) unless Config.InstallTimeout says otherwise.
+const DefaultInstallTimeout = 60 * time.Second
+
 // DefaultServerID is the server_id of a private server unless
 // Config.ServerID says otherwise: GTIDs in its binary log are
 // "0-1-<sequence>".
@@ -69,6 +73,11 @@ type Config struct {
 	// StartTimeout bounds the wait for the server to accept a login
 	// (default 30 s).
 	StartTimeout time.Duration
+	// InstallTimeout bounds each run of mariadb-install-db and of
+	// mariadbd --version (default DefaultInstallTimeout): a script that
+	// never returns is killed, with its process group, and the start
+	// fails naming it.
+	InstallTimeout time.Duration
 	// TemplateDir is the cache directory of template data directories
 	// (default: orderflow-audit/ in os.UserCacheDir()). NoTemplate runs
 	// mariadb-install-db for every server instead.
@@ -88,6 +97,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.StartTimeout <= 0 {
 		c.StartTimeout = 30 * time.Second
+	}
+	if c.InstallTimeout <= 0 {
+		c.InstallTimeout = DefaultInstallTimeout
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -47,9 +47,12 @@ func prepareData(ctx context.Context, cfg Config, bins Binaries, dst string) err
 			}
 			return nil
 		}
+		if errors.Is(err, errInstallTimeout) || ctx.Err() != nil {
+			return err // it would hang (or be cut off) again for this server
+		}
 		cfg.Logger.Warn("no template data directory; running mariadb-install-db for this server", "err", err)
 	}
-	return installDB(ctx, bins, dst)
+	return installDB(ctx, cfg, bins, dst)
 }
 
 // TemplateDir returns the default cache directory of templates.
@@ -88,10 +91,12 @@ func ensureTemplate(ctx context.Context, cfg Config, bins Binaries) (string, err
 		return "", err
 	}
 	defer os.RemoveAll(tmp) // a no-op once renamed
-	if err := installDB(ctx, bins, filepath.Join(tmp, "data")); err != nil {
+	if err := installDB(ctx, cfg, bins, filepath.Join(tmp, "data")); err != nil {
 		return "", err
 	}
-	version, _ := exec.CommandContext(ctx, bins.Mariadbd, "--version").Output()
+	vctx, cancel := context.WithTimeout(ctx, cfg.InstallTimeout)
+	version, _ := exec.CommandContext(vctx, bins.Mariadbd, "--version").Output()
+	cancel()
 	if err := os.WriteFile(filepath.Join(tmp, "version.txt"), version, 0o644); err != nil {
 		return "", err
 	}
@@ -141,15 +146,18 @@ func removeStaleTemplates(dir string) {
 // bootstrap server has been seen to fail once in a CI run of the whole
 // test suite (other servers starting on the same two cores) and pass at
 // once alone. The error names the output's error lines, then its last.
-func installDB(ctx context.Context, bins Binaries, dir string) error {
-	err := installDBOnce(ctx, bins, dir)
-	if err == nil || ctx.Err() != nil {
+//
+// Each attempt is bounded by cfg.InstallTimeout; one that runs out is not
+// made again (a script that hangs once hangs twice).
+func installDB(ctx context.Context, cfg Config, bins Binaries, dir string) error {
+	err := installDBOnce(ctx, cfg.InstallTimeout, bins, dir)
+	if err == nil || ctx.Err() != nil || errors.Is(err, errInstallTimeout) {
 		return err
 	}
 	if rerr := emptyDir(dir); rerr != nil {
 		return errors.Join(err, rerr)
 	}
-	if err2 := installDBOnce(ctx, bins, dir); err2 != nil {
+	if err2 := installDBOnce(ctx, cfg.InstallTimeout, bins, dir); err2 != nil {
 		return fmt.Errorf("%w (and again: %v)", err, err2)
 	}
 	return nil
@@ -172,7 +180,12 @@ func emptyDir(dir string) error {
 	return nil
 }
 
-func installDBOnce(ctx context.Context, bins Binaries, dir string) error {
+// errInstallTimeout: mariadb-install-db did not end within its bound.
+var errInstallTimeout = errors.New("mariadb-install-db did not finish")
+
+func installDBOnce(parent context.Context, bound time.Duration, bins Binaries, dir string) error {
+	ctx, cancel := context.WithTimeoutCause(parent, bound, errInstallTimeout)
+	defer cancel()
 	// As for the server (see run): the parent-death signal fires when the
 	// starting thread ends, so this goroutine keeps its thread meanwhile.
 	runtime.LockOSThread()
@@ -185,11 +198,18 @@ func installDBOnce(ctx context.Context, bins Binaries, dir string) error {
 	cmd := exec.CommandContext(ctx, bins.InstallDB, args...)
 	cmd.SysProcAttr = sysProcAttr()
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	// A child that left the process group and holds the output open must
+	// not hold Wait either.
+	cmd.WaitDelay = 2 * time.Second
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
+		if parent.Err() != nil {
+			return fmt.Errorf("mariadb-install-db interrupted: %w", context.Cause(parent))
+		}
 		if ctx.Err() != nil {
-			return fmt.Errorf("mariadb-install-db interrupted: %w", context.Cause(ctx))
+			return fmt.Errorf("%w within %v (%s into %s; killed; its output: %s)",
+				errInstallTimeout, bound, bins.InstallDB, dir, lastLines(out.String(), 3))
 		}
 		return fmt.Errorf("mariadb-install-db into %s failed (%v): %s", dir, err, errorLines(out.String()))
 	}
