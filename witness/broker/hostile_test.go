@@ -25,10 +25,17 @@ import (
 // segment of one snappy batch), read at run time.
 const seedDir = "../../checks/testdata/planted/mark-before-publish/u80/witness/kafka"
 
-const (
-	seedTopic = "ofa.20261201t135746_bab5.businessInvariants"
-	seedPart  = "partitions/" + seedTopic + "-0"
-)
+// seedTopic is the seed's one topic, found by its scenario's name (the
+// run id in it changes when the fixtures are regenerated).
+var seedTopic = func() string {
+	dirs, _ := filepath.Glob(filepath.Join(seedDir, "partitions", "ofa.*.businessInvariants-0"))
+	if len(dirs) != 1 {
+		return "ofa.missing.businessInvariants"
+	}
+	return strings.TrimSuffix(filepath.Base(dirs[0]), "-0")
+}()
+
+var seedPart = "partitions/" + seedTopic + "-0"
 
 // loadSeed reads seedDir into a MapFS, which tests then damage.
 func loadSeed(t testing.TB) fstest.MapFS {
