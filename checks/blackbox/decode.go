@@ -79,13 +79,22 @@ func sameValue(a, b []byte) bool {
 	if bytes.Equal(a, b) {
 		return true
 	}
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return false
+	ja, okA := canonicalJSON(a)
+	jb, okB := canonicalJSON(b)
+	return okA && okB && bytes.Equal(ja, jb)
+}
+
+// canonicalJSON re-encodes one JSON document with sorted keys, numbers
+// kept as written (a float64 would make 2^53+1 equal to 2^53).
+func canonicalJSON(b []byte) ([]byte, bool) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil || dec.More() {
+		return nil, false
 	}
-	ja, _ := json.Marshal(x)
-	jb, _ := json.Marshal(y)
-	return bytes.Equal(ja, jb)
+	out, err := json.Marshal(v)
+	return out, err == nil
 }
 
 func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }

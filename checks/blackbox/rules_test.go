@@ -304,6 +304,12 @@ func TestRules(t *testing.T) {
 			f.parts[0][1].Value = []byte(`{ "note": "tok-e-2", "order": 1 }`)
 			return f
 		}, W{}, ""},
+		{"record-mismatch: big numbers are compared exactly", func() *fixture {
+			f := legal()
+			f.txs[1][1].After["payload"] = `{"n":9007199254740993}`
+			f.parts[0][1].Value = []byte(`{"n":9007199254740992}`)
+			return f
+		}, W{blackbox.RuleRecordMismatch: F}, "value"},
 		{"duplicate: allowed is a note", func() *fixture {
 			f := legal()
 			f.parts[0] = append(f.parts[0], rec(0, 2, "1", "e-2", value("e-2", 1)))
@@ -431,7 +437,40 @@ func TestRules(t *testing.T) {
 			f.groups[0] = 3
 			return f
 		}, W{}, ""},
+		{"lost-acked-not-published: a row inserted as done, never published", func() *fixture {
+			f := legal()
+			f.txs[1][1] = ins("outbox", outboxRow("e-2", 1, 2, "SENT"))
+			f.txs[3] = nil
+			f.parts[0] = f.parts[0][:1]
+			f.groups[0] = 1
+			return f
+		}, W{blackbox.RuleLostAcked: F}, "after it committed"},
+		{"pending: a binlog hole makes it inconclusive", func() *fixture {
+			f := legal()
+			f.txs[3] = nil
+			f.parts[0] = f.parts[0][:1]
+			f.groups[0] = 1
+			f.gapAt = 2
+			f.end = time.Minute
+			return f
+		}, W{blackbox.RuleHoles: I, blackbox.RulePending: I}, "the binlog has a hole"},
+		{"effects: an event not yet delivered needs no effect", func() *fixture {
+			f := legal()
+			f.groups[0] = 1
+			f.txs[5] = nil
+			return f
+		}, W{blackbox.RuleLag: F}, ""},
 		{"cursor: legal", legalCursor, W{}, ""},
+		{"record-mismatch: an envelope's uuid header missing", func() *fixture {
+			f := legalCursor()
+			f.prof = strings.Replace(f.prof, "{header: _watermill_message_uuid}", "{header: eid}", 1)
+			for i := range f.parts[0] {
+				r := &f.parts[0][i]
+				r.Headers = append(r.Headers, broker.Header{Key: "eid", Value: r.Headers[0].Value})
+			}
+			f.parts[0][1].Headers = f.parts[0][1].Headers[1:]
+			return f
+		}, W{blackbox.RuleRecordMismatch: F}, "header _watermill_message_uuid null"},
 		{"lost-skipped: the cursor passed a row before it committed", func() *fixture {
 			f := legalCursor()
 			f.txs = [][]binlog.RowChange{{ins("watermill_t", wmRow(1, "u-1"))}, {cursorAt(2)}, {ins("watermill_t", wmRow(2, "u-2"))}}
