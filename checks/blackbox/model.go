@@ -217,6 +217,18 @@ func (m *model) insertEvent(i int, row map[string]any) {
 		ev.token, _ = text(m.prof.Load.Correlate.Lookup(row))
 	}
 	ev.dec, ev.decErr = decode(o.Payload.Decode, row[o.Payload.Column])
+	// A row inserted already done (a service that publishes itself and
+	// writes the row as sent) was passed by progress at its own commit.
+	switch pr := o.Progress; pr.Kind {
+	case profile.ProgressStatus:
+		if isDone(pr.Done, row[pr.Column]) {
+			ev.passed = i
+		}
+	case profile.ProgressCompleted:
+		if row[pr.Column] != nil {
+			ev.passed = i
+		}
+	}
 	m.allIDs[ev.id] = true
 	if ev.decErr == nil && ev.dec.topic != "" && ev.dec.topic != m.topic {
 		m.stats.OtherTopics++
@@ -247,7 +259,7 @@ func (m *model) statusChange(i int, ev *event, ch binlog.RowChange) {
 		return
 	}
 	switch {
-	case !doneBefore && doneAfter && ev.passed < 0:
+	case doneAfter && ev.passed < 0: // done before and not passed: impossible, see insertEvent
 		ev.passed = i
 	case doneBefore && !doneAfter:
 		m.back = append(m.back, progressBack{tx: i, event: ev.id,
