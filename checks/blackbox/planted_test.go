@@ -23,6 +23,12 @@ func TestPlantedBundles(t *testing.T) {
 		{"no-inbox-dedupe", []string{blackbox.RuleEffects, blackbox.RuleEffectOutsideInbox}},
 		{"offset-before-effect", []string{blackbox.RuleEffects}},
 		{"outbox-outside-tx", []string{blackbox.RuleCommitAtomic}},
+		// created-on-rollback answers 201 for an order that rolled back:
+		// the answer rule's to find, from the client's history, which
+		// these bundles do not hold. (Its scenario, txBoundaryRollback,
+		// seeds an outbox row of its own to make the order collide, so
+		// commit-atomic fails there with or without the plant: a setup
+		// write the reference profile cannot tell from the pipeline's.)
 		{"created-on-rollback", []string{blackbox.RuleCommitAtomic}},
 		// Beyond the layer's reach (docs/blackbox.md, "What each plant
 		// shows"): the claim token's internals, and a mark before the

@@ -221,6 +221,34 @@ func legalCursor() *fixture {
 	}
 }
 
+func completedRow(id string, agg, version int64, done bool) map[string]any {
+	r := outboxRow(id, agg, version, "")
+	r["sent_at"] = nil
+	if done {
+		r["sent_at"] = t0
+	}
+	return r
+}
+
+// legalCompleted is legal with a completed-at column as progress
+// (Spring Modulith's COMPLETION_DATE).
+func legalCompleted() *fixture {
+	f := legal()
+	f.prof = strings.Replace(f.prof, "{kind: status, column: state, done: [SENT]}", "{kind: completed, column: sent_at}", 1)
+	f.txs[2] = []binlog.RowChange{upd("outbox", completedRow("e-1", 1, 1, false), completedRow("e-1", 1, 1, true))}
+	f.txs[3] = []binlog.RowChange{upd("outbox", completedRow("e-2", 1, 2, false), completedRow("e-2", 1, 2, true))}
+	return f
+}
+
+// legalDelete is legal with the row's delete as progress (goharvest).
+func legalDelete() *fixture {
+	f := legal()
+	f.prof = strings.Replace(f.prof, "{kind: status, column: state, done: [SENT]}", "{kind: delete}", 1)
+	f.txs[2] = []binlog.RowChange{{Schema: "s", Table: "outbox", Op: binlog.Delete, Before: outboxRow("e-1", 1, 1, "PENDING")}}
+	f.txs[3] = []binlog.RowChange{{Schema: "s", Table: "outbox", Op: binlog.Delete, Before: outboxRow("e-2", 1, 2, "PENDING")}}
+	return f
+}
+
 func TestRules(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -460,6 +488,33 @@ func TestRules(t *testing.T) {
 			f.txs[5] = nil
 			return f
 		}, W{blackbox.RuleLag: F}, ""},
+		{"completed: legal", legalCompleted, W{}, ""},
+		{"lost-acked-not-published: completed without a record", func() *fixture {
+			f := legalCompleted()
+			f.parts[0] = f.parts[0][:1]
+			f.groups[0] = 1
+			return f
+		}, W{blackbox.RuleLostAcked: F}, "event e-2"},
+		{"progress: a completed column cleared", func() *fixture {
+			f := legalCompleted()
+			f.txs = append(f.txs, []binlog.RowChange{upd("outbox", completedRow("e-1", 1, 1, true), completedRow("e-1", 1, 1, false))})
+			return f
+		}, W{blackbox.RuleProgress: F}, "went back"},
+		{"delete: legal", legalDelete, W{}, ""},
+		{"lost-acked-not-published: deleted without a record", func() *fixture {
+			f := legalDelete()
+			f.parts[0] = f.parts[0][:1]
+			f.groups[0] = 1
+			return f
+		}, W{blackbox.RuleLostAcked: F}, "event e-2"},
+		{"pending: a delete relay that never deleted", func() *fixture {
+			f := legalDelete()
+			f.txs[3] = nil
+			f.parts[0] = f.parts[0][:1]
+			f.groups[0] = 1
+			f.end = time.Hour
+			return f
+		}, W{blackbox.RulePending: F}, "event e-2"},
 		{"cursor: legal", legalCursor, W{}, ""},
 		{"record-mismatch: an envelope's uuid header missing", func() *fixture {
 			f := legalCursor()
