@@ -500,6 +500,15 @@ func TestRules(t *testing.T) {
 			f.txs = append(f.txs, []binlog.RowChange{upd("outbox", completedRow("e-1", 1, 1, true), completedRow("e-1", 1, 1, false))})
 			return f
 		}, W{blackbox.RuleProgress: F}, "went back"},
+		{"pending: a row never completed", func() *fixture {
+			f := legalCompleted()
+			f.txs[1][1] = ins("outbox", completedRow("e-2", 1, 2, false))
+			f.txs[3] = nil
+			f.parts[0] = f.parts[0][:1]
+			f.groups[0] = 1
+			f.end = time.Hour
+			return f
+		}, W{blackbox.RulePending: F}, "event e-2"},
 		{"delete: legal", legalDelete, W{}, ""},
 		{"lost-acked-not-published: deleted without a record", func() *fixture {
 			f := legalDelete()
