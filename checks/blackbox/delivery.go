@@ -26,28 +26,35 @@ func (c *checker) delivery() {
 		nowhere := fmt.Sprintf("no record on %s (partitions read to their ends: %s)", m.topic, c.ends())
 		switch {
 		case c.brokerHole:
-			c.add(m.reason(c.lostRule(ev), Inconclusive, ev.id, ev.tx, -1,
+			c.addTopic(m.reason(c.lostRule(ev), Inconclusive, ev.id, ev.tx, -1,
 				"event %s, committed at %s, has %s, but the broker witness has a hole that could hold it", ev.id, committed, nowhere))
 		case ev.passed >= 0 && ev.passed < ev.tx:
-			c.add(m.reason(RuleLostSkipped, Fail, ev.id, ev.tx, -1,
+			c.addTopic(m.reason(RuleLostSkipped, Fail, ev.id, ev.tx, -1,
 				"event %s committed at %s and has %s; the relay's progress passed it at %s, before it committed: skipped",
 				ev.id, committed, nowhere, c.at(ev.passed)))
 		case ev.passed >= 0:
-			c.add(m.reason(RuleLostAcked, Fail, ev.id, ev.passed, -1,
+			c.addTopic(m.reason(RuleLostAcked, Fail, ev.id, ev.passed, -1,
 				"event %s committed at %s and has %s; the relay's progress passed it at %s, after it committed: acked, not published",
 				ev.id, committed, nowhere, c.at(ev.passed)))
 		case c.binlogHole:
-			c.add(m.reason(RulePending, Inconclusive, ev.id, ev.tx, -1,
+			c.addTopic(m.reason(RulePending, Inconclusive, ev.id, ev.tx, -1,
 				"event %s committed at %s and has %s; no progress passed it in what the binlog shows, but the binlog has a hole", ev.id, committed, nowhere))
 		case m.end.Sub(m.txs[ev.tx].Time) > bound:
-			c.add(m.reason(RulePending, Fail, ev.id, ev.tx, -1,
+			c.addTopic(m.reason(RulePending, Fail, ev.id, ev.tx, -1,
 				"event %s committed at %s and has %s; the relay never passed it, and the liveness bound %v expired (%v between its commit and the end of the run)",
 				ev.id, committed, nowhere, bound, m.end.Sub(m.txs[ev.tx].Time).Round(time.Second)))
 		default:
-			c.add(m.reason(RulePending, Inconclusive, ev.id, ev.tx, -1,
+			c.addTopic(m.reason(RulePending, Inconclusive, ev.id, ev.tx, -1,
 				"event %s committed at %s and has %s; the run ended within the liveness bound %v of its commit", ev.id, committed, nowhere, bound))
 		}
 	}
+}
+
+// addTopic adds a reason about a record that is not there: it names the
+// topic it is missing from.
+func (c *checker) addTopic(r Reason) {
+	r.Topic = c.m.topic
+	c.add(r)
 }
 
 // lostRule is the rule a lost event would break, for a reason that

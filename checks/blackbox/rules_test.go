@@ -590,6 +590,12 @@ func TestRules(t *testing.T) {
 				if r.Rule != blackbox.RuleHoles && r.Rule != blackbox.RuleAnswer && r.Rule != blackbox.RuleLag && r.GTID == "" && r.Topic == "" {
 					t.Errorf("reason names neither a transaction nor a record: %s", r)
 				}
+				switch r.Rule {
+				case blackbox.RuleLostAcked, blackbox.RuleLostSkipped, blackbox.RulePending:
+					if r.GTID == "" || r.Binlog == "" || r.Topic != "t" {
+						t.Errorf("a missing record's reason must name its transaction and topic: %s", r)
+					}
+				}
 			}
 		})
 	}
