@@ -1,0 +1,415 @@
+package blackbox
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/orderflow-audit/orderflow-audit/evidence/profile"
+)
+
+// delivery: every committed event has a record. One without is lost when
+// the relay's progress passed it (skipped if it passed before the event
+// committed, acked-not-published after: commit order tells the two
+// apart), pending when progress never passed it and the liveness bound
+// has expired.
+func (c *checker) delivery() {
+	m := c.m
+	c.apply(RuleLostSkipped, RuleLostAcked, RulePending)
+	bound := time.Duration(m.prof.Promises.Liveness)
+	for _, ev := range m.events {
+		if len(ev.records) > 0 {
+			continue
+		}
+		committed := c.at(ev.tx)
+		nowhere := fmt.Sprintf("no record on %s (partitions read to their ends: %s)", m.topic, c.ends())
+		switch {
+		case c.brokerHole:
+			c.addTopic(m.reason(c.lostRule(ev), Inconclusive, ev.id, ev.tx, -1,
+				"event %s, committed at %s, has %s, but the broker witness has a hole that could hold it", ev.id, committed, nowhere))
+		case ev.passed >= 0 && ev.passed < ev.tx:
+			c.addTopic(m.reason(RuleLostSkipped, Fail, ev.id, ev.tx, -1,
+				"event %s committed at %s and has %s; the relay's progress passed it at %s, before it committed: skipped",
+				ev.id, committed, nowhere, c.at(ev.passed)))
+		case ev.passed >= 0:
+			c.addTopic(m.reason(RuleLostAcked, Fail, ev.id, ev.passed, -1,
+				"event %s committed at %s and has %s; the relay's progress passed it at %s, after it committed: acked, not published",
+				ev.id, committed, nowhere, c.at(ev.passed)))
+		case c.binlogHole:
+			c.addTopic(m.reason(RulePending, Inconclusive, ev.id, ev.tx, -1,
+				"event %s committed at %s and has %s; no progress passed it in what the binlog shows, but the binlog has a hole", ev.id, committed, nowhere))
+		case m.end.Sub(m.txs[ev.tx].Time) > bound:
+			c.addTopic(m.reason(RulePending, Fail, ev.id, ev.tx, -1,
+				"event %s committed at %s and has %s; the relay never passed it, and the liveness bound %v expired (%v between its commit and the end of the run)",
+				ev.id, committed, nowhere, bound, m.end.Sub(m.txs[ev.tx].Time).Round(time.Second)))
+		default:
+			c.addTopic(m.reason(RulePending, Inconclusive, ev.id, ev.tx, -1,
+				"event %s committed at %s and has %s; the run ended within the liveness bound %v of its commit", ev.id, committed, nowhere, bound))
+		}
+	}
+}
+
+// addTopic adds a reason about a record that is not there: it names the
+// topic it is missing from.
+func (c *checker) addTopic(r Reason) {
+	r.Topic = c.m.topic
+	c.add(r)
+}
+
+// lostRule is the rule a lost event would break, for a reason that
+// cannot decide (a hole): by commit order when progress passed it.
+func (c *checker) lostRule(ev *event) string {
+	switch {
+	case ev.passed < 0:
+		return RulePending
+	case ev.passed < ev.tx:
+		return RuleLostSkipped
+	}
+	return RuleLostAcked
+}
+
+// at names transaction i: "gtid 0-1-5 (binlog.000001:1234)".
+func (c *checker) at(i int) string {
+	g, p := c.m.where(i)
+	return "gtid " + g + " (" + p + ")"
+}
+
+// ends lists the topic's partitions with their window [start, end).
+func (c *checker) ends() string {
+	if len(c.m.partitions) == 0 {
+		return "the topic does not exist"
+	}
+	var parts []string
+	for _, p := range c.m.partitions {
+		parts = append(parts, fmt.Sprintf("%d:[%d,%d)", p.Partition, c.m.start[p.Partition], p.End))
+	}
+	return strings.Join(parts, " ")
+}
+
+// phantom: every record's event is a committed row. The record names the
+// event; no committed transaction of the window wrote it (published
+// before commit and rolled back, or made up).
+func (c *checker) phantom() {
+	m := c.m
+	c.apply(RulePhantom)
+	for k, r := range m.records {
+		switch {
+		case !r.hasID:
+			c.add(m.reason(RulePhantom, Fail, "", -1, k, "the record carries no event id (%s)", c.locator()))
+		case m.byID[r.id] != nil:
+		case m.allIDs[r.id]:
+			c.add(m.reason(RulePhantom, Fail, r.id, -1, k, "the record's event %s was committed for another topic, by its envelope", r.id))
+		case c.binlogHole:
+			c.add(m.reason(RulePhantom, Inconclusive, r.id, -1, k, "no committed outbox row has event %s, but the binlog has a hole that could hold it", r.id))
+		default:
+			c.add(m.reason(RulePhantom, Fail, r.id, -1, k, "no transaction of the run window committed an outbox row with event %s", r.id))
+		}
+	}
+}
+
+func (c *checker) locator() string {
+	l := c.m.prof.Topic.EventID
+	if l.Header != "" {
+		return "header " + l.Header
+	}
+	return "value path " + l.Value.String()
+}
+
+// recordMismatch: a record of an event must be what the committed row
+// says after decoding: its key (topic.key), its value, its headers.
+func (c *checker) recordMismatch() {
+	m := c.m
+	c.apply(RuleRecordMismatch)
+	for _, ev := range m.events {
+		if ev.decErr != nil {
+			c.add(m.reason(RuleRecordMismatch, Fail, ev.id, ev.tx, -1, "event %s: the payload column does not decode (%s): %v",
+				ev.id, m.prof.Outbox.Payload.Decode, ev.decErr))
+			continue
+		}
+		for _, k := range ev.records {
+			r := m.records[k]
+			var diffs []string
+			if want, ok := c.wantKey(ev); ok && (r.Key == nil || string(r.Key) != want) {
+				diffs = append(diffs, fmt.Sprintf("key %s, want %q (%s)", showBytes(r.Key), want, m.prof.Topic.Key))
+			}
+			if !sameValue(r.Value, ev.dec.value) {
+				diffs = append(diffs, fmt.Sprintf("value %s, want %s", showBytes(r.Value), showBytes(ev.dec.value)))
+			}
+			for _, h := range sortedKeys(ev.dec.headers) {
+				if got, ok := r.Header(h); !ok || string(got) != ev.dec.headers[h] {
+					diffs = append(diffs, fmt.Sprintf("header %s %s, want %q", h, showBytes(got), ev.dec.headers[h]))
+				}
+			}
+			if len(diffs) > 0 {
+				c.add(m.reason(RuleRecordMismatch, Fail, ev.id, ev.tx, k, "the record of event %s differs from its committed row: %s", ev.id, strings.Join(diffs, "; ")))
+			}
+		}
+	}
+}
+
+func (c *checker) wantKey(ev *event) (string, bool) {
+	switch c.m.prof.Topic.Key {
+	case profile.KeyAggregate:
+		return ev.aggregate, ev.hasAgg
+	case profile.KeyEventID:
+		return ev.id, true
+	}
+	return "", false
+}
+
+func showBytes(b []byte) string {
+	if b == nil {
+		return "null"
+	}
+	if len(b) > 120 {
+		return fmt.Sprintf("%q... (%d bytes)", b[:120], len(b))
+	}
+	return fmt.Sprintf("%q", b)
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// duplicate: an event published more than once is counted and attributed
+// to what the binlog shows of its row (changes before progress passed it:
+// re-claims, retries); it fails only under duplicates: none.
+func (c *checker) duplicate() {
+	m := c.m
+	c.apply(RuleDuplicate)
+	for _, ev := range m.events {
+		if len(ev.records) < 2 {
+			continue
+		}
+		var offs []string
+		for _, k := range ev.records {
+			offs = append(offs, fmt.Sprintf("%d@%d", m.records[k].Partition, m.records[k].Offset))
+		}
+		why := fmt.Sprintf("its row changed %d time(s) before progress passed it", ev.changes)
+		if ev.passed < 0 {
+			why = fmt.Sprintf("its row changed %d time(s) and progress never passed it", ev.changes)
+		}
+		r := m.reason(RuleDuplicate, Fail, ev.id, ev.tx, ev.records[1], "event %s was published %d times (partition@offset %s); %s",
+			ev.id, len(ev.records), strings.Join(offs, " "), why)
+		if m.prof.Promises.Duplicates == profile.DuplicatesNone {
+			c.add(r)
+		} else {
+			r.Status = Pass
+			c.notes = append(c.notes, r)
+		}
+	}
+}
+
+// order, under order: per-aggregate: an aggregate's records all on one
+// partition (aggregate-split), and its events' first records, and first
+// effects per consumer, in commit order (or sequence order).
+func (c *checker) order() {
+	m := c.m
+	if m.prof.Promises.Order != profile.OrderPerAggregate {
+		return
+	}
+	c.apply(RuleAggregateSplit, RuleOrder)
+	byAgg := map[string][]*event{}
+	var aggs []string
+	for _, ev := range m.events {
+		if !ev.hasAgg {
+			continue
+		}
+		if byAgg[ev.aggregate] == nil {
+			aggs = append(aggs, ev.aggregate)
+		}
+		byAgg[ev.aggregate] = append(byAgg[ev.aggregate], ev)
+	}
+	firstEffect := c.firstEffects()
+	for _, a := range aggs {
+		evs := byAgg[a]
+		sort.SliceStable(evs, func(i, j int) bool { return c.before(evs[i], evs[j]) })
+		parts := map[int32]int{}
+		for _, ev := range evs {
+			for _, k := range ev.records {
+				parts[m.records[k].Partition]++
+			}
+		}
+		if len(parts) > 1 {
+			first := evs[0]
+			c.add(m.reason(RuleAggregateSplit, Fail, first.id, first.tx, c.firstRecord(first), "aggregate %s has records on %d partitions (%s)", a, len(parts), partList(parts)))
+			continue
+		}
+		c.inversions(a, evs, "first record", func(ev *event) (int64, int, bool) {
+			k := c.firstRecord(ev)
+			if k < 0 {
+				return 0, -1, false
+			}
+			return m.records[k].Offset, k, true
+		})
+		for _, cons := range sortedConsumers(firstEffect) {
+			fe := firstEffect[cons]
+			c.inversions(a, evs, "first effect of consumer "+cons, func(ev *event) (int64, int, bool) {
+				tx, ok := fe[ev.id]
+				return int64(tx), -1, ok
+			})
+		}
+	}
+}
+
+// inversions reports each event of evs (in promised order) whose first
+// delivery, as pos gives it, comes before that of an event promised
+// earlier.
+func (c *checker) inversions(agg string, evs []*event, what string, pos func(*event) (int64, int, bool)) {
+	m := c.m
+	var high int64 = -1
+	var highEv *event
+	for _, ev := range evs {
+		p, rec, ok := pos(ev)
+		if !ok {
+			continue
+		}
+		if highEv != nil && p < high {
+			st := Fail
+			if c.brokerHole && rec >= 0 {
+				st = Inconclusive
+			}
+			tx := ev.tx
+			if rec < 0 {
+				tx = int(p)
+			}
+			c.add(m.reason(RuleOrder, st, ev.id, tx, rec, "aggregate %s: the %s of event %s (committed at %s) comes before that of event %s (committed at %s), which was promised first",
+				agg, what, ev.id, c.at(ev.tx), highEv.id, c.at(highEv.tx)))
+			continue
+		}
+		high, highEv = p, ev
+	}
+}
+
+// before orders two events of one aggregate as promised: by sequence when
+// the profile names one (numerically when both are numbers), else by
+// commit order.
+func (c *checker) before(a, b *event) bool {
+	if a.hasSeq && b.hasSeq {
+		x, y := number(a.seq), number(b.seq)
+		if x != nil && y != nil {
+			if d := x.Cmp(y); d != 0 {
+				return d < 0
+			}
+		} else {
+			sa, _ := profile.Text(a.seq)
+			sb, _ := profile.Text(b.seq)
+			if sa != sb {
+				return sa < sb
+			}
+		}
+	}
+	return a.tx < b.tx
+}
+
+func (c *checker) firstRecord(ev *event) int {
+	best := -1
+	for _, k := range ev.records {
+		if best < 0 || c.m.records[k].Offset < c.m.records[best].Offset {
+			best = k
+		}
+	}
+	return best
+}
+
+// firstEffects maps consumer -> event -> the transaction of its first
+// effect.
+func (c *checker) firstEffects() map[string]map[string]int {
+	out := map[string]map[string]int{}
+	for _, e := range c.m.effects {
+		if !e.hasEvent {
+			continue
+		}
+		if out[e.consumer] == nil {
+			out[e.consumer] = map[string]int{}
+		}
+		if _, ok := out[e.consumer][e.event]; !ok {
+			out[e.consumer][e.event] = e.tx
+		}
+	}
+	return out
+}
+
+func sortedConsumers(m map[string]map[string]int) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func partList(parts map[int32]int) string {
+	var ps []int
+	for p := range parts {
+		ps = append(ps, int(p))
+	}
+	sort.Ints(ps)
+	var out []string
+	for _, p := range ps {
+		out = append(out, fmt.Sprintf("%d: %d record(s)", p, parts[int32(p)]))
+	}
+	return strings.Join(out, ", ")
+}
+
+// lag: after settling, every selected group has committed the end offset
+// of every partition that has records in the window.
+func (c *checker) lag() {
+	m := c.m
+	if c.in.Broker == nil {
+		return
+	}
+	c.apply(RuleLag)
+	var groups []string
+	for g, topics := range c.in.Broker.Groups {
+		if _, ok := topics[m.topic]; ok && m.groupMatch(g) {
+			groups = append(groups, g)
+		}
+	}
+	sort.Strings(groups)
+	if len(groups) == 0 {
+		if len(m.records) > 0 && len(m.prof.Topic.Groups) > 0 {
+			c.add(Reason{Rule: RuleLag, Status: Fail, Topic: m.topic, Partition: -1, Offset: -1,
+				Message: fmt.Sprintf("no consumer group matching %s committed an offset on the topic, which has %d record(s)", strings.Join(m.prof.Topic.Groups, ", "), len(m.records))})
+		}
+		return
+	}
+	for _, g := range groups {
+		for _, p := range m.partitions {
+			if p.End <= m.start[p.Partition] {
+				continue
+			}
+			got, ok := c.in.Broker.Committed(g, m.topic, p.Partition)
+			if !ok {
+				got = -1
+			}
+			if got < p.End {
+				c.add(Reason{Rule: RuleLag, Status: Fail, Topic: m.topic, Partition: p.Partition, Offset: got,
+					Message: fmt.Sprintf("group %s committed offset %s of partition %d, below its end offset %d: %d record(s) not consumed after settling",
+						g, committedText(got, ok), p.Partition, p.End, p.End-max(got, m.start[p.Partition]))})
+			}
+		}
+	}
+}
+
+func committedText(o int64, ok bool) string {
+	if !ok {
+		return "none"
+	}
+	return itoa(o)
+}
+
+// progress: the relay's progress never moves back.
+func (c *checker) progress() {
+	m := c.m
+	c.apply(RuleProgress)
+	for _, b := range m.back {
+		c.add(m.reason(RuleProgress, Fail, b.event, b.tx, -1, "%s", b.message))
+	}
+}

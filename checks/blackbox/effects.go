@@ -1,0 +1,242 @@
+package blackbox
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// effects: a delivered event has, for each consumer, exactly the promised
+// number of effect rows; every effect and inbox row is of a committed
+// event; an effect commits with its inbox row.
+func (c *checker) effects() {
+	m := c.m
+	p := m.prof
+	if p.Effect == nil {
+		return
+	}
+	c.apply(RuleEffects, RuleEffectOrphan)
+	count := map[string]map[string][]int{} // consumer -> event -> effect txs
+	consumers := map[string]bool{}
+	for _, e := range m.effects {
+		consumers[e.consumer] = true
+		if count[e.consumer] == nil {
+			count[e.consumer] = map[string][]int{}
+		}
+		count[e.consumer][e.event] = append(count[e.consumer][e.event], e.tx)
+	}
+	for _, in := range m.inbox {
+		consumers[in.consumer] = true
+	}
+	if len(consumers) == 0 {
+		consumers[""] = true // no consumer wrote anything: every delivered event lacks its effects
+	}
+	names := make([]string, 0, len(consumers))
+	for k := range consumers {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, ev := range m.events {
+		rec, ok := c.delivered(ev)
+		if !ok {
+			continue
+		}
+		for _, cons := range names {
+			txs := count[cons][ev.id]
+			if len(txs) == p.Effect.PerEvent {
+				continue
+			}
+			who := ""
+			if cons != "" {
+				who = " by consumer " + cons
+			}
+			st, tx := Fail, ev.tx
+			if len(txs) > 0 {
+				tx = txs[len(txs)-1]
+			}
+			if len(txs) < p.Effect.PerEvent && c.binlogHole {
+				st = Inconclusive
+			}
+			var at []string
+			for _, t := range txs {
+				at = append(at, c.at(t))
+			}
+			c.add(m.reason(RuleEffects, st, ev.id, tx, rec, "event %s was delivered and has %d effect(s)%s in %s; %d promised%s",
+				ev.id, len(txs), who, p.Effect.Table, p.Effect.PerEvent, list(" (at ", at, ")")))
+		}
+	}
+	c.orphans("effect", p.Effect.Table, m.effects)
+	if p.Inbox != nil {
+		c.orphans("inbox", p.Inbox.Table, m.inbox)
+		c.outsideInbox()
+	}
+}
+
+// delivered reports whether an event reached a consumer: a record of it
+// below the committed offset of a selected group (any record, when no
+// group committed on the topic). It returns that record.
+func (c *checker) delivered(ev *event) (int, bool) {
+	m := c.m
+	var groups []string
+	if c.in.Broker != nil {
+		for g, topics := range c.in.Broker.Groups {
+			if _, ok := topics[m.topic]; ok && m.groupMatch(g) {
+				groups = append(groups, g)
+			}
+		}
+	}
+	for _, k := range ev.records {
+		r := m.records[k]
+		if len(groups) == 0 {
+			return k, true
+		}
+		for _, g := range groups {
+			if o, ok := c.in.Broker.Committed(g, m.topic, r.Partition); ok && o > r.Offset {
+				return k, true
+			}
+		}
+	}
+	return -1, false
+}
+
+func (c *checker) orphans(kind, table string, rows []sideRow) {
+	m := c.m
+	for _, r := range rows {
+		if r.hasEvent && m.allIDs[r.event] {
+			continue
+		}
+		st := Fail
+		if c.binlogHole {
+			st = Inconclusive
+		}
+		if !r.hasEvent {
+			c.add(m.reason(RuleEffectOrphan, Fail, "", r.tx, -1, "an %s row in %s has no event id", kind, table))
+			continue
+		}
+		c.add(m.reason(RuleEffectOrphan, st, r.event, r.tx, -1, "an %s row in %s names event %s, which no transaction of the run window committed", kind, table, r.event))
+	}
+}
+
+// outsideInbox: each effect's transaction also inserts the inbox row of
+// its event (and consumer, when both tables name one).
+func (c *checker) outsideInbox() {
+	m := c.m
+	c.apply(RuleEffectOutsideInbox)
+	type key struct {
+		tx              int
+		event, consumer string
+	}
+	inboxAt := map[key]bool{}
+	withConsumer := m.prof.Inbox.Consumer != nil && m.prof.Effect.Consumer != nil
+	for _, in := range m.inbox {
+		k := key{tx: in.tx, event: in.event}
+		if withConsumer {
+			k.consumer = in.consumer
+		}
+		inboxAt[k] = true
+	}
+	for _, e := range m.effects {
+		k := key{tx: e.tx, event: e.event}
+		if withConsumer {
+			k.consumer = e.consumer
+		}
+		if !inboxAt[k] {
+			c.add(m.reason(RuleEffectOutsideInbox, Fail, e.event, e.tx, -1, "the effect of event %s in %s committed without its %s row in the same transaction",
+				e.event, m.prof.Effect.Table, m.prof.Inbox.Table))
+		}
+	}
+}
+
+// commitAtomic: a business row change commits with an outbox row (of the
+// same event, when the business table names it), and an outbox row with
+// a business change.
+func (c *checker) commitAtomic() {
+	m := c.m
+	b := m.prof.Business
+	if b == nil {
+		return
+	}
+	c.apply(RuleCommitAtomic)
+	outboxAt := map[int]map[string]bool{}
+	for _, ev := range append(append([]*event(nil), m.events...), m.dupRows...) {
+		if outboxAt[ev.tx] == nil {
+			outboxAt[ev.tx] = map[string]bool{}
+		}
+		outboxAt[ev.tx][ev.id] = true
+	}
+	businessAt := map[int]map[string]bool{}
+	for _, r := range m.business {
+		if businessAt[r.tx] == nil {
+			businessAt[r.tx] = map[string]bool{}
+		}
+		businessAt[r.tx][r.event] = true
+		ok := len(outboxAt[r.tx]) > 0
+		if b.EventID != nil {
+			ok = outboxAt[r.tx][r.event]
+		}
+		if !ok {
+			what := "an outbox row"
+			if b.EventID != nil {
+				what = "the outbox row of event " + r.event
+			}
+			c.add(m.reason(RuleCommitAtomic, Fail, r.event, r.tx, -1, "a row of %s (%s) committed without %s in the same transaction", b.Table, r.op, what))
+		}
+	}
+	for _, ev := range m.events {
+		ok := len(businessAt[ev.tx]) > 0
+		if b.EventID != nil {
+			ok = businessAt[ev.tx][ev.id]
+		}
+		if !ok {
+			c.add(m.reason(RuleCommitAtomic, Fail, ev.id, ev.tx, -1, "the outbox row of event %s committed without a change of %s (%s) in the same transaction",
+				ev.id, b.Table, strings.Join(b.Ops, ", ")))
+		}
+	}
+}
+
+// answer: the client's answers agree with what committed: a success has a
+// committed row carrying its token, a failure has none; an unknown outcome
+// is settled by the binlog and counted.
+func (c *checker) answer() {
+	m := c.m
+	if c.in.Client == nil || m.prof.Load == nil {
+		return
+	}
+	c.apply(RuleAnswer)
+	byToken := map[string]*event{}
+	for _, ev := range append(append([]*event(nil), m.events...), m.dupRows...) {
+		if ev.token != "" && byToken[ev.token] == nil {
+			byToken[ev.token] = ev
+		}
+	}
+	for _, rq := range c.in.Client {
+		ev := byToken[rq.Token]
+		switch rq.Outcome {
+		case OK:
+			if ev != nil {
+				continue
+			}
+			st := Fail
+			if c.binlogHole {
+				st = Inconclusive
+			}
+			c.add(Reason{Rule: RuleAnswer, Status: st, Partition: -1, Offset: -1, Message: fmt.Sprintf(
+				"request %d (token %q) was answered success (status %d) but no committed outbox row carries its token at %s", rq.N, rq.Token, rq.Status, m.prof.Load.Correlate)})
+		case Failed:
+			if ev == nil {
+				continue
+			}
+			c.add(m.reason(RuleAnswer, Fail, ev.id, ev.tx, -1, "request %d (token %q) was answered failure (status %d) but its outbox row, event %s, committed",
+				rq.N, rq.Token, rq.Status, ev.id))
+		default:
+			m.stats.Unknown++
+		}
+	}
+}
+
+func list(pre string, items []string, post string) string {
+	if len(items) == 0 {
+		return ""
+	}
+	return pre + strings.Join(items, ", ") + post
+}

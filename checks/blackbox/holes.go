@@ -1,0 +1,81 @@
+package blackbox
+
+import (
+	"strings"
+)
+
+// holes finds the gaps in the witnesses (rule holes) and remembers which
+// witness has one: a rule that would FAIL on the absence of something a
+// hole could hide says INCONCLUSIVE instead (never PASS on a holed
+// witness, never a false FAIL).
+//
+//   - binlog: a GTID sequence gap in a replication domain within the
+//     window (a transaction is missing), or a hole a reader reported
+//     (Input.Holes): a row, a progress write or an effect may be in it;
+//   - broker: no broker witness; a partition whose log start is past the
+//     window's start (records deleted by retention or by hand); offsets
+//     missing inside a partition that are not transaction markers
+//     (compaction): a record may have been there.
+func (c *checker) holes() {
+	c.apply(RuleHoles)
+	m := c.m
+	last := map[uint32]uint64{}
+	for _, t := range c.in.Binlog.Transactions {
+		g := t.GTID
+		if prev, ok := last[g.Domain]; ok && g.Seq != prev+1 {
+			c.binlogHole = true
+			c.add(Reason{Rule: RuleHoles, Status: Inconclusive, GTID: g.String(), Binlog: t.File + ":" + itoa(int64(t.Pos)),
+				Partition: -1, Offset: -1, Message: sprintf("the binlog skips from %d-%d-%d to %s: %d transaction(s) missing, which could hold an outbox row, a progress write or an effect",
+					g.Domain, g.Server, prev, g, g.Seq-prev-1)})
+		}
+		if !g.IsZero() {
+			last[g.Domain] = g.Seq
+		}
+	}
+	for _, h := range c.in.Holes {
+		c.binlogHole = true
+		c.add(Reason{Rule: RuleHoles, Status: Inconclusive, Partition: -1, Offset: -1, Message: h})
+	}
+	if c.in.Broker == nil {
+		c.brokerHole = true
+		c.add(Reason{Rule: RuleHoles, Status: Inconclusive, Topic: m.topic, Partition: -1, Offset: -1,
+			Message: "no broker witness: what was published cannot be seen"})
+		return
+	}
+	for _, p := range m.partitions {
+		from := m.start[p.Partition]
+		control := map[int64]bool{}
+		for _, o := range p.ControlOffsets {
+			control[o] = true
+		}
+		next := from
+		if p.Start > from {
+			c.brokerHole = true
+			c.add(Reason{Rule: RuleHoles, Status: Inconclusive, Topic: p.Topic, Partition: p.Partition, Offset: from,
+				Message: sprintf("the partition's log starts at offset %d, past the run window's start %d: records %d..%d were deleted and could be any event's", p.Start, from, from, p.Start-1)})
+			next = p.Start
+		}
+		var missing []string
+		gap := func(a, b int64) { // offsets [a, b) absent: a hole unless all are markers
+			for o := a; o < b; o++ {
+				if !control[o] {
+					missing = append(missing, itoa(a)+".."+itoa(b-1))
+					return
+				}
+			}
+		}
+		for _, r := range p.Records {
+			if r.Offset < next {
+				continue
+			}
+			gap(next, r.Offset)
+			next = r.Offset + 1
+		}
+		gap(next, p.End)
+		if len(missing) > 0 {
+			c.brokerHole = true
+			c.add(Reason{Rule: RuleHoles, Status: Inconclusive, Topic: p.Topic, Partition: p.Partition, Offset: -1,
+				Message: "offsets " + strings.Join(missing, ", ") + " hold no record and no transaction marker (compacted or deleted): they could be any event's"})
+		}
+	}
+}

@@ -1,0 +1,421 @@
+package blackbox
+
+import (
+	"math/big"
+	"path"
+	"sort"
+	"time"
+
+	"github.com/orderflow-audit/orderflow-audit/evidence/profile"
+	"github.com/orderflow-audit/orderflow-audit/witness/binlog"
+	"github.com/orderflow-audit/orderflow-audit/witness/broker"
+)
+
+// model is what the rules read, derived once from the witnesses.
+type model struct {
+	prof  *profile.Profile
+	topic string
+	// txs are the window's transactions cut to the audited database, in
+	// commit order: an index into txs is a position in commit order.
+	txs []binlog.Transaction
+	// events are the committed outbox rows for the topic, in commit order;
+	// byID finds one (the first row, when a buggy service wrote an id
+	// twice: the rest are in dupRows).
+	events  []*event
+	byID    map[string]*event
+	dupRows []*event
+	// allIDs holds the ids of every committed outbox row, for the topic or
+	// not: an effect of an event routed elsewhere is not an orphan.
+	allIDs map[string]bool
+	// cursor (progress kind cursor) is every write of the cursor row.
+	cursor []cursorWrite
+	// back are progress changes that move back (the progress rule).
+	back []progressBack
+	// partitions are the topic's partitions; start the run window's first
+	// offset of each; records each record in the window.
+	partitions []broker.Partition
+	start      map[int32]int64
+	records    []record
+	// inbox and effect rows inserted in the window.
+	inbox   []sideRow
+	effects []sideRow
+	// business are the transactions' business changes (commit-atomic).
+	business []sideRow
+	end      time.Time
+	stats    Stats
+}
+
+// event is one committed outbox row.
+type event struct {
+	id        string
+	aggregate string
+	hasAgg    bool
+	seq       any
+	hasSeq    bool
+	against   *big.Rat // cursor kind: the row's position
+	token     string   // load.correlate
+	tx        int      // index into model.txs of the inserting transaction
+	dec       decoded
+	decErr    error
+	// passed is the transaction where the relay's progress passed the
+	// row (-1: never); changes counts the row's updates before that.
+	passed  int
+	changes int
+	records []int // indexes into model.records, by partition and offset
+}
+
+type cursorWrite struct {
+	tx    int
+	value *big.Rat
+}
+
+type progressBack struct {
+	tx      int
+	event   string
+	message string
+}
+
+// record is one record of the topic in the window.
+type record struct {
+	broker.Record
+	id    string
+	hasID bool
+}
+
+// sideRow is an inbox, effect or business row change.
+type sideRow struct {
+	tx       int
+	event    string
+	hasEvent bool
+	consumer string
+	op       binlog.Op
+}
+
+func build(in Input) *model {
+	p := in.Profile
+	m := &model{prof: p, topic: p.Topic.Name, byID: map[string]*event{}, allIDs: map[string]bool{}, start: in.BrokerStart}
+	if in.Topic != "" {
+		m.topic = in.Topic
+	}
+	schema := in.Schema
+	if schema == "" {
+		schema = p.Database.Schema
+	}
+	for _, t := range in.Binlog.Transactions {
+		if schema != "" {
+			var ok bool
+			if t, ok = t.ForSchema(schema); !ok {
+				continue
+			}
+		}
+		m.txs = append(m.txs, t)
+	}
+	for i, t := range m.txs {
+		for _, ch := range t.Changes {
+			m.change(i, ch)
+		}
+	}
+	m.cursorPasses()
+	m.readBroker(in.Broker)
+	m.end = in.End
+	if m.end.IsZero() && len(m.txs) > 0 {
+		m.end = m.txs[len(m.txs)-1].Time
+	}
+	m.stats.Events = len(m.events)
+	m.stats.Records = len(m.records)
+	m.stats.Effects = len(m.effects)
+	return m
+}
+
+// change files one row change of transaction i.
+func (m *model) change(i int, ch binlog.RowChange) {
+	p := m.prof
+	switch ch.Table {
+	case p.Outbox.Table:
+		m.outboxChange(i, ch)
+	case p.Outbox.Progress.Table:
+		if p.Outbox.Progress.Kind == profile.ProgressCursor {
+			m.cursorChange(i, ch)
+		}
+	}
+	if p.Business != nil && ch.Table == p.Business.Table {
+		for _, op := range p.Business.Ops {
+			if string(ch.Op) == op {
+				m.business = append(m.business, side(i, ch, p.Business.EventID, nil))
+			}
+		}
+	}
+	if ch.Op != binlog.Insert {
+		return
+	}
+	if p.Inbox != nil && ch.Table == p.Inbox.Table {
+		m.inbox = append(m.inbox, side(i, ch, &p.Inbox.EventID, p.Inbox.Consumer))
+	}
+	if p.Effect != nil && ch.Table == p.Effect.Table {
+		m.effects = append(m.effects, side(i, ch, &p.Effect.EventID, p.Effect.Consumer))
+	}
+}
+
+func side(i int, ch binlog.RowChange, id, consumer *profile.Field) sideRow {
+	row := ch.After
+	if ch.Op == binlog.Delete {
+		row = ch.Before
+	}
+	s := sideRow{tx: i, op: ch.Op}
+	if id != nil {
+		s.event, s.hasEvent = text(id.Lookup(row))
+	}
+	if consumer != nil {
+		s.consumer, _ = text(consumer.Lookup(row))
+	}
+	return s
+}
+
+func text(v any, ok bool) (string, bool) {
+	if !ok {
+		return "", false
+	}
+	return profile.Text(v)
+}
+
+func (m *model) outboxChange(i int, ch binlog.RowChange) {
+	o := m.prof.Outbox
+	switch ch.Op {
+	case binlog.Insert:
+		m.insertEvent(i, ch.After)
+	case binlog.Update:
+		id, ok := text(o.EventID.Lookup(ch.Before))
+		ev := m.byID[id]
+		if !ok || ev == nil {
+			return // a row of before the window, or of another topic
+		}
+		m.statusChange(i, ev, ch)
+	case binlog.Delete:
+		id, ok := text(o.EventID.Lookup(ch.Before))
+		if ev := m.byID[id]; ok && ev != nil && o.Progress.Kind == profile.ProgressDelete && ev.passed < 0 {
+			ev.passed = i
+		}
+	}
+}
+
+func (m *model) insertEvent(i int, row map[string]any) {
+	o := m.prof.Outbox
+	ev := &event{tx: i, passed: -1}
+	ev.id, _ = text(o.EventID.Lookup(row))
+	if o.Aggregate != nil {
+		ev.aggregate, ev.hasAgg = text(o.Aggregate.Lookup(row))
+	}
+	if o.Sequence != nil {
+		ev.seq, ev.hasSeq = o.Sequence.Lookup(row)
+	}
+	if o.Progress.Against != nil {
+		if v, ok := o.Progress.Against.Lookup(row); ok {
+			ev.against = number(v)
+		}
+	}
+	if m.prof.Load != nil {
+		ev.token, _ = text(m.prof.Load.Correlate.Lookup(row))
+	}
+	ev.dec, ev.decErr = decode(o.Payload.Decode, row[o.Payload.Column])
+	// A row inserted already done (a service that publishes itself and
+	// writes the row as sent) was passed by progress at its own commit.
+	switch pr := o.Progress; pr.Kind {
+	case profile.ProgressStatus:
+		if isDone(pr.Done, row[pr.Column]) {
+			ev.passed = i
+		}
+	case profile.ProgressCompleted:
+		if row[pr.Column] != nil {
+			ev.passed = i
+		}
+	}
+	m.allIDs[ev.id] = true
+	if ev.decErr == nil && ev.dec.topic != "" && ev.dec.topic != m.topic {
+		m.stats.OtherTopics++
+		return
+	}
+	if m.byID[ev.id] != nil {
+		m.dupRows = append(m.dupRows, ev)
+		return
+	}
+	m.byID[ev.id] = ev
+	m.events = append(m.events, ev)
+}
+
+// statusChange reads an update of an event's row as progress (status,
+// completed) and counts the changes before progress passed it.
+func (m *model) statusChange(i int, ev *event, ch binlog.RowChange) {
+	pr := m.prof.Outbox.Progress
+	var doneBefore, doneAfter bool
+	switch pr.Kind {
+	case profile.ProgressStatus:
+		doneBefore, doneAfter = isDone(pr.Done, ch.Before[pr.Column]), isDone(pr.Done, ch.After[pr.Column])
+	case profile.ProgressCompleted:
+		doneBefore, doneAfter = ch.Before[pr.Column] != nil, ch.After[pr.Column] != nil
+	default:
+		if ev.passed < 0 {
+			ev.changes++
+		}
+		return
+	}
+	switch {
+	case doneAfter && ev.passed < 0: // done before and not passed: impossible, see insertEvent
+		ev.passed = i
+	case doneBefore && !doneAfter:
+		m.back = append(m.back, progressBack{tx: i, event: ev.id,
+			message: "the row's " + pr.Column + " went back from done " + show(ch.Before[pr.Column]) + " to " + show(ch.After[pr.Column])})
+	case ev.passed < 0:
+		ev.changes++
+	}
+}
+
+func isDone(done []profile.Scalar, v any) bool {
+	s, ok := profile.Text(v)
+	if !ok {
+		return false
+	}
+	for _, d := range done {
+		if string(d) == s {
+			return true
+		}
+	}
+	return false
+}
+
+func show(v any) string {
+	s, ok := profile.Text(v)
+	if !ok {
+		return "NULL"
+	}
+	return "'" + s + "'"
+}
+
+// cursorChange files a write of the cursor row (its Match columns equal).
+func (m *model) cursorChange(i int, ch binlog.RowChange) {
+	pr := m.prof.Outbox.Progress
+	if ch.Op == binlog.Delete {
+		return
+	}
+	for col, want := range pr.Match {
+		if got, ok := profile.Text(ch.After[col]); !ok || got != string(want) {
+			return
+		}
+	}
+	v := number(ch.After[pr.Column])
+	if v == nil {
+		return
+	}
+	if n := len(m.cursor); n > 0 && v.Cmp(m.cursor[n-1].value) < 0 {
+		m.back = append(m.back, progressBack{tx: i,
+			message: "the cursor " + pr.Table + "." + pr.Column + " moved back from " + m.cursor[n-1].value.RatString() + " to " + v.RatString()})
+	}
+	m.cursor = append(m.cursor, cursorWrite{tx: i, value: v})
+}
+
+// cursorPasses sets, for the cursor kind, where the cursor first reached
+// each event's position: the first write at least its against value,
+// before or after the event committed (before is a skip).
+func (m *model) cursorPasses() {
+	if m.prof.Outbox.Progress.Kind != profile.ProgressCursor || len(m.cursor) == 0 {
+		return
+	}
+	// high[k] is the highest value among the first k+1 writes: monotone,
+	// so the first write to reach a value is found by binary search.
+	high := make([]*big.Rat, len(m.cursor))
+	for k, w := range m.cursor {
+		high[k] = w.value
+		if k > 0 && high[k-1].Cmp(w.value) > 0 {
+			high[k] = high[k-1]
+		}
+	}
+	for _, ev := range m.events {
+		if ev.against == nil {
+			continue
+		}
+		k := sort.Search(len(high), func(k int) bool { return high[k].Cmp(ev.against) >= 0 })
+		if k < len(high) {
+			ev.passed = m.cursor[k].tx
+		}
+	}
+}
+
+// number reads an integer or decimal value (a row's or a JSON value).
+func number(v any) *big.Rat {
+	s, ok := profile.Text(v)
+	if !ok {
+		return nil
+	}
+	r, ok := new(big.Rat).SetString(s)
+	if !ok {
+		return nil
+	}
+	return r
+}
+
+// readBroker takes the topic's records of the window and files them under
+// their events.
+func (m *model) readBroker(log *broker.Log) {
+	if log == nil {
+		return
+	}
+	m.partitions = log.Topics[m.topic]
+	loc := m.prof.Topic.EventID
+	for _, p := range m.partitions {
+		from := m.start[p.Partition]
+		for _, r := range p.Records {
+			if r.Offset < from {
+				continue
+			}
+			rec := record{Record: r}
+			if loc.Header != "" {
+				if v, ok := r.Header(loc.Header); ok && v != nil {
+					rec.id, rec.hasID = string(v), true
+				}
+			} else if loc.Value != nil {
+				rec.id, rec.hasID = text(profile.LookupPath(r.Value, loc.Value.Path))
+			}
+			k := len(m.records)
+			m.records = append(m.records, rec)
+			if ev := m.byID[rec.id]; rec.hasID && ev != nil {
+				ev.records = append(ev.records, k)
+				if len(ev.records) > 1 {
+					m.stats.Duplicates++
+				}
+			}
+		}
+	}
+}
+
+// where locates transaction i for a reason.
+func (m *model) where(i int) (gtid, pos string) {
+	if i < 0 || i >= len(m.txs) {
+		return "", ""
+	}
+	t := m.txs[i]
+	return t.GTID.String(), t.File + ":" + itoa(int64(t.Pos))
+}
+
+// reason builds a reason on transaction tx (or -1) and record rec (or -1).
+func (m *model) reason(rule string, st Status, ev string, tx, rec int, format string, args ...any) Reason {
+	r := Reason{Rule: rule, Status: st, Event: ev, Partition: -1, Offset: -1, Message: sprintf(format, args...)}
+	r.GTID, r.Binlog = m.where(tx)
+	if rec >= 0 {
+		rr := m.records[rec]
+		r.Topic, r.Partition, r.Offset = rr.Topic, rr.Partition, rr.Offset
+	}
+	return r
+}
+
+// groupMatch reports whether group is one of the profile's groups (a
+// trailing * is a prefix; with no groups listed, every group matches).
+func (m *model) groupMatch(group string) bool {
+	if len(m.prof.Topic.Groups) == 0 {
+		return true
+	}
+	for _, g := range m.prof.Topic.Groups {
+		if ok, _ := path.Match(g, group); ok {
+			return true
+		}
+	}
+	return false
+}
