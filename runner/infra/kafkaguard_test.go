@@ -294,3 +294,48 @@ func BenchmarkKafkaGuard(b *testing.B) {
 		run(b, c.ListenAddrs())
 	})
 }
+
+// FuzzKafkaGuard sends request bodies, seeded with a well-formed request of
+// every key and version kmsg knows, to the guarded embedded broker. What
+// the guard passes reaches kfake's handlers, which run on the broker's one
+// goroutine: a panic there kills the process, and the fuzzer reports it.
+func FuzzKafkaGuard(f *testing.F) {
+	for key := int16(0); key <= kmsg.MaxKey; key++ {
+		req := kmsg.RequestForKey(key)
+		if req == nil {
+			continue
+		}
+		for v := int16(0); v <= req.MaxVersion(); v++ {
+			r := kmsg.RequestForKey(key)
+			r.SetVersion(v)
+			body := header(key, v, "f")
+			if r.IsFlexible() {
+				body = append(body, 0)
+			}
+			f.Add(r.AppendTo(body))
+		}
+	}
+	k, err := StartKafka(context.Background(), KafkaConfig{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(k.Close)
+	if err := k.CreateTopic(context.Background(), "fuzz", 1); err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		if len(body) > 1<<16 {
+			return
+		}
+		conn, err := net.Dial("tcp", k.Brokers[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		if _, err := conn.Write(framed(body)); err != nil {
+			return // the broker closed first
+		}
+		_ = conn.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+		_, _ = conn.Read(make([]byte, 1))
+	})
+}
