@@ -47,7 +47,9 @@ const reuseFrameBytes = 1 << 20
 // of its own that kills the whole process, and it allocates whatever a
 // frame's length field claims (4 GiB for ffffffff) before reading a byte
 // of it. The guard hands kfake only frames it has read in full and parsed
-// the way kfake will, and closes the connection on any other.
+// the way kfake will, and closes the connection on any other. (It reads
+// plaintext: kfake would wrap a TLS listener around it, which StartKafka
+// never asks for.)
 func guardListen(listen func(network, address string) (net.Listener, error), refused *atomic.Int64) func(network, address string) (net.Listener, error) {
 	return func(network, address string) (net.Listener, error) {
 		ln, err := listen(network, address)

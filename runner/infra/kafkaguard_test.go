@@ -8,33 +8,31 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// frame prefixes body with its length.
-func frame(body []byte) []byte {
-	return binary.BigEndian.AppendUint32(nil, uint32(len(body))) //nolint:gosec // test frames are small
-}
-
 // header is a request header v1 (key, version, correlation id, client id).
 func header(key, version int16, clientID string) []byte {
-	b := binary.BigEndian.AppendUint16(nil, uint16(key))        //nolint:gosec // negative keys on purpose
-	b = binary.BigEndian.AppendUint16(b, uint16(version))       //nolint:gosec // negative versions on purpose
-	b = binary.BigEndian.AppendUint32(b, 1)                     // correlation id
-	b = binary.BigEndian.AppendUint16(b, uint16(len(clientID))) //nolint:gosec // short
+	b := binary.BigEndian.AppendUint16(nil, uint16(key))
+	b = binary.BigEndian.AppendUint16(b, uint16(version))
+	b = binary.BigEndian.AppendUint32(b, 1) // correlation id
+	b = binary.BigEndian.AppendUint16(b, uint16(len(clientID)))
 	return append(b, clientID...)
 }
 
-func framed(body []byte) []byte { return append(frame(body), body...) }
+// framed prefixes body with its length.
+func framed(body []byte) []byte {
+	return append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...)
+}
 
 // apiVersionsV0 is a well-formed ApiVersions v0 request frame.
 func apiVersionsV0() []byte { return framed(header(18, 0, "t")) }
@@ -122,6 +120,59 @@ func TestKafkaGuardRefusesMalformed(t *testing.T) {
 	}
 }
 
+// TestKafkaGuardEveryStart checks that the guard stands in front of every
+// way the embedded broker starts: with an advertised address (the broker
+// command in a container), with a data directory, and after Restart (which
+// starts a new kfake cluster from the saved options).
+func TestKafkaGuardEveryStart(t *testing.T) {
+	refuses := func(t *testing.T, k *Kafka, topic string) {
+		t.Helper()
+		before := k.refused.Load()
+		conn, err := net.Dial("tcp", k.Brokers[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		if _, err := conn.Write(malformedFrames[0].bytes); err != nil {
+			t.Fatal(err)
+		}
+		_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := conn.Read(make([]byte, 1)); err == nil {
+			t.Fatal("broker answered a request for an unknown API key")
+		}
+		if got := k.refused.Load() - before; got != 1 {
+			t.Fatalf("guard refusals = %d; want 1", got)
+		}
+		produceConsume(t, k, topic)
+	}
+	t.Run("advertised", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		k, err := StartKafka(t.Context(), KafkaConfig{Listen: addr, Advertise: addr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer k.Close()
+		refuses(t, k, "advertised")
+	})
+	t.Run("data dir and restart", func(t *testing.T) {
+		k, err := StartKafka(t.Context(), KafkaConfig{DataDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer k.Close()
+		refuses(t, k, "before-restart")
+		if err := k.Restart(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		refuses(t, k, "after-restart")
+	})
+}
+
 // TestKafkaGuardHugeLengthAllocatesNothing checks that a length field of
 // ffffffff costs no memory: kfake allocated the 4 GiB it claims before
 // reading a byte of it.
@@ -149,7 +200,7 @@ func TestKafkaGuardHugeLengthAllocatesNothing(t *testing.T) {
 	}
 	_, _ = conn.Read(make([]byte, 1))
 	runtime.ReadMemStats(&ms)
-	if grown := int64(ms.Sys) - int64(sys); grown > 256<<20 { //nolint:gosec // memory sizes
+	if grown := int64(ms.Sys) - int64(sys); grown > 256<<20 {
 		t.Errorf("memory obtained from the OS grew by %d MiB after one ffffffff length field", grown>>20)
 	}
 	produceConsume(t, k, "guard-huge")
@@ -238,33 +289,32 @@ func produceConsume(t *testing.T, k *Kafka, topic string) {
 
 // BenchmarkKafkaGuard produces and consumes records through the guarded
 // broker and an unguarded kfake, in the same run, to show what the guard
-// costs on the normal path. KAFKA_GUARD_RECORD_BYTES sets the record size
-// (default 200).
+// costs on the normal path: "batch" produces 2000 records of 200 bytes at
+// once (few large requests), "sync" produces 200 one at a time, as the relay
+// publishes (many small requests).
 func BenchmarkKafkaGuard(b *testing.B) {
-	size := 200
-	if s := os.Getenv("KAFKA_GUARD_RECORD_BYTES"); s != "" {
-		if _, err := fmt.Sscan(s, &size); err != nil {
+	value := bytes.Repeat([]byte{'x'}, 200)
+	run := func(b *testing.B, brokers []string, records, perProduce int) {
+		ctx := b.Context()
+		cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic("bench"),
+			kgo.ConsumeTopics("bench"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		if err != nil {
 			b.Fatal(err)
 		}
-	}
-	const records = 2000
-	value := bytes.Repeat([]byte{'x'}, size)
-	run := func(b *testing.B, brokers []string) {
-		ctx := b.Context()
-		for i := range b.N {
-			topic := fmt.Sprintf("bench-%d", i)
-			cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic(topic),
-				kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-				kgo.AllowAutoTopicCreation())
-			if err != nil {
-				b.Fatal(err)
-			}
-			recs := make([]*kgo.Record, records)
-			for j := range recs {
-				recs[j] = &kgo.Record{Value: value}
-			}
-			if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-				b.Fatal(err)
+		defer cl.Close()
+		if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, "bench"); err != nil {
+			b.Fatal(err)
+		}
+		recs := make([]*kgo.Record, perProduce)
+		b.ResetTimer()
+		for range b.N {
+			for sent := 0; sent < records; sent += perProduce {
+				for j := range recs {
+					recs[j] = &kgo.Record{Value: value}
+				}
+				if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+					b.Fatal(err)
+				}
 			}
 			for got := 0; got < records; {
 				fs := cl.PollFetches(ctx)
@@ -273,26 +323,30 @@ func BenchmarkKafkaGuard(b *testing.B) {
 				}
 				got += fs.NumRecords()
 			}
-			cl.Close()
 		}
 		b.ReportMetric(float64(b.N*records)/b.Elapsed().Seconds(), "records/s")
 	}
-	b.Run("guarded", func(b *testing.B) {
-		k, err := StartKafka(b.Context(), KafkaConfig{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer k.Close()
-		run(b, k.Brokers)
-	})
-	b.Run("unguarded", func(b *testing.B) {
-		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.DefaultNumPartitions(1))
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer c.Close()
-		run(b, c.ListenAddrs())
-	})
+	for _, shape := range []struct {
+		name                string
+		records, perProduce int
+	}{{"batch", 2000, 2000}, {"sync", 200, 1}} {
+		b.Run(shape.name+"/guarded", func(b *testing.B) {
+			k, err := StartKafka(b.Context(), KafkaConfig{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer k.Close()
+			run(b, k.Brokers, shape.records, shape.perProduce)
+		})
+		b.Run(shape.name+"/unguarded", func(b *testing.B) {
+			c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.DefaultNumPartitions(1))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			run(b, c.ListenAddrs(), shape.records, shape.perProduce)
+		})
+	}
 }
 
 // FuzzKafkaGuard sends request bodies, seeded with a well-formed request of
@@ -338,4 +392,29 @@ func FuzzKafkaGuard(f *testing.F) {
 		_ = conn.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
 		_, _ = conn.Read(make([]byte, 1))
 	})
+}
+
+// BenchmarkCheckRequest is the guard's parse of one produce request
+// carrying recordBytes of record batch, what it adds to each request.
+func BenchmarkCheckRequest(b *testing.B) {
+	for _, recordBytes := range []int{300, 400 << 10} {
+		b.Run(fmt.Sprint(recordBytes), func(b *testing.B) {
+			req := kmsg.NewPtrProduceRequest()
+			req.SetVersion(9)
+			req.Acks, req.TimeoutMillis = -1, 5000
+			t := kmsg.NewProduceRequestTopic()
+			t.Topic = "orders"
+			p := kmsg.NewProduceRequestTopicPartition()
+			p.Records = bytes.Repeat([]byte{1}, recordBytes)
+			t.Partitions = append(t.Partitions, p)
+			req.Topics = append(req.Topics, t)
+			body := req.AppendTo(append(header(0, 9, "orderflow-audit"), 0))
+			b.SetBytes(int64(len(body)))
+			for range b.N {
+				if err := checkRequest(body); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
