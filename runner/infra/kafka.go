@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -81,9 +82,10 @@ type Kafka struct {
 	Implementation string
 	Brokers        []string
 	cluster        *kfake.Cluster
-	errs           *errorLog    // what the embedded broker logged as errors (with a data directory)
-	opts           []kfake.Opt  // the embedded broker's options, for Restart (chaosbroker.go)
-	restartMu      sync.RWMutex // held by Restart while cluster changes
+	errs           *errorLog     // what the embedded broker logged as errors (with a data directory)
+	opts           []kfake.Opt   // the embedded broker's options, for Restart (chaosbroker.go)
+	restartMu      sync.RWMutex  // held by Restart while cluster changes
+	refused        *atomic.Int64 // connections the request guard closed (kafkaguard.go)
 }
 
 // errorLog is a kfake.Logger keeping the errors: kfake reports a failure
@@ -145,9 +147,11 @@ func StartKafka(ctx context.Context, cfg KafkaConfig) (*Kafka, error) {
 		}
 		listen = lfn
 	}
-	// Every connection passes the frame guard (kafkaguard.go): a client
-	// that sends malformed bytes loses its connection, not the broker.
-	opts = append(opts, kfake.ListenFn(guardListen(listen)))
+	// Every connection reads through the request guard: kfake would
+	// otherwise die of one malformed request (kafkaguard.go). Restart
+	// reuses these options, and with them the guard.
+	refused := new(atomic.Int64)
+	opts = append(opts, kfake.ListenFn(guardListen(listen, refused)))
 	var errs *errorLog
 	if cfg.DataDir != "" {
 		errs = &errorLog{}
@@ -164,6 +168,7 @@ func StartKafka(ctx context.Context, cfg KafkaConfig) (*Kafka, error) {
 		cluster:        c,
 		errs:           errs,
 		opts:           opts,
+		refused:        refused,
 	}, nil
 }
 

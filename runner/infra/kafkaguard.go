@@ -6,134 +6,200 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"sync"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// MaxRequestBytes bounds one request frame the embedded broker accepts.
-// Our clients send produce batches of at most 1 MiB (kgo's default
-// ProducerBatchMaxBytes) and far smaller requests otherwise; 64 MiB leaves
-// room for any Kafka client's defaults while a length field of ffffffff no
-// longer makes the broker allocate 4 GiB.
-const MaxRequestBytes = 64 << 20
+// MaxRequestBytes caps the size of one request the embedded broker accepts
+// (the frame's 4-byte length field). Our largest requests are produce
+// requests: the bench publishes at most 10,000 records of a few hundred
+// bytes per round (a few MB), and kgo closes a partition's batch at
+// 1,000,012 bytes (ProducerBatchMaxBytes, which nothing here raises).
+// 16 MiB is several times either, and small enough that a hostile frame
+// cannot make a connection cost much: kmsg allocates up to ~16 bytes per
+// byte of a malformed array before it finds the bytes missing. (Kafka's own
+// socket.request.max.bytes is 100 MiB.)
+const MaxRequestBytes = 16 << 20
 
-// minRequestBytes is the smallest request header: api key, version,
-// correlation id and the length of a null client id.
-const minRequestBytes = 2 + 2 + 4 + 2
+// The guard's reasons to close a connection.
+var (
+	errFrameTooLarge = fmt.Errorf("request frame larger than %d bytes", MaxRequestBytes)
+	errFrameShort    = errors.New("request frame too short for a request header")
+	errUnknownAPIKey = errors.New("request for an unknown API key")
+	errBadVersion    = errors.New("request with a negative API version")
+	errUnparsable    = errors.New("request does not parse")
+)
 
-// errFrameRefused is what the broker's reader sees in place of a frame the
-// guard refused: it ends that connection and nothing else.
-var errFrameRefused = errors.New("kafka frame refused")
+// minRequestHeader is the shortest request header: API key (2), API version
+// (2), correlation id (4), client id length (2).
+const minRequestHeader = 10
 
-// guardListen wraps listen so that every connection the embedded broker
-// accepts passes through a frame guard. kfake parses a request on the
-// connection's goroutine and calls methods on the request type its api key
-// names without checking that the key exists, so 20 malformed bytes panic
-// the whole process (the broker, and a run that embeds it); and it
-// allocates whatever a length field says. The guard reads each frame
-// itself, refuses a length over MaxRequestBytes or under a header, an api
-// key or version that kmsg does not know, and a body that does not parse
-// as that request, and closes that connection; only whole frames that
-// parse reach kfake, byte for byte.
-func guardListen(listen func(network, address string) (net.Listener, error)) func(network, address string) (net.Listener, error) {
+// reuseFrameBytes is the largest frame buffer a connection keeps for its
+// next request: requests are almost all small, larger buffers are let go.
+const reuseFrameBytes = 1 << 20
+
+// guardListen wraps a kfake listen function so that every connection the
+// broker accepts reads through a requestGuard. kfake reads a connection
+// blindly: a request for an unknown API key makes it dereference a nil
+// request (kfake client_conn.go, kreq.SetVersion), a panic in a goroutine
+// of its own that kills the whole process, and it allocates whatever a
+// frame's length field claims (4 GiB for ffffffff) before reading a byte
+// of it. The guard hands kfake only frames it has read in full and parsed
+// the way kfake will, and closes the connection on any other. (It reads
+// plaintext: kfake would wrap a TLS listener around it, which StartKafka
+// never asks for.)
+func guardListen(listen func(network, address string) (net.Listener, error), refused *atomic.Int64) func(network, address string) (net.Listener, error) {
 	return func(network, address string) (net.Listener, error) {
 		ln, err := listen(network, address)
 		if err != nil {
 			return nil, err
 		}
-		return guardedListener{ln}, nil
+		return guardedListener{Listener: ln, refused: refused}, nil
 	}
 }
 
-type guardedListener struct{ net.Listener }
+// guardedListener hands out guarded connections. It keeps Addr of the
+// listener it wraps (an advertised address included).
+type guardedListener struct {
+	net.Listener
+	refused *atomic.Int64
+}
 
 func (l guardedListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
 	if err != nil {
 		return nil, err
 	}
-	return &guardedConn{Conn: c}, nil
+	return &guardedConn{Conn: c, refused: l.refused}, nil
 }
 
-// guardedConn hands the broker one checked frame at a time.
+// guardedConn is a client connection whose Read yields whole, parsed
+// request frames only. kfake reads a connection from one goroutine at a
+// time (it waits for one frame before asking for the next), so Read needs
+// no lock.
 type guardedConn struct {
 	net.Conn
-	mu      sync.Mutex
-	pending []byte // the rest of the current checked frame, length included
+	refused *atomic.Int64
+	buf     []byte // frame buffer, reused for small frames
+	frame   []byte // the checked frame (length field included) not yet read
+	err     error  // why the connection ended; returned from then on
 }
 
 func (c *guardedConn) Read(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.pending) == 0 {
-		frame, err := readFrame(c.Conn)
+	if len(c.frame) == 0 {
+		if c.err != nil {
+			return 0, c.err
+		}
+		frame, err := c.next()
 		if err != nil {
-			c.Conn.Close()
+			var refusal guardRefusal
+			if errors.As(err, &refusal) {
+				c.refused.Add(1)
+				c.Conn.Close() // this connection only; the broker goes on
+			}
+			c.err = err
 			return 0, err
 		}
-		c.pending = frame
+		c.frame = frame
 	}
-	n := copy(p, c.pending)
-	c.pending = c.pending[n:]
+	n := copy(p, c.frame)
+	c.frame = c.frame[n:]
 	return n, nil
 }
 
-// readFrame reads one request frame from r and returns it whole (its
-// 4-byte length first) when it is a request kfake can take.
-func readFrame(r io.Reader) ([]byte, error) {
+// guardRefusal marks an error as the guard's refusal of a frame (as against
+// the client's closing the connection).
+type guardRefusal struct{ err error }
+
+func (r guardRefusal) Error() string { return "embedded broker guard: " + r.err.Error() }
+func (r guardRefusal) Unwrap() error { return r.err }
+
+// next reads one frame from the client and checks it.
+func (c *guardedConn) next() ([]byte, error) {
 	var size [4]byte
-	if _, err := io.ReadFull(r, size[:]); err != nil {
+	if _, err := io.ReadFull(c.Conn, size[:]); err != nil {
 		return nil, err
 	}
 	n := binary.BigEndian.Uint32(size[:])
-	if n > MaxRequestBytes || n < minRequestBytes {
-		return nil, fmt.Errorf("%w: length %d outside [%d, %d]", errFrameRefused, n, minRequestBytes, MaxRequestBytes)
+	switch {
+	case n > MaxRequestBytes:
+		return nil, guardRefusal{fmt.Errorf("%w: length field %d", errFrameTooLarge, n)}
+	case n < minRequestHeader:
+		return nil, guardRefusal{fmt.Errorf("%w: %d bytes", errFrameShort, n)}
 	}
-	frame := make([]byte, 4+int(n))
-	copy(frame, size[:])
-	if _, err := io.ReadFull(r, frame[4:]); err != nil {
+	frame, err := c.readFrame(size, int(n))
+	if err != nil {
 		return nil, err
 	}
 	if err := checkRequest(frame[4:]); err != nil {
-		return nil, err
+		return nil, guardRefusal{err}
 	}
 	return frame, nil
 }
 
-// checkRequest parses body as kfake will (header, then the request of its
-// key and version) and says whether it can.
+// readFrame reads a frame's body of n bytes after its length field. Memory
+// grows with the bytes that arrive, not with what the length field claims:
+// a client that announces 16 MiB and sends nothing costs 1 MiB.
+func (c *guardedConn) readFrame(size [4]byte, n int) ([]byte, error) {
+	need := 4 + n
+	buf := c.buf[:0]
+	if cap(buf) < min(need, reuseFrameBytes) {
+		buf = make([]byte, 0, min(need, reuseFrameBytes))
+	}
+	buf = append(buf, size[:]...)
+	for len(buf) < need {
+		if len(buf) == cap(buf) {
+			grown := make([]byte, len(buf), min(need, 2*cap(buf)))
+			copy(grown, buf)
+			buf = grown
+		}
+		k, err := io.ReadFull(c.Conn, buf[len(buf):min(need, cap(buf))])
+		buf = buf[:len(buf)+k]
+		if err != nil {
+			return nil, err
+		}
+	}
+	if cap(buf) <= reuseFrameBytes {
+		c.buf = buf
+	}
+	return buf, nil
+}
+
+// checkRequest parses a request body the way kfake's clientConn.read does
+// (header, then kmsg's ReadFrom), so that what kfake receives parses. A
+// panic in the parser is a refusal, not a crash.
 func checkRequest(body []byte) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("%w: the request does not parse: %v", errFrameRefused, r)
+			err = fmt.Errorf("%w: parser panicked: %v", errUnparsable, r)
 		}
 	}()
-	rd := kbin.Reader{Src: body}
-	key := rd.Int16()
-	version := rd.Int16()
-	rd.Int32() // correlation id
-	rd.NullableString()
-	if !rd.Ok() {
-		return fmt.Errorf("%w: short header", errFrameRefused)
+	r := kbin.Reader{Src: body}
+	key := r.Int16()
+	version := r.Int16()
+	r.Int32() // correlation id
+	r.NullableString()
+	if err := r.Complete(); err != nil {
+		return fmt.Errorf("%w: %v", errFrameShort, err)
 	}
 	req := kmsg.RequestForKey(key)
 	if req == nil {
-		return fmt.Errorf("%w: unknown api key %d", errFrameRefused, key)
+		return fmt.Errorf("%w: %d", errUnknownAPIKey, key)
 	}
-	if version < 0 || version > req.MaxVersion() {
-		return fmt.Errorf("%w: api key %d version %d unknown", errFrameRefused, key, version)
+	if version < 0 {
+		return fmt.Errorf("%w: key %d version %d", errBadVersion, key, version)
 	}
 	req.SetVersion(version)
 	if req.IsFlexible() {
-		kmsg.SkipTags(&rd)
-		if !rd.Ok() {
-			return fmt.Errorf("%w: short header", errFrameRefused)
+		kmsg.SkipTags(&r)
+		if err := r.Complete(); err != nil {
+			return fmt.Errorf("%w: key %d version %d: header tags: %v", errUnparsable, key, version, err)
 		}
 	}
-	if err := req.ReadFrom(rd.Src); err != nil {
-		return fmt.Errorf("%w: api key %d version %d: %v", errFrameRefused, key, version, err)
+	if err := req.ReadFrom(r.Src); err != nil {
+		return fmt.Errorf("%w: key %d version %d: %v", errUnparsable, key, version, err)
 	}
 	return nil
 }
