@@ -27,27 +27,32 @@ func hostileBrokerFrames(t *testing.T) {
 	out, err := cmd.StdoutPipe()
 	w.must(err)
 	w.must(cmd.Start())
-	done := make(chan error, 1)
-	lines := make(chan string, 10)
+	// exited is closed when the broker has exited, waitErr then set.
+	exited := make(chan struct{})
+	var waitErr error
+	first := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			lines <- sc.Text()
+		for n := 0; sc.Scan(); n++ {
+			if n == 0 {
+				first <- sc.Text()
+			}
 		}
-		close(lines)
-		done <- cmd.Wait()
+		close(first)
+		waitErr = cmd.Wait()
+		close(exited)
 	}()
 	t.Cleanup(func() {
 		select {
-		case <-done:
+		case <-exited:
 		default:
 			cmd.Process.Kill()
-			<-done
+			<-exited
 		}
 	})
 	var addr string
 	select {
-	case l := <-lines:
+	case l := <-first:
 		f := strings.Fields(l) // broker listening on ADDR (kfake ...)
 		if len(f) < 4 || f[1] != "listening" {
 			t.Fatalf("broker's first line %q; stderr %s", l, stderr.String())
@@ -60,9 +65,8 @@ func hostileBrokerFrames(t *testing.T) {
 	alive := func(what string) bool {
 		t.Helper()
 		select {
-		case err := <-done:
-			done <- err
-			t.Errorf("after %s the broker exited (%v); stderr: %s", what, err, hostileTail(stderr.String(), 2500))
+		case <-exited:
+			t.Errorf("after %s the broker exited (%v); stderr: %s", what, waitErr, hostileTail(stderr.String(), 2500))
 			return false
 		default:
 			return true
@@ -131,7 +135,7 @@ func hostileBrokerFrames(t *testing.T) {
 
 	cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-done:
+	case <-exited:
 	case <-time.After(10 * time.Second):
 		t.Errorf("the broker did not stop within 10 s of SIGTERM")
 	}

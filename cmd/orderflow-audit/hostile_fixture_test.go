@@ -440,7 +440,8 @@ func hostileChanged(before, after map[string]hostileEntry) []string {
 // hostileResult is one process's outcome.
 type hostileResult struct {
 	args           []string
-	code           int // -1: killed
+	show           string // args with the world's directories shortened
+	code           int    // -1: killed
 	stdout, stderr string
 	elapsed        time.Duration
 	maxRSS         int64  // bytes, peak resident (the larger of VmHWM polled and rusage)
@@ -448,7 +449,7 @@ type hostileResult struct {
 }
 
 func (r hostileResult) String() string {
-	return fmt.Sprintf("%s: exit %d in %v, max RSS %d MiB%s", strings.Join(r.args, " "), r.code,
+	return fmt.Sprintf("%s: exit %d in %v, max RSS %d MiB%s", r.show, r.code,
 		r.elapsed.Round(time.Millisecond), r.maxRSS>>20, map[bool]string{true: ", killed: " + r.killed}[r.killed != ""])
 }
 
@@ -500,7 +501,7 @@ func (w *hostileWorld) run(args ...string) hostileResult {
 	if err := cmd.Start(); err != nil {
 		w.t.Fatal(err)
 	}
-	res := hostileResult{args: args}
+	res := hostileResult{args: args, show: strings.ReplaceAll(strings.Join(args, " "), filepath.Dir(w.bundle)+"/", "")}
 	stop := make(chan struct{})
 	var (
 		mu   sync.Mutex
@@ -589,6 +590,14 @@ func hostileLeftovers(tmp string) []string {
 func hostileTail(s string, n int) string {
 	if len(s) > n {
 		return "…" + s[len(s)-n:]
+	}
+	return s
+}
+
+// hostileHead is the start of s, for messages (a verdict comes first).
+func hostileHead(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
 	}
 	return s
 }
