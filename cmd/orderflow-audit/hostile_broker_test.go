@@ -7,6 +7,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"net"
 	"os/exec"
 	"strings"
@@ -17,7 +18,22 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-func hostileBrokerFrames(t *testing.T) {
+// hostileFrames are the bad clients, each against a broker of its own: a
+// Kafka frame is a 4-byte big-endian length, then a request header (api
+// key, version, correlation id, client id).
+var hostileFrames = []struct {
+	name string
+	b    []byte
+}{
+	{"20-malformed-bytes", []byte("\x00\x00\x00\x10\xff\xff\xff\xff\xde\xad\xbe\xef\x00\x00\x00\x00\xff\xff\xff\xff")},
+	{"length-ffffffff", []byte("\xff\xff\xff\xff\x00\x12\x00\x03\x00\x00\x00\x01")},
+	{"truncated-header", []byte("\x00\x00\x00\x20\x00\x12")},
+}
+
+// hostileBrokerFrame starts `broker`, sends it frame on a connection of
+// its own (twice, on two connections), then a real client must produce
+// and consume; the broker must not crash, nor grow by a GiB for a frame.
+func hostileBrokerFrame(t *testing.T, frame []byte) {
 	w := newHostileWorld(t)
 	before := hostileSnapshot(w.root, w.tmp, w.bundle)
 	cmd := exec.Command(binary(t), "broker", "--listen", "127.0.0.1:0", "--topic", "hostile")
@@ -73,25 +89,15 @@ func hostileBrokerFrames(t *testing.T) {
 		}
 	}
 
-	// Each frame on its own connection: a Kafka frame is a 4-byte
-	// big-endian length, then a request header (api key, version,
-	// correlation id, client id).
-	frames := []struct {
-		name string
-		b    []byte
-	}{
-		{"20 malformed bytes", []byte("\x00\x00\x00\x10\xff\xff\xff\xff\xde\xad\xbe\xef\x00\x00\x00\x00\xff\xff\xff\xff")},
-		{"a length of ffffffff", []byte("\xff\xff\xff\xff\x00\x12\x00\x03\x00\x00\x00\x01")},
-		{"a truncated header", []byte("\x00\x00\x00\x20\x00\x12")},
-	}
-	for _, f := range frames {
+	for i := range 2 {
+		what := fmt.Sprintf("the frame on connection %d", i+1)
 		vmBefore := hostileProcKB(pid, "VmSize")
 		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
 		if err != nil {
-			t.Errorf("%s: dial %s: %v", f.name, addr, err)
+			t.Errorf("%s: dial %s: %v", what, addr, err)
 			break
 		}
-		c.Write(f.b)
+		c.Write(frame)
 		// A bad client's connection may stay open or close: either way
 		// it must cost the broker nothing but itself.
 		c.SetReadDeadline(time.Now().Add(time.Second))
@@ -100,18 +106,18 @@ func hostileBrokerFrames(t *testing.T) {
 		c.Close()
 		time.Sleep(300 * time.Millisecond)
 		if grew := hostileProcKB(pid, "VmSize") - vmBefore; grew > 1<<20 { // kB
-			t.Errorf("%s: the broker's address space grew by %d MiB for one frame", f.name, grew>>10)
+			t.Errorf("after %s the broker's address space grew by %d MiB", what, grew>>10)
 		}
 		if hwm := hostileProcKB(pid, "VmHWM") << 10; hwm >= hostileMaxRSS {
-			t.Errorf("%s: the broker's max RSS is %d MiB", f.name, hwm>>20)
+			t.Errorf("after %s the broker's max RSS is %d MiB", what, hwm>>20)
 		}
-		if !alive(f.name) {
+		if !alive(what) {
 			break
 		}
 	}
 
 	// The next client is served.
-	if alive("the malformed frames") {
+	if alive("the hostile frames") {
 		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 		defer cancel()
 		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("hostile"),

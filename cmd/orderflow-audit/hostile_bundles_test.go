@@ -96,12 +96,14 @@ func TestHostileBundles(t *testing.T) {
 			runHostileCase(t, tc)
 		})
 	}
-	t.Run("broker/malformed-frames", func(t *testing.T) {
-		t.Parallel()
-		sem <- struct{}{}
-		defer func() { <-sem }()
-		hostileBrokerFrames(t)
-	})
+	for _, f := range hostileFrames {
+		t.Run("broker/"+f.name, func(t *testing.T) {
+			t.Parallel()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			hostileBrokerFrame(t, f.b)
+		})
+	}
 }
 
 func runHostileCase(t *testing.T, tc hostileCase) {
@@ -397,6 +399,27 @@ func hostileCases() []hostileCase {
 			b[e.off+binlogHeader+8] = 250
 			hostileFixCRC(b, e.off, e.size)
 		}),
+		binlogCase("table-map-column-count-2-pow-30", func(t *testing.T, w *hostileWorld, b []byte, evs []hostileBinlogEvent) {
+			e := hostileBinlogFirst(t, evs, binlogTableMap, int(w.doc.Witness.Database.StartPos))
+			// a length-encoded 8-byte count (0xfe): 2^30 columns
+			p := hostileTableMapColumns(b, e)
+			if p+9 > e.off+e.size-4 {
+				t.Fatal("the TABLE_MAP event is too short for a 9-byte column count")
+			}
+			b[p] = 0xfe
+			ebin.LittleEndian.PutUint64(b[p+1:], 1<<30)
+			hostileFixCRC(b, e.off, e.size)
+		}),
+		binlogCase("rows-column-count-2-pow-30", func(t *testing.T, w *hostileWorld, b []byte, evs []hostileBinlogEvent) {
+			e := hostileBinlogFirst(t, evs, binlogWriteRows, int(w.doc.Witness.Database.StartPos))
+			p := e.off + binlogHeader + 8
+			if p+9 > e.off+e.size-4 {
+				t.Fatal("the rows event is too short for a 9-byte column count")
+			}
+			b[p] = 0xfe
+			ebin.LittleEndian.PutUint64(b[p+1:], 1<<30)
+			hostileFixCRC(b, e.off, e.size)
+		}),
 		binlogCase("event-length-beyond-file", func(t *testing.T, w *hostileWorld, b []byte, evs []hostileBinlogEvent) {
 			e := hostileBinlogFirst(t, evs, binlogTableMap, int(w.doc.Witness.Database.StartPos))
 			ebin.LittleEndian.PutUint32(b[e.off+9:], uint32(len(b)-e.off+4096))
@@ -424,6 +447,14 @@ func hostileCases() []hostileCase {
 				w.must(os.MkdirAll(filepath.Join(w.bundle, "evil-0"), 0o755))
 				w.must(os.Symlink("/dev/zero", filepath.Join(w.bundle, "evil-0", "snapshot.json")))
 				w.must(os.Symlink("/dev/zero", filepath.Join(w.bundle, "evil-0", "0.dat")))
+			}},
+		hostileCase{name: "kafka/topic-named-dotdot-snapshot-fifo", names: []string{"topics.json", "evil"},
+			setup: func(t *testing.T, w *hostileWorld) {
+				w.editTopics(func(topic map[string]any) { topic["name"] = "../../../../evil" })
+				// As above, the partition outside the witness directory
+				// (so never digested): its snapshot is a FIFO.
+				w.must(os.MkdirAll(filepath.Join(w.bundle, "evil-0"), 0o755))
+				w.must(syscall.Mkfifo(filepath.Join(w.bundle, "evil-0", "snapshot.json"), 0o644))
 			}},
 		hostileCase{name: "kafka/snapshot-huge-json", names: []string{"snapshot.json", "normalChain-0"},
 			setup: func(t *testing.T, w *hostileWorld) {
