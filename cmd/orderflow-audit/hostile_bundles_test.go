@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -63,7 +64,10 @@ func TestHostileBundles(t *testing.T) {
 	}
 	binary(t)
 	pristine := hostilePristine(t)
-	t.Cleanup(func() { os.RemoveAll(pristine) })
+	t.Cleanup(func() {
+		os.RemoveAll(pristine)
+		hostilePristineOnce = sync.Once{} // -count=2 copies it again
+	})
 
 	// The fixture itself: the pristine copy, resealed through the harness
 	// with nothing changed, must PASS (exit 0); every case below is then
@@ -164,7 +168,7 @@ func checkHostileResult(t *testing.T, tc hostileCase, r hostileResult) {
 	if r.maxRSS >= hostileMaxRSS {
 		t.Errorf("%s: max RSS %d MiB; want < 1 GiB", r.args[0], r.maxRSS>>20)
 	}
-	if !slices.ContainsFunc(tc.names, func(n string) bool { return strings.Contains(out, n) }) {
+	if !slices.ContainsFunc(tc.names, func(n string) bool { return n != "" && strings.Contains(out, n) }) {
 		t.Errorf("%s: the output names none of %q:\nstdout %s\nstderr %s", r.show, tc.names,
 			hostileHead(r.stdout, 1500), hostileTail(r.stderr, 1500))
 	}
@@ -195,7 +199,7 @@ func hostileCases() []hostileCase {
 	// Event-log and witness path tricks: the evidence names a path that
 	// is not the canonical bundle-relative path of its file.
 	logPath := func(name, p string, names ...string) hostileCase {
-		return hostileCase{name: "log-path/" + name, names: append(names, "/scenarios/", p),
+		return hostileCase{name: "log-path/" + name, names: append(names, p, hostilePointer(hScenario, hActor, "")),
 			setup: func(t *testing.T, w *hostileWorld) {
 				w.edit(func(ev *evidence.Evidence) { hostileLogRef(t, ev, hScenario, hActor).Path = p })
 			}}
@@ -210,7 +214,7 @@ func hostileCases() []hostileCase {
 		logPath("double-slash", "u80//normalChain/consumer-1.jsonl", "consumer-1.jsonl"),
 	)
 	dbPath := func(name, p string, names ...string) hostileCase {
-		return hostileCase{name: "witness-path/db-" + name, names: append(names, "/witness/", p),
+		return hostileCase{name: "witness-path/db-" + name, names: append(names, p, "/witness/database/files/0/path"),
 			setup: func(t *testing.T, w *hostileWorld) {
 				w.edit(func(ev *evidence.Evidence) { ev.Witness.Database.Files[0].Path = p })
 			}}
@@ -225,7 +229,7 @@ func hostileCases() []hostileCase {
 		dbPath("double-slash", "u80/witness//db/binlog.000001", "binlog.000001"),
 	)
 	kafkaPath := func(name, p string, names ...string) hostileCase {
-		return hostileCase{name: "witness-path/kafka-" + name, names: append(names, "/witness/", p),
+		return hostileCase{name: "witness-path/kafka-" + name, names: append(names, p, hostilePointer("", "", "/meta.json")),
 			setup: func(t *testing.T, w *hostileWorld) {
 				w.edit(func(ev *evidence.Evidence) {
 					for i, f := range ev.Witness.Broker.Files {
@@ -554,6 +558,31 @@ func hostileCases() []hostileCase {
 			out: func(t *testing.T, w *hostileWorld) string { return "/dev/null" }})
 	}
 	return cases
+}
+
+// hostilePointer is the JSON pointer of a path in the pristine evidence
+// (where a schema error names it): the log of actor in scenario, or the
+// broker witness file whose path ends in suffix.
+func hostilePointer(scenario, actor, suffix string) string {
+	var ev evidence.Evidence
+	if err := json.Unmarshal(hostilePristineRaw, &ev); err != nil {
+		return "(pristine evidence: " + err.Error() + ")"
+	}
+	for i, sc := range ev.Scenarios {
+		for j, l := range sc.Logs {
+			if sc.ID == scenario && l.Actor == actor {
+				return fmt.Sprintf("/scenarios/%d/logs/%d/path", i, j)
+			}
+		}
+	}
+	if ev.Witness != nil && ev.Witness.Broker != nil {
+		for i, f := range ev.Witness.Broker.Files {
+			if suffix != "" && strings.HasSuffix(f.Path, suffix) {
+				return fmt.Sprintf("/witness/broker/files/%d/path", i)
+			}
+		}
+	}
+	return "(no such path in the pristine evidence)"
 }
 
 // partDir is the bundle-relative partition directory of the normalChain
