@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # fuzz.sh runs each fuzz target of the readers of untrusted input (the
-# evidence file, an event line, the binlog witness, the broker witness) for a
+# evidence file, an event line, the binlog witness, the broker witness, the
+# embedded broker's frame guard) for a
 # bounded time: FUZZTIME per target (default 20s). Each starts from its
 # committed seed corpus (testdata/fuzz/<target>); a crash fails the script
 # and go test writes the crashing input under testdata/fuzz/<target>/, which
@@ -21,6 +22,7 @@ targets=(
 	"./witness/binlog FuzzScan"
 	"./witness/broker FuzzReadDataFS"
 	"./witness/broker FuzzReadDumpFrom"
+	"./runner/infra FuzzKafkaGuard"
 )
 ran=0
 for t in "${targets[@]}"; do
