@@ -298,9 +298,20 @@ func (s *Server) waitReady(parent context.Context, bound time.Duration) error {
 	for {
 		pctx, pcancel := context.WithTimeout(ctx, time.Second)
 		err = db.PingContext(pctx)
+		if err == nil {
+			// The server that answered must be ours: the port was free when
+			// it was picked, and another process's server may have bound it
+			// before ours did (ours then exits on "Address already in
+			// use"). A run on that server would write its witness into
+			// another server's binary log.
+			err = s.isOurs(pctx, db)
+		}
 		pcancel()
 		if err == nil {
 			return nil
+		}
+		if errors.Is(err, errPortTaken) {
+			return err
 		}
 		select {
 		case <-s.exited:
@@ -313,6 +324,31 @@ func (s *Server) waitReady(parent context.Context, bound time.Duration) error {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// isOurs checks that the server answering on the port has this server's
+// data directory; another one is errPortTaken.
+func (s *Server) isOurs(ctx context.Context, db *sql.DB) error {
+	var dir string
+	if err := db.QueryRowContext(ctx, "SELECT @@datadir").Scan(&dir); err != nil {
+		return err
+	}
+	if sameDir(dir, s.DataDir) {
+		return nil
+	}
+	return fmt.Errorf("%w: another server (data directory %s) answers there", errPortTaken, dir)
+}
+
+// sameDir compares two directory paths once cleaned and resolved.
+func sameDir(a, b string) bool {
+	clean := func(p string) string {
+		p = filepath.Clean(p)
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return r
+		}
+		return p
+	}
+	return clean(a) == clean(b)
 }
 
 // lastError picks the server's complaint from the end of its error log:

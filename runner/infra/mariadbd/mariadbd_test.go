@@ -378,3 +378,30 @@ func exec1(t *testing.T, dsn, q string) {
 		t.Fatal(err)
 	}
 }
+
+// TestPortHeldByAnotherServer: a port on which another MariaDB server
+// already accepts root's login is not taken for this server's, though a
+// ping there succeeds. Start's check that the port is free catches this
+// case first; the check that the answering server has our data directory
+// (isOurs) covers the race that check cannot: a port taken between
+// freePort and mariadbd's bind, where a run then wrote into another
+// server's binary log and found its own witness empty (seen once in CI,
+// TestWitnessedRuns: "binlog.000001: 348 bytes, the server lists 19474").
+func TestPortHeldByAnotherServer(t *testing.T) {
+	require(t)
+	other, err := mariadbd.Start(t.Context(), cfg(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Remove()
+	c := cfg(t)
+	c.Port = other.Port
+	s, err := mariadbd.Start(t.Context(), c)
+	if err == nil {
+		s.Remove()
+		t.Fatalf("Start on the port of another server (%d) succeeded", other.Port)
+	}
+	if want := "is taken"; !strings.Contains(err.Error(), want) {
+		t.Errorf("Start = %v; want %q", err, want)
+	}
+}
