@@ -106,7 +106,7 @@ func ReadFile(path string) (*Evidence, []byte, error) {
 	case st.IsDir():
 		return nil, nil, fmt.Errorf("%w: %s is a directory, not an evidence file", ErrBadInput, path)
 	case !st.Mode().IsRegular():
-		return nil, nil, fmt.Errorf("%w: %s is not a regular file (%s), not an evidence file", ErrBadInput, path, fileType(st.Mode()))
+		return nil, nil, fmt.Errorf("%w: %s is not a regular file (%s), not an evidence file", ErrBadInput, path, "a "+FileTypeName(st.Mode()))
 	case st.Size() > MaxFileBytes:
 		return nil, nil, fmt.Errorf("%w: %s is larger than %d MiB", ErrBadInput, path, MaxFileBytes>>20)
 	}
@@ -124,19 +124,27 @@ func ReadFile(path string) (*Evidence, []byte, error) {
 	return ev, raw, nil
 }
 
-// fileType names a file's type for a message.
-func fileType(m fs.FileMode) string {
+// FileTypeName names a file's type for a message ("FIFO (named pipe)",
+// "character device", ...); the bundle gate names refused files with it
+// too.
+func FileTypeName(m fs.FileMode) string {
 	switch {
+	case m.IsDir():
+		return "directory"
+	case m.IsRegular():
+		return "regular file"
+	case m&fs.ModeSymlink != 0:
+		return "symbolic link"
 	case m&fs.ModeNamedPipe != 0:
-		return "a FIFO"
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeDevice != 0:
-		return "a block device"
+		return "FIFO (named pipe)"
 	case m&fs.ModeSocket != 0:
-		return "a socket"
+		return "socket"
+	case m&fs.ModeCharDevice != 0:
+		return "character device"
+	case m&fs.ModeDevice != 0:
+		return "block device"
 	}
-	return "a special file"
+	return "special file"
 }
 
 // Parse validates raw against the schema and decodes it strictly.

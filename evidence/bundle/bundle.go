@@ -382,7 +382,7 @@ func openSubdir(parent *os.Root, name string) (*os.Root, error) {
 	case m&fs.ModeSymlink != 0:
 		return nil, &Error{Err: ErrLink}
 	case !m.IsDir():
-		return nil, &Error{Err: ErrNotDirectory, Detail: "it is a " + typeName(m)}
+		return nil, &Error{Err: ErrNotDirectory, Detail: "it is a " + evidence.FileTypeName(m)}
 	}
 	sub, err := parent.OpenRoot(name)
 	if err != nil {
@@ -425,7 +425,7 @@ func checkRegular(fi fs.FileInfo, limit int64) error {
 	case m&fs.ModeSymlink != 0:
 		return &Error{Err: ErrLink}
 	case !m.IsRegular():
-		return &Error{Err: ErrNotRegular, Detail: "it is a " + typeName(m)}
+		return &Error{Err: ErrNotRegular, Detail: "it is a " + evidence.FileTypeName(m)}
 	}
 	if n := nlink(fi); n != 1 {
 		return &Error{Err: ErrHardLink, Detail: fmt.Sprintf("%d links: one file must not be read under several names", n)}
@@ -434,27 +434,6 @@ func checkRegular(fi fs.FileInfo, limit int64) error {
 		return &Error{Err: ErrTooLarge, Detail: fmt.Sprintf("it has %d bytes, the limit is %d MiB", fi.Size(), limit>>20)}
 	}
 	return nil
-}
-
-// typeName names a file's type for a message.
-func typeName(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "directory"
-	case m.IsRegular():
-		return "regular file"
-	case m&fs.ModeSymlink != 0:
-		return "symbolic link"
-	case m&fs.ModeNamedPipe != 0:
-		return "FIFO (named pipe)"
-	case m&fs.ModeSocket != 0:
-		return "socket"
-	case m&fs.ModeCharDevice != 0:
-		return "character device"
-	case m&fs.ModeDevice != 0:
-		return "block device"
-	}
-	return "special file"
 }
 
 // openRegular opens rel for reading under the gate's rules and returns the

@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"slices"
 	"strings"
+
+	"github.com/orderflow-audit/orderflow-audit/evidence"
 )
 
 // Listing is what List found beneath a directory of the bundle.
@@ -82,7 +84,7 @@ func (b *Bundle) readDir(rel string, out *Listing, entries *int) ([]string, erro
 			case t&fs.ModeSymlink != 0:
 				out.Refused = append(out.Refused, &Error{Op: "list", Path: p, Err: ErrLink})
 			default:
-				out.Refused = append(out.Refused, &Error{Op: "list", Path: p, Err: ErrNotRegular, Detail: "it is a " + typeName(t)})
+				out.Refused = append(out.Refused, &Error{Op: "list", Path: p, Err: ErrNotRegular, Detail: "it is a " + evidence.FileTypeName(t)})
 			}
 		}
 		if errors.Is(err, io.EOF) {
