@@ -13,27 +13,6 @@ import (
 
 // Step 3: the witnesses belong to this run.
 
-// scratchName is the database a run gives a scenario: ofa_<run id>_<id>,
-// lower case, '-' and '.' as '_', other characters dropped, at most 64
-// characters (MySQL's limit). The runner names it so (runner/infra
-// ScratchName); the verifier derives it on its own.
-func scratchName(parts ...string) string {
-	var b strings.Builder
-	b.WriteString("ofa")
-	for _, p := range parts {
-		b.WriteByte('_')
-		for _, r := range strings.ToLower(p) {
-			switch {
-			case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '_':
-				b.WriteRune(r)
-			case r == '-' || r == '.':
-				b.WriteByte('_')
-			}
-		}
-	}
-	return clip(b.String(), 64)
-}
-
 // topicPrefix is the prefix of every topic of a scenario:
 // ofa.<run id>.<scenario>, alone or followed by ".<suffix>".
 func topicPrefix(runID, scenario string) string { return "ofa." + runID + "." + scenario }
@@ -62,7 +41,7 @@ func (wc *witnessChecker) databaseBelongs(ws *witnessSet) {
 	runID := wc.ev.Run.ID
 	names := map[string]string{} // database -> scenario
 	for _, sc := range wc.ev.Scenarios {
-		names[scratchName(runID, sc.ID)] = sc.ID
+		names[evidence.ScratchName(runID, sc.ID)] = sc.ID
 	}
 	for _, schema := range sortedKeys(ws.db.bySchema) {
 		txs := ws.db.bySchema[schema]
@@ -79,7 +58,7 @@ func (wc *witnessChecker) databaseBelongs(ws *witnessSet) {
 		}
 	}
 	for _, sc := range ranScenarios(wc.ev) {
-		want := scratchName(runID, sc.ID)
+		want := evidence.ScratchName(runID, sc.ID)
 		if sc.Database != want {
 			wc.reasons = append(wc.reasons, Reason{Rule: "witness-names", Status: Fail, Scenario: sc.ID, Field: "database",
 				Claimed: sc.Database, Recomputed: want,

@@ -99,7 +99,7 @@ func (c *checker) witnessScenario(ctx context.Context, sc *evidence.Scenario, ev
 	}
 	s := &scenarioCheck{sc: sc, runID: c.ev.Run.ID, events: events, cut: cut, log: ws.broker}
 	if ws.db != nil {
-		schema := scratchName(c.ev.Run.ID, sc.ID)
+		schema := evidence.ScratchName(c.ev.Run.ID, sc.ID)
 		if txs, ok := ws.db.bySchema[schema]; ok {
 			s.db = newScenarioDB(schema, txs)
 		}

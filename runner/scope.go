@@ -16,7 +16,7 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra/container"
-	"github.com/orderflow-audit/orderflow-audit/runner/infra/mariadbd"
+	"github.com/orderflow-audit/orderflow-audit/internal/mariadbd"
 )
 
 // runScope is what one run holds from openScope to close: the database

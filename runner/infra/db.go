@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/migrations"
 )
 
@@ -76,7 +77,7 @@ func ResolveDSN(flagValue string) (*mysql.Config, error) {
 
 // ExternalDSN returns the DSN of an external server from the flag, else
 // the environment, parsed by mysql.ParseDSN; nil when neither is set: a
-// run then starts a private server of its own (runner/infra/mariadbd).
+// run then starts a private server of its own (internal/mariadbd).
 func ExternalDSN(flagValue string) (*mysql.Config, error) {
 	if flagValue == "" && os.Getenv(EnvMySQLDSN) == "" {
 		return nil, nil
@@ -274,28 +275,9 @@ type Scratch struct {
 
 var scratchRE = regexp.MustCompile(`^ofa_[a-z0-9_]+$`)
 
-// ScratchName builds "ofa_<id>" from a run id and a suffix, keeping only
-// [a-z0-9_], within MySQL's 64-character limit.
-func ScratchName(parts ...string) string {
-	var b strings.Builder
-	b.WriteString("ofa")
-	for _, p := range parts {
-		b.WriteByte('_')
-		for _, r := range strings.ToLower(p) {
-			switch {
-			case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '_':
-				b.WriteRune(r)
-			case r == '-' || r == '.':
-				b.WriteByte('_')
-			}
-		}
-	}
-	s := b.String()
-	if len(s) > 64 {
-		s = s[:64]
-	}
-	return s
-}
+// ScratchName is evidence.ScratchName: the verifier derives the same
+// name from the evidence alone.
+func ScratchName(parts ...string) string { return evidence.ScratchName(parts...) }
 
 // CreateScratch creates database name, marks it as ours and applies the
 // migrations. A failure after CREATE DATABASE drops it again, unless ctx

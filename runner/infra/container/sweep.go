@@ -13,7 +13,7 @@ import (
 
 	"github.com/moby/moby/client"
 
-	"github.com/orderflow-audit/orderflow-audit/runner/infra/mariadbd"
+	"github.com/orderflow-audit/orderflow-audit/internal/mariadbd"
 )
 
 // keptPrefix names a container kept with --keep: the user's from then on,

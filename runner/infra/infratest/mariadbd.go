@@ -14,7 +14,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/orderflow-audit/orderflow-audit/runner/infra/mariadbd"
+	"github.com/orderflow-audit/orderflow-audit/internal/mariadbd"
 )
 
 // MariaDBOptions configure StartMariaDB. The zero value is what a run
@@ -30,7 +30,7 @@ type MariaDBOptions struct {
 }
 
 // MariaDB is a private mariadbd started by a test (the production private
-// server of runner/infra/mariadbd): its own data directory and port, root
+// server of internal/mariadbd): its own data directory and port, root
 // with an empty password. Unlike the shared server of Server, a test may
 // stop, kill or pause it. t.Cleanup resumes it if paused, kills it and
 // removes its directory.

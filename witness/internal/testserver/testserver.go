@@ -1,5 +1,5 @@
 // Package testserver starts a private mariadbd for the witness tests: the
-// production private server of runner/infra/mariadbd (a fresh data
+// production private server of internal/mariadbd (a fresh data
 // directory, loopback TCP on a free port, the binary log switched on the
 // way a run has it: ROW format, FULL row image, FULL row metadata), with
 // server_id ServerID, so that the tests read real binlog files without
@@ -18,7 +18,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/orderflow-audit/orderflow-audit/runner/infra/mariadbd"
+	"github.com/orderflow-audit/orderflow-audit/internal/mariadbd"
 )
 
 // ServerID is the server_id every test server runs with; GTIDs read from

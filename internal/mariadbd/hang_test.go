@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orderflow-audit/orderflow-audit/runner/infra/mariadbd"
+	"github.com/orderflow-audit/orderflow-audit/internal/mariadbd"
 )
 
 // fakeBinaries writes a mariadbd and a mariadb-install-db that never

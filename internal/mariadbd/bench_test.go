@@ -3,7 +3,7 @@ package mariadbd_test
 import (
 	"testing"
 
-	"github.com/orderflow-audit/orderflow-audit/runner/infra/mariadbd"
+	"github.com/orderflow-audit/orderflow-audit/internal/mariadbd"
 )
 
 // BenchmarkStart measures what a run pays for its private server: Start
@@ -11,7 +11,7 @@ import (
 // (kill, delete the directory), with the template (copied) and without it
 // (mariadb-install-db for every server).
 //
-//	go test -run '^$' -bench BenchmarkStart -benchtime 10x ./runner/infra/mariadbd/
+//	go test -run '^$' -bench BenchmarkStart -benchtime 10x ./internal/mariadbd/
 func BenchmarkStart(b *testing.B) {
 	require(b)
 	for _, bc := range []struct {

@@ -18,7 +18,7 @@ import (
 
 	_ "github.com/go-sql-driver/mysql"
 
-	"github.com/orderflow-audit/orderflow-audit/runner/infra/mariadbd"
+	"github.com/orderflow-audit/orderflow-audit/internal/mariadbd"
 )
 
 // require skips with -short, and without the MariaDB programs skips
