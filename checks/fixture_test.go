@@ -97,6 +97,7 @@ func onlyScenario(t testing.TB, path, scenario string, keepWitness bool) {
 		t.Fatalf("no scenario %s", scenario)
 	}
 	ev.Run.Args = []string{"--scenarios", scenario, "--out", "u80.json"}
+	ev.Run.Selection = &evidence.Selection{Scenarios: []string{scenario}, Plant: ev.Run.Planted}
 	ev.Summary = evidence.Summarize(ev.Scenarios)
 	ev.Boundaries = evidence.ComputeBoundaries(ev.Scenarios)
 	ev.ProofClaims = ev.ProofClaims.Ran(ev.Scenarios)

@@ -14,9 +14,9 @@ import (
 // would verify as a plain PASS.
 func (c *checker) negativeControl() {
 	planted := c.ev.Run.Planted
-	if c.argsOK && c.args.plant != planted {
-		c.mismatch("", "planted-mismatch", "run.planted", planted, c.args.plant,
-			"run.planted says %q but run.args plant %q: the run's label as a negative control was edited", planted, c.args.plant)
+	if sel := c.selected; sel != nil && sel.Plant != planted {
+		c.mismatch("", "planted-mismatch", "run.planted", planted, sel.Plant,
+			"run.planted says %q but run.selection plants %q: the run's label as a negative control was edited", planted, sel.Plant)
 	}
 	if planted == "" {
 		return

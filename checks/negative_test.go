@@ -35,8 +35,8 @@ func TestNegativeControls(t *testing.T) {
 		{"exposing scenario not run", "u80", "", "outbox-outside-tx", "outbox-outside-tx", Inconclusive, "negative-control-not-run"},
 		{"exposing scenario not run (claim)", "u80", "", "claim-without-lock", "claim-without-lock", Inconclusive, "negative-control-not-run"},
 		{"unknown bug", "u80", "", "mark-twice", "mark-twice", Fail, "planted-unknown"},
-		{"run.planted without --plant", filepath.Join("planted", "mark-without-token"), "", "mark-without-token", "", Fail, "planted-mismatch"},
-		{"--plant without run.planted", filepath.Join("planted", "mark-without-token"), "", "", "mark-without-token", Fail, "planted-mismatch"},
+		{"run.planted without selection.plant", filepath.Join("planted", "mark-without-token"), "", "mark-without-token", "", Fail, "planted-mismatch"},
+		{"selection.plant without run.planted", filepath.Join("planted", "mark-without-token"), "", "", "mark-without-token", Fail, "planted-mismatch"},
 		{"tripped", filepath.Join("planted", "mark-without-token"), "", "mark-without-token", "mark-without-token", Fail, ""},
 		{"tripped in another scenario", filepath.Join("planted", "mark-before-publish"), "", "mark-before-publish", "mark-before-publish", Fail, ""},
 	} {
@@ -47,12 +47,7 @@ func TestNegativeControls(t *testing.T) {
 			}
 			ev := readEvidence(t, p)
 			ev.Run.Planted = tc.planted
-			if i := slices.Index(ev.Run.Args, "--plant"); i >= 0 {
-				ev.Run.Args = slices.Delete(ev.Run.Args, i, i+2)
-			}
-			if tc.plantArg != "" {
-				ev.Run.Args = append([]string{"--plant", tc.plantArg}, ev.Run.Args...)
-			}
+			ev.Run.Selection.Plant = tc.plantArg
 			rederive(t, p, ev)
 			v := verify(t, p)
 			for _, rule := range []string{"negative-control-not-tripped", "negative-control-not-run", "planted-unknown", "planted-mismatch"} {

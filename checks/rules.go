@@ -11,7 +11,7 @@ type Rule string
 const (
 	// The run and what the evidence derives from its scenarios.
 	RuleRunInterrupted      Rule = "run-interrupted"
-	RuleRunArgs             Rule = "run-args"
+	RuleSelectionMissing    Rule = "selection-missing"
 	RuleScenarioMissing     Rule = "scenario-missing"
 	RuleScenarioNotSelected Rule = "scenario-not-selected"
 	RuleBoundaryNotRun      Rule = "boundary-not-run"
@@ -124,7 +124,7 @@ type RuleInfo struct {
 // the evidence cannot decide something; the others fail it.
 var Rules = []RuleInfo{
 	{RuleRunInterrupted, "the run was interrupted before every selected scenario finished (inconclusive)"},
-	{RuleRunArgs, "run.args cannot be read as the arguments of orderflow-audit run (inconclusive)"},
+	{RuleSelectionMissing, "the evidence does not record which scenarios the run selected (run.selection; inconclusive)"},
 	{RuleScenarioMissing, "a scenario that run.args select is not in the evidence"},
 	{RuleScenarioNotSelected, "the evidence has a scenario that run.args do not select"},
 	{RuleBoundaryNotRun, "a boundary whose scenario was not selected or did not run (inconclusive)"},

@@ -131,10 +131,9 @@ type checker struct {
 	pool      *evidence.Pool
 	logOwners map[string]string // a log's file (bundle.File.ID) -> scenario
 	seen      map[string]bool   // scenario ids
-	// args is what run.args say; argsOK is false when they cannot be
-	// read (see selection).
-	args   runArgs
-	argsOK bool
+	// selected is run.selection: what the run was asked to do (nil when
+	// the evidence does not record it; see selection).
+	selected *evidence.Selection
 	// layers are the layers of rules that apply to the system under test.
 	layers []spec.Layer
 	// truncated is set while checking a scenario one of whose logs was

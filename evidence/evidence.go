@@ -82,6 +82,11 @@ type Run struct {
 	// Interrupted is true when the run was stopped by a signal or a
 	// deadline before every selected scenario finished.
 	Interrupted bool `json:"interrupted"`
+	// Selection is what the run was asked to do (scenarios, plant, chaos
+	// settings), written from its options; absent in evidence of
+	// versions before it was recorded (the verifier then cannot tell
+	// which scenarios were selected).
+	Selection *Selection `json:"selection,omitempty"`
 }
 
 // Environment records what actually ran.

@@ -435,7 +435,7 @@ func TestPlantedVerdictIsExact(t *testing.T) {
 	}
 	for _, r := range v.Reasons {
 		switch r.Rule {
-		case "scenario-missing", "scenario-not-selected", "planted-mismatch", "run-args":
+		case "scenario-missing", "scenario-not-selected", "planted-mismatch", "selection-missing":
 			t.Errorf("verify reports %s: %s", r.Rule, r.Message)
 		}
 	}

@@ -14,9 +14,9 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
+	"github.com/orderflow-audit/orderflow-audit/internal/mariadbd"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra/container"
-	"github.com/orderflow-audit/orderflow-audit/internal/mariadbd"
 )
 
 // runScope is what one run holds from openScope to close: the database
@@ -132,6 +132,7 @@ func newEvidence(opts *Options, rs *runScope, runID string, start time.Time) *ev
 		Run: evidence.Run{
 			ID: runID, Start: start.UTC(), Seed: opts.Seed,
 			Args: append([]string{}, opts.Args...), Planted: string(opts.Plant),
+			Selection: selection(opts),
 		},
 		Environment: evidence.Environment{
 			Database: evidence.DatabaseEnv{

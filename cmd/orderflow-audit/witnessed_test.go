@@ -166,6 +166,7 @@ func rewriteEvents(t *testing.T, path string, f func(m map[string]any) []map[str
 func claimClean(t *testing.T, b, clean bundle) {
 	t.Helper()
 	b.ev.Run.Planted = ""
+	b.ev.Run.Selection.Plant = ""
 	if i := slices.Index(b.ev.Run.Args, "--plant"); i >= 0 {
 		b.ev.Run.Args = slices.Delete(b.ev.Run.Args, i, i+2)
 	}

@@ -1,0 +1,34 @@
+package runner
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/orderflow-audit/orderflow-audit/evidence"
+)
+
+// selection is what the run was asked to do, recorded in the evidence
+// (evidence.Selection) from the options themselves: the verifier reads
+// these fields and never parses the command line back.
+func selection(o *Options) *evidence.Selection {
+	s := &evidence.Selection{Scenarios: []string{}, Plant: string(o.Plant)}
+	for _, id := range o.Scenarios {
+		if id = strings.TrimSpace(id); id != "" && !slices.Contains(s.Scenarios, id) {
+			s.Scenarios = append(s.Scenarios, id)
+		}
+	}
+	if !slices.Contains(s.Scenarios, "chaos") {
+		return s
+	}
+	c := o.chaosConfig()
+	kinds := make([]string, len(c.Kinds))
+	for i, k := range c.Kinds {
+		kinds[i] = string(k)
+	}
+	s.Chaos = &evidence.ChaosSelection{
+		Seed: c.Seed, Duration: c.Duration.String(), Orders: c.Orders, Relays: c.Relays,
+		Consumers: c.Consumers, Users: c.Users, Faults: kinds, OnlyFaults: slices.Clone(c.Only),
+		Planned: len(c.Plan) > 0,
+	}
+	return s
+}
