@@ -11,8 +11,9 @@
 #
 # Environment: MYSQL (default "mysql -uroot -h127.0.0.1 -P3306"),
 # MYSQL_DSN (default root@tcp(127.0.0.1:3306)/), OFA (an orderflow-audit
-# binary; default: built from the main module), KEEP=1 keeps databases and
-# logs. Logs go to $TMPDIR/watermill-smoke.<pid>/.
+# binary; default: built from the main module), BROKER_DATA_DIR (the
+# broker persists its log there, for reading it afterwards), KEEP=1 keeps
+# databases and logs. Logs go to $TMPDIR/watermill-smoke.XXXXXX/.
 set -euo pipefail
 runs=${1:-1} writers=${2:-8} requests=${3:-200}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -36,7 +37,7 @@ stop_all() {
 trap 'stop_all; kill "${broker_pid:-}" 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
 
 bport=$(free_port)
-"$ofa" broker --listen "127.0.0.1:$bport" >"$work/broker.log" 2>&1 &
+"$ofa" broker --listen "127.0.0.1:$bport" ${BROKER_DATA_DIR:+--data-dir "$BROKER_DATA_DIR"} >"$work/broker.log" 2>&1 &
 broker_pid=$!
 brokers=127.0.0.1:$bport
 for _ in $(seq 50); do (echo >/dev/tcp/127.0.0.1/"$bport") 2>/dev/null && break; sleep 0.1; done
