@@ -12,6 +12,7 @@ import (
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/runner/actor"
+	chaoseng "github.com/orderflow-audit/orderflow-audit/runner/chaos"
 	"github.com/orderflow-audit/orderflow-audit/runner/nemesis"
 )
 
@@ -121,7 +122,7 @@ type chaosRun struct {
 	topic    string
 	group    string
 	nemesis  *evidence.Log
-	proxies  *nemesis.Proxies
+	proxies  *chaoseng.Proxies
 	slots    []*slot
 	orders   *slot
 
@@ -170,7 +171,7 @@ func chaos(ctx context.Context, e *Env) error {
 // log and the proxies.
 func newChaosRun(ctx context.Context, e *Env) (*chaosRun, error) {
 	cr := &chaosRun{e: e, cfg: e.Chaos, schedule: nemesis.Schedule(e.Chaos), group: "chaos-" + e.RunID,
-		injected: map[string]int{}, exits: map[string]int{}, held: map[int]bool{}, proxies: nemesis.NewProxies()}
+		injected: map[string]int{}, exits: map[string]int{}, held: map[int]bool{}, proxies: chaoseng.NewProxies()}
 	e.Defer(cr.proxies.Close)
 	var err error
 	if cr.nemesis, err = e.ActorLog(evidence.ActorNemesis); err != nil {

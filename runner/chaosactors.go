@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/orderflow-audit/orderflow-audit/runner/actor"
+	chaoseng "github.com/orderflow-audit/orderflow-audit/runner/chaos"
 	"github.com/orderflow-audit/orderflow-audit/runner/fault"
 	"github.com/orderflow-audit/orderflow-audit/runner/nemesis"
 )
@@ -20,10 +21,10 @@ func (cr *chaosRun) startActors(ctx context.Context) error {
 		return fmt.Errorf("the chaos scenario proxies one broker; this one has %d addresses", len(e.Kafka.Brokers))
 	}
 	dbAddr := e.Server.ConfigFor(e.Scratch.Name).Addr
-	link := func(actorSlot, component, upstream string) (*nemesis.Link, error) {
+	link := func(actorSlot, component, upstream string) (*chaoseng.Link, error) {
 		return cr.proxies.Add(actorSlot+">"+component, upstream)
 	}
-	dsnVia := func(l *nemesis.Link) string {
+	dsnVia := func(l *chaoseng.Link) string {
 		c := e.Server.ConfigFor(e.Scratch.Name)
 		c.Addr = l.Addr
 		return c.FormatDSN()
