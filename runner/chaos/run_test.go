@@ -99,7 +99,9 @@ func (w *acceptAll) Quiescent(ctx context.Context) (string, error) { return "", 
 // somewhere would), and only relays.
 type stopAtOnce struct{}
 
-func (stopAtOnce) StopsAt(slot string, point fault.Point) bool { return strings.HasPrefix(slot, "relay-") }
+func (stopAtOnce) StopsAt(slot string, point fault.Point) bool {
+	return strings.HasPrefix(slot, "relay-")
+}
 func (stopAtOnce) Arm(p chaos.Process, name, slot string, point fault.Point) (string, string) {
 	if err := p.Signal(syscall.SIGSTOP); err != nil {
 		return "SIGSTOP", " (not delivered)"
