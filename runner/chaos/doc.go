@@ -16,7 +16,8 @@
 //
 // It may import the plan (runner/nemesis), the fault points' names
 // (runner/fault), the evidence and the spec, and the infrastructure
-// (runner/infra: the embedded broker's faults); never the runner itself,
-// the reference actors (runner/actor, runner/internal/...) or the
-// verifier.
+// (runner/infra: the embedded broker's faults), and of other modules the
+// MariaDB driver and toxiproxy; never the runner itself, the reference
+// actors (runner/actor, runner/internal/...) or the verifier
+// (imports_test.go holds it to that).
 package chaos

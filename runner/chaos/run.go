@@ -40,7 +40,7 @@ type Options struct {
 	// fault, heal, skipped fault, process start and process exit.
 	Log *evidence.Log
 	// Failf records a failure the nemesis itself saw (a broker restart
-	// that lost records); the run goes on.
+	// that lost records); the run goes on. Required.
 	Failf func(format string, args ...any)
 }
 
@@ -61,6 +61,9 @@ type Result struct {
 func Run(ctx context.Context, opts Options, t Targets, w Workload) (Result, error) {
 	r := &run{opts: opts, cfg: opts.Config, t: t, schedule: nemesis.Schedule(opts.Config),
 		injected: map[string]int{}, held: map[int]bool{}}
+	if err := t.check(r.schedule); err != nil {
+		return Result{}, err
+	}
 	for _, s := range t.Slots {
 		r.slots = append(r.slots, r.newSlot(s))
 	}
@@ -88,6 +91,51 @@ func Run(ctx context.Context, opts Options, t Targets, w Workload) (Result, erro
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return Result{Load: ls, Settled: st, Injected: maps.Clone(r.injected)}, nil
+}
+
+// check tells whether t has what every fault of schedule hits: its slot,
+// its link, the broker or the database (a pipeline that cannot take a
+// kind of fault leaves it out of nemesis.Config.Kinds).
+func (t Targets) check(schedule []nemesis.Fault) error {
+	slots := map[string]bool{}
+	for _, s := range t.Slots {
+		slots[s.Name] = true
+	}
+	for _, f := range schedule {
+		var missing string
+		switch f.Kind {
+		case nemesis.Kill, nemesis.Pause:
+			if !slots[f.Target] {
+				missing = "no slot " + f.Target
+			}
+		case nemesis.ConnKill:
+			switch {
+			case !slots[f.Target]:
+				missing = "no slot " + f.Target
+			case t.Database == nil:
+				missing = "no database"
+			case t.Aimer != nil && (t.Links == nil || t.Links.Link(f.Target+">"+nemesis.TargetDatabase) == nil):
+				missing = "no link " + f.Target + ">" + nemesis.TargetDatabase + " to drop an aimed process's connections at"
+			}
+		case nemesis.DBCrash:
+			if t.Database == nil {
+				missing = "no database"
+			}
+		case nemesis.Latency, nemesis.NetCut:
+			if t.Links == nil || t.Links.Link(f.Target) == nil {
+				missing = "no link " + f.Target
+			}
+		case nemesis.ProduceRefused, nemesis.ProduceTimeout, nemesis.AckLost, nemesis.FetchError, nemesis.Rebalance,
+			nemesis.BrokerRestart:
+			if t.Broker == nil {
+				missing = "no broker"
+			}
+		}
+		if missing != "" {
+			return fmt.Errorf("nemesis fault %v: the targets have %s", f, missing)
+		}
+	}
+	return nil
 }
 
 // run is one run of the engine.

@@ -229,6 +229,41 @@ func TestRunAimed(t *testing.T) {
 	nothingRuns(t, ss)
 }
 
+// TestRunRefusesMissingTargets: a schedule that hits what the targets do
+// not have (no broker, a link without a proxy, a slot that is not there)
+// is refused before any process starts.
+func TestRunRefusesMissingTargets(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		f     nemesis.Fault
+		strip func(*chaos.Targets)
+		want  string
+	}{
+		{"no broker", nemesis.Fault{Kind: nemesis.AckLost, Target: nemesis.TargetBroker, For: time.Second},
+			func(tg *chaos.Targets) { tg.Broker = nil }, "the targets have no broker"},
+		{"no database", nemesis.Fault{Kind: nemesis.DBCrash, Target: nemesis.TargetDatabase},
+			func(tg *chaos.Targets) { tg.Database = nil }, "the targets have no database"},
+		{"no link", nemesis.Fault{Kind: nemesis.NetCut, Target: "orders>cache", For: time.Second},
+			func(*chaos.Targets) {}, "the targets have no link orders>cache"},
+		{"no slot", nemesis.Fault{Kind: nemesis.Kill, Target: "relay-9"},
+			func(*chaos.Targets) {}, "the targets have no slot relay-9"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tg, ss, _, _ := setup(t, nil)
+			c.strip(&tg)
+			cfg := nemesis.Config{Duration: time.Second, Orders: 1, Plan: []nemesis.Fault{c.f}}
+			cfg.SetDefaults()
+			_, err := chaos.Run(t.Context(), chaos.Options{Config: cfg, Failf: t.Errorf}, tg, &acceptAll{})
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("Run = %v; want an error saying %q", err, c.want)
+			}
+			if len(ss.pids) > 0 {
+				t.Errorf("%d processes started before the schedule was refused", len(ss.pids))
+			}
+		})
+	}
+}
+
 // checkEvents holds the events' details against want, keyed by
 // "<kind> <point> <target>": each key must be there, and its first event
 // match.
