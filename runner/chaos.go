@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,42 +12,34 @@ import (
 	"time"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
-	"github.com/orderflow-audit/orderflow-audit/runner/actor"
+	chaoseng "github.com/orderflow-audit/orderflow-audit/runner/chaos"
+	"github.com/orderflow-audit/orderflow-audit/runner/fault"
 	"github.com/orderflow-audit/orderflow-audit/runner/nemesis"
 )
 
 // The chaos scenario (spec/chaos.go): concurrent load through the order
-// service, R relays and C consumers, each its own OS process, a nemesis
-// applying a seeded schedule of faults (chaosfaults.go), heal, settle,
-// measure (chaosmeasure.go).
+// service, R relays and C consumers, each its own OS process, under the
+// chaos engine (runner/chaos), which applies a seeded schedule of faults,
+// heals, and waits for the chain to settle; then measure
+// (chaosmeasure.go). The reference actors are the engine's targets
+// (chaosactors.go).
 func init() {
 	bind("chaos", chaos) // its timeout depends on --duration: checkChaos
 }
 
 const (
-	// chaosSettle bounds how long the chain may take, once every fault is
-	// healed, to deliver and apply everything (the liveness bound): a
-	// committed event without an effect by then is missing.
-	chaosSettle = 30 * time.Second
 	// chaosPartitions is the topic's partition count.
 	chaosPartitions = 3
 	// chaosPublishTimeout bounds one publish of a relay.
 	chaosPublishTimeout = 500 * time.Millisecond
 	// chaosBatch is how many intents a relay claims per round.
 	chaosBatch = 4
-	// chaosWorkers place the orders concurrently.
-	chaosWorkers = 4
-	// chaosStopGrace is how long an actor gets to stop cleanly at the end.
-	chaosStopGrace = 5 * time.Second
 )
 
 // chaosNeeds is the shortest --timeout the chaos scenario needs: the
 // load and its faults, the settling bound, and the starts and stops of its
 // processes.
-func chaosNeeds(c nemesis.Config) time.Duration {
-	c.SetDefaults()
-	return c.Duration + chaosSettle + 20*time.Second
-}
+func chaosNeeds(c nemesis.Config) time.Duration { return chaoseng.Needs(c) }
 
 // ChaosTimeout is the per-scenario timeout the chaos scenario needs with
 // c: what `run` takes when --timeout is not given.
@@ -113,27 +106,28 @@ func ChaosArgs(c nemesis.Config) []string {
 	return args
 }
 
-// chaosRun is one run of the chaos scenario.
+// chaosRun is one run of the chaos scenario: the reference pipeline as
+// the engine's targets and workload.
 type chaosRun struct {
-	e        *Env
-	cfg      nemesis.Config
-	schedule []nemesis.Fault
-	topic    string
-	group    string
-	nemesis  *evidence.Log
-	proxies  *nemesis.Proxies
-	slots    []*slot
-	orders   *slot
+	e       *Env
+	cfg     nemesis.Config
+	topic   string
+	group   string
+	nemesis *evidence.Log
+	proxies *chaoseng.Proxies
+	slots   []chaoseng.Slot
+	// stopAt are the points each slot's processes stop at when aimed
+	// (actor --stop-at), in the order of actor.StopSignals.
+	stopAt map[string][]fault.Point
+	// http is the load's client of the order service.
+	http *http.Client
 
-	mu       sync.Mutex
-	noteErr  error
-	injected map[string]int // faults injected, by kind
-	exits    map[string]int // how processes ended: "SIGKILL", "exit 0", ...
-	// held are the processes a lasting fault keeps stopped, by pid: no
-	// other fault may stop or wake them meanwhile.
-	held map[int]bool
+	mu     sync.Mutex
+	url    string // the order service's URL, from its first start
+	listen string // the order service's address, kept across restarts
 }
 
+// chaos runs the chaos engine over the reference pipeline, then measures.
 func chaos(ctx context.Context, e *Env) error {
 	if e.exe == "" {
 		return errors.New("no executable to start the actor processes from")
@@ -142,35 +136,22 @@ func chaos(ctx context.Context, e *Env) error {
 	if err != nil {
 		return err
 	}
-	defer cr.close()
-	if err := cr.startActors(ctx); err != nil {
+	targets, err := cr.targets()
+	if err != nil {
 		return err
 	}
-	t0 := time.Now()
-	loadCtx, stopLoad := context.WithCancel(ctx)
-	defer stopLoad()
-	loaded := cr.startLoad(loadCtx, t0, t0.Add(cr.cfg.Duration+chaosSettle))
-	if err := cr.runNemesis(ctx, t0); err != nil {
+	res, err := chaoseng.Run(ctx, chaoseng.Options{Config: cr.cfg, Log: cr.nemesis, Failf: e.Result.Failf}, targets, cr)
+	if err != nil {
 		return err
 	}
-	healed := time.Now()
-	ls, settled := cr.settle(ctx, loaded, healed)
-	stopLoad()
-	cr.stopActors()
-	if err := cr.noted(); err != nil {
-		return err
-	}
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	return cr.measure(ctx, ls, settled)
+	return cr.measure(ctx, res)
 }
 
 // newChaosRun creates the topic, seeds the stock, opens the nemesis's
 // log and the proxies.
 func newChaosRun(ctx context.Context, e *Env) (*chaosRun, error) {
-	cr := &chaosRun{e: e, cfg: e.Chaos, schedule: nemesis.Schedule(e.Chaos), group: "chaos-" + e.RunID,
-		injected: map[string]int{}, exits: map[string]int{}, held: map[int]bool{}, proxies: nemesis.NewProxies()}
+	cr := &chaosRun{e: e, cfg: e.Chaos, group: "chaos-" + e.RunID, proxies: chaoseng.NewProxies(),
+		stopAt: map[string][]fault.Point{}, http: &http.Client{Timeout: 3 * time.Second}}
 	e.Defer(cr.proxies.Close)
 	var err error
 	if cr.nemesis, err = e.ActorLog(evidence.ActorNemesis); err != nil {
@@ -202,33 +183,4 @@ func (e *Env) topicWith(ctx context.Context, suffix string, partitions int32) (s
 	e.topics = append(e.topics, name)
 	e.mu.Unlock()
 	return name, nil
-}
-
-// note writes a nemesis event; the first error is kept for noted.
-func (cr *chaosRun) note(ev evidence.Event) {
-	ev.Actor = evidence.ActorNemesis
-	if err := cr.nemesis.Emit(ev); err != nil {
-		cr.mu.Lock()
-		if cr.noteErr == nil {
-			cr.noteErr = err
-		}
-		cr.mu.Unlock()
-	}
-}
-
-func (cr *chaosRun) noted() error {
-	cr.mu.Lock()
-	defer cr.mu.Unlock()
-	return cr.noteErr
-}
-
-func (cr *chaosRun) countExit(exit actor.Exit) {
-	cr.mu.Lock()
-	defer cr.mu.Unlock()
-	cr.exits[exit.String()]++
-}
-
-// close stops what is still running (after an error).
-func (cr *chaosRun) close() {
-	cr.stopActors()
 }

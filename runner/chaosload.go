@@ -3,76 +3,32 @@ package runner
 import (
 	"context"
 	"net/http"
-	"sync"
 	"time"
 
+	chaoseng "github.com/orderflow-audit/orderflow-audit/runner/chaos"
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/orders"
 	"github.com/orderflow-audit/orderflow-audit/runner/nemesis"
 )
 
-// The chaos scenario's load: the requests of nemesis.Load, in their order,
-// handed to chaosWorkers concurrent clients of the order service over
-// HTTP. A client retries a request with the same Idempotency-Key while the
-// answer is not final (no answer, a 5xx, or "key in flight"), as a real
-// client of an idempotent API does, until until.
+// The chaos scenario's load, as the engine hands it out: each request of
+// nemesis.Load is placed with the order service over HTTP. A client
+// retries a request with the same Idempotency-Key while the answer is not
+// final (no answer, a 5xx, or "key in flight"), as a real client of an
+// idempotent API does, until until.
 
-// loadStats is what the load got back.
-type loadStats struct {
-	created, rejected, unanswered, attempts int
-}
-
-// startLoad starts the load and returns a channel that receives its stats
-// once every request has a final answer or until has passed. Request i of
-// n is handed out at t0 + i*duration/n, so that the load lasts as long as
-// the faults.
-func (cr *chaosRun) startLoad(ctx context.Context, t0, until time.Time) <-chan loadStats {
-	out := make(chan loadStats, 1)
-	reqs := nemesis.Load(cr.cfg)
-	cl := &orders.Client{BaseURL: cr.orders.url, HTTP: &http.Client{Timeout: 3 * time.Second}}
-	next := make(chan nemesis.Request)
-	go func() {
-		defer close(next)
-		for i, r := range reqs {
-			if !sleepUntil(ctx, t0.Add(cr.cfg.Duration*time.Duration(i)/time.Duration(len(reqs)))) {
-				return
-			}
-			select {
-			case next <- r:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	var mu sync.Mutex
-	var st loadStats
-	var wg sync.WaitGroup
-	for range chaosWorkers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for r := range next {
-				final, attempts := cr.place(ctx, cl, r, until)
-				mu.Lock()
-				st.attempts += attempts
-				switch final {
-				case http.StatusCreated:
-					st.created++
-				case 0:
-					st.unanswered++
-				default:
-					st.rejected++
-				}
-				mu.Unlock()
-			}
-		}()
+// Send places r until a final answer or until, and says how it ended.
+func (cr *chaosRun) Send(ctx context.Context, r nemesis.Request, until time.Time) (chaoseng.Answer, int) {
+	cr.mu.Lock()
+	cl := &orders.Client{BaseURL: cr.url, HTTP: cr.http}
+	cr.mu.Unlock()
+	switch status, attempts := cr.place(ctx, cl, r, until); status {
+	case http.StatusCreated:
+		return chaoseng.Accepted, attempts
+	case 0:
+		return chaoseng.Unanswered, attempts
+	default:
+		return chaoseng.Rejected, attempts
 	}
-	go func() {
-		wg.Wait()
-		mu.Lock()
-		out <- st
-		mu.Unlock()
-	}()
-	return out
 }
 
 // place sends r until a final answer (its status) or until (0).

@@ -9,69 +9,18 @@ import (
 	"time"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
+	chaoseng "github.com/orderflow-audit/orderflow-audit/runner/chaos"
 	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
 // Settling and measuring the chaos scenario. Once every fault is healed
-// the chain has chaosSettle to reach quiescence: every request answered
-// finally, every intent SENT, every intent with its effect, and the
-// group's committed offsets at the end of every partition.
+// the chain has chaoseng.SettleBound to reach quiescence: every request
+// answered finally, every intent SENT, every intent with its effect, and
+// the group's committed offsets at the end of every partition.
 
-// chaosStuck ends settling early: a chain whose figures (intents not
-// SENT, intents without an effect, the group's lag) have not moved for
-// this long, with every fault healed, is not going to settle (a correct
-// one moves within a lease or two).
-const chaosStuck = 8 * time.Second
-
-// settled is what settling found.
-type settled struct {
-	ok   bool
-	took time.Duration // from the heal to quiescence (or to the bound)
-	last string        // what was still missing at the bound
-}
-
-// settle waits for the load to finish and the chain to reach quiescence,
-// at most chaosSettle after healed.
-func (cr *chaosRun) settle(ctx context.Context, loaded <-chan loadStats, healed time.Time) (loadStats, settled) {
-	deadline := healed.Add(chaosSettle)
-	var ls loadStats
-	select {
-	case ls = <-loaded:
-	case <-time.After(time.Until(deadline)):
-		return ls, settled{took: time.Since(healed), last: "the load had requests without a final answer"}
-	case <-ctx.Done():
-		return ls, settled{last: "interrupted"}
-	}
-	var last string
-	lastChange := time.Now()
-	for {
-		qctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		what, err := cr.quiescent(qctx)
-		cancel()
-		if err == nil && what == "" {
-			return ls, settled{ok: true, took: time.Since(healed)}
-		}
-		if err != nil {
-			what = err.Error()
-		}
-		if what != last {
-			last, lastChange = what, time.Now()
-		}
-		if stuck := time.Since(lastChange) > chaosStuck; stuck || time.Now().After(deadline) || ctx.Err() != nil {
-			if stuck {
-				what += fmt.Sprintf(" (no progress for %v)", chaosStuck)
-			}
-			return ls, settled{took: time.Since(healed), last: what}
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-}
-
-// quiescent says what is still in flight ("" when nothing is).
-func (cr *chaosRun) quiescent(ctx context.Context) (string, error) {
+// Quiescent says what is still in flight ("" when nothing is): intents
+// not SENT, intents without an effect, the group's lag.
+func (cr *chaosRun) Quiescent(ctx context.Context) (string, error) {
 	unsent, err := cr.e.Count(ctx, "outbox", "state <> 'SENT'")
 	if err != nil {
 		return "", err
@@ -97,8 +46,8 @@ func (cr *chaosRun) missing(ctx context.Context) (int64, error) {
 }
 
 // measure records the metrics (spec/chaos.go), after the actors stopped.
-func (cr *chaosRun) measure(ctx context.Context, ls loadStats, st settled) error {
-	e := cr.e
+func (cr *chaosRun) measure(ctx context.Context, res chaoseng.Result) error {
+	e, ls, st := cr.e, res.Load, res.Settled
 	orders, err := e.Count(ctx, "orders", "")
 	if err != nil {
 		return err
@@ -123,15 +72,13 @@ func (cr *chaosRun) measure(ctx context.Context, ls loadStats, st settled) error
 	if err != nil {
 		return err
 	}
-	if !st.ok {
-		e.Result.Failf("the chain did not settle within %v of healing: %s", chaosSettle, st.last)
+	if !st.OK {
+		e.Result.Failf("the chain did not settle within %v of healing: %s", chaoseng.SettleBound, st.Last)
 	}
-	if ls.unanswered > 0 {
-		e.Result.Failf("%d order request(s) got no final answer", ls.unanswered)
+	if ls.Unanswered > 0 {
+		e.Result.Failf("%d order request(s) got no final answer", ls.Unanswered)
 	}
-	cr.mu.Lock()
-	faults := spec.FormatFaultCounts(cr.injected)
-	cr.mu.Unlock()
+	faults := spec.FormatFaultCounts(res.Injected)
 	e.Result.Metric("orders", orders)
 	e.Result.Metric("events", events)
 	e.Result.Metric("deliveries", lc.receives)
@@ -141,7 +88,7 @@ func (cr *chaosRun) measure(ctx context.Context, ls loadStats, st settled) error
 	e.Result.Metric("lag", lag)
 	e.Result.Metric("faults", faults)
 	e.Result.Metric("unknownResolved", fmt.Sprintf("%d/%d", lc.resolved, lc.unknown))
-	e.Log.Info("chaos settled", "ok", st.ok, "took", st.took, "requests", ls.attempts, "created", ls.created)
+	e.Log.Info("chaos settled", "ok", st.OK, "took", st.Took, "requests", ls.Attempts, "created", ls.Created)
 	return nil
 }
 

@@ -1,11 +1,11 @@
 // Package nemesis plans the chaos scenario: a seeded schedule of faults
 // and the order of the requests of its load, both pure functions of the
 // seed and the flags, so that the same seed gives the same schedule and
-// the same request order. It also holds the in-process network proxy
-// (proxy.go) that the network faults go through.
+// the same request order.
 //
-// It imports nothing of the runner: what a fault does is the runner's
-// (runner/chaos*.go); what is planned, and when, is decided here.
+// It imports nothing of the runner: what a fault does, and to which
+// process, link or server, is the chaos engine's (runner/chaos); what is
+// planned, and when, is decided here.
 package nemesis
 
 import (

@@ -1,4 +1,4 @@
-package nemesis_test
+package chaos_test
 
 import (
 	"bufio"
@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orderflow-audit/orderflow-audit/runner/nemesis"
+	"github.com/orderflow-audit/orderflow-audit/runner/chaos"
 )
 
 // echo serves lines back until the test ends.
@@ -50,7 +50,7 @@ func roundTrip(addr string) (time.Duration, error) {
 }
 
 func TestLinkDelayCutHeal(t *testing.T) {
-	ps := nemesis.NewProxies()
+	ps := chaos.NewProxies()
 	defer ps.Close()
 	l, err := ps.Add("relay-1>database", echo(t))
 	if err != nil {

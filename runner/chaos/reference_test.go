@@ -1,4 +1,4 @@
-package runner_test
+package chaos_test
 
 import (
 	"context"

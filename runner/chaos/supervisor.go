@@ -1,9 +1,8 @@
-package runner
+package chaos
 
 import (
 	"context"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -11,52 +10,40 @@ import (
 	"time"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
-	"github.com/orderflow-audit/orderflow-audit/runner/actor"
-	"github.com/orderflow-audit/orderflow-audit/runner/fault"
 )
 
-// The chaos scenario's supervisor: one slot per actor (the order service,
-// each relay, each consumer), each running as its own OS process and
-// started again whenever it ends, until the scenario stops it. Every
-// incarnation has its own actor name and event log: the first is the
-// slot's name ("relay-1"), the next ones add ".<n>" ("relay-1.2").
+// The supervisor: one slot per process of a role (the order service, each
+// relay, each consumer), each running as its own OS process and started
+// again whenever it ends, until the run stops it. Every incarnation has
+// its own actor name: the first is the slot's name ("relay-1"), the next
+// ones add ".<n>" ("relay-1.2").
 
 // restartDelay is how long the supervisor waits before starting a slot's
 // process again (a process that cannot start, say while the database is
 // down, is not restarted in a tight loop).
 const restartDelay = 150 * time.Millisecond
 
-// slot is one supervised actor.
+// slot is one supervised process.
 type slot struct {
-	name string
-	cr   *chaosRun
-	// spec makes the Spec of incarnation actor (its name), with the
-	// environment it needs.
-	spec func(actorName string) (actor.Spec, []string)
+	name   string
+	r      *run
+	launch Launch
 
 	mu       sync.Mutex
 	inc      int
-	proc     *actor.Process
+	proc     Launched
 	current  string // actor name of the running incarnation
 	stopping bool
 	started  chan struct{} // closed once the first incarnation runs
 	done     chan struct{} // closed when the supervise loop has ended
-	url      string        // the order service's URL, from its first start
-	listen   string        // the order service's address, kept across restarts
 	startErr error         // why the first incarnation could not start
-
-	// stopAt are the points its processes stop at when aimed (actor
-	// --stop-at), in the order of actor.StopSignals.
-	stopAt []fault.Point
 
 	failedStarts int // since the last start that succeeded
 	lastStartErr string
 }
 
-func (cr *chaosRun) newSlot(name string, spec func(string) (actor.Spec, []string)) *slot {
-	s := &slot{name: name, cr: cr, spec: spec, started: make(chan struct{}), done: make(chan struct{})}
-	cr.slots = append(cr.slots, s)
-	return s
+func (r *run) newSlot(s Slot) *slot {
+	return &slot{name: s.Name, r: r, launch: s.Launch, started: make(chan struct{}), done: make(chan struct{})}
 }
 
 // actorName is the name of incarnation n of the slot.
@@ -96,34 +83,15 @@ func (s *slot) supervise(ctx context.Context) {
 	}
 }
 
-// startOne starts the next incarnation. Its log is created empty first, so
-// that a process killed before it opens its log still leaves one.
-func (s *slot) startOne(ctx context.Context) (*actor.Process, error) {
+// startOne starts the next incarnation.
+func (s *slot) startOne(ctx context.Context) (Launched, error) {
 	s.mu.Lock()
 	s.inc++
 	name := s.actorName(s.inc)
 	s.mu.Unlock()
-	logPath, err := s.cr.e.logPath(name)
+	p, err := s.launch(ctx, name)
 	if err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(logPath, nil, 0o644); err != nil {
-		return nil, fmt.Errorf("create the log of %s: %w", name, err)
-	}
-	sp, env := s.spec(name)
-	for _, p := range s.stopAt {
-		sp.StopAt = append(sp.StopAt, string(p))
-	}
-	sp.LogPath, sp.RunID, sp.Scenario, sp.Actor = logPath, s.cr.e.RunID, s.cr.e.Scenario.ID, name
-	s.mu.Lock()
-	if s.listen != "" {
-		sp.Listen = s.listen
-	}
-	s.mu.Unlock()
-	p, err := actor.Start(ctx, s.cr.e.exe, sp, env)
-	if err != nil {
-		// Its log stays (empty, or with what it wrote); the next start
-		// says why this one failed.
+		// The next start says why this one failed.
 		s.mu.Lock()
 		s.failedStarts++
 		s.lastStartErr = oneLine(err.Error())
@@ -132,10 +100,6 @@ func (s *slot) startOne(ctx context.Context) (*actor.Process, error) {
 	}
 	s.mu.Lock()
 	s.proc, s.current = p, name
-	if s.url == "" && p.URL != "" {
-		s.url = p.URL
-		s.listen = strings.TrimPrefix(p.URL, "http://")
-	}
 	why := "first start"
 	if s.inc > 1 {
 		why = "start " + strconv.Itoa(s.inc) + ", after its previous process ended"
@@ -145,13 +109,13 @@ func (s *slot) startOne(ctx context.Context) (*actor.Process, error) {
 		s.failedStarts, s.lastStartErr = 0, ""
 	}
 	s.mu.Unlock()
-	s.cr.note(evidence.Event{Kind: evidence.KindProcessStart, Target: name, PID: evidence.Ptr(int64(p.Pid())),
+	s.r.note(evidence.Event{Kind: evidence.KindProcessStart, Target: name, PID: evidence.Ptr(int64(p.Pid())),
 		Detail: fmt.Sprintf("slot %s, %s", s.name, why)})
 	return p, nil
 }
 
 // exited records how an incarnation ended.
-func (s *slot) exited(p *actor.Process, exit actor.Exit, werr error) {
+func (s *slot) exited(p Launched, exit Exit, werr error) {
 	s.mu.Lock()
 	name := s.current
 	s.proc = nil
@@ -165,8 +129,7 @@ func (s *slot) exited(p *actor.Process, exit actor.Exit, werr error) {
 			how += ": " + last
 		}
 	}
-	s.cr.note(evidence.Event{Kind: evidence.KindProcessExit, Target: name, PID: evidence.Ptr(int64(p.Pid())), Detail: how})
-	s.cr.countExit(exit)
+	s.r.note(evidence.Event{Kind: evidence.KindProcessExit, Target: name, PID: evidence.Ptr(int64(p.Pid())), Detail: how})
 }
 
 func lastLine(s string) string {
@@ -186,7 +149,7 @@ func (s *slot) isStopping() bool {
 
 // running returns the running process and its actor name (nil between
 // incarnations).
-func (s *slot) running() (*actor.Process, string) {
+func (s *slot) running() (Launched, string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.proc, s.current
@@ -194,7 +157,7 @@ func (s *slot) running() (*actor.Process, string) {
 
 // signal sends sig to the running process and returns it, or an error
 // when none runs.
-func (s *slot) signal(sig syscall.Signal) (*actor.Process, string, error) {
+func (s *slot) signal(sig syscall.Signal) (Launched, string, error) {
 	p, name := s.running()
 	if p == nil {
 		return nil, "", fmt.Errorf("slot %s has no running process", s.name)
@@ -225,19 +188,4 @@ func (s *slot) stop(grace time.Duration) {
 		_ = p.Kill()
 	}
 	<-s.done
-}
-
-// processState reads the state letter of pid from /proc ("T" stopped,
-// "S" sleeping, ...; "" when it cannot be read).
-func processState(pid int) string {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return ""
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 || i+2 >= len(s) {
-		return ""
-	}
-	return s[i+2 : i+3]
 }
