@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/orderflow-audit/orderflow-audit/checks/crosscheck"
 	"github.com/orderflow-audit/orderflow-audit/checks/eventline"
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/evidence/bundle"
@@ -161,7 +162,7 @@ func (c *checker) foldEvents(ctx context.Context, sc *evidence.Scenario, m *Mode
 		src := Source{Log: st.ref.Path, Line: d.Line, Seq: d.Event.Seq}
 		m.Step(&d.Event, src)
 		if c.collect {
-			c.wevents = keepEvent(c.wevents, &d.Event, src)
+			c.wevents = crosscheck.Keep(c.wevents, &d.Event, src)
 		}
 		if n%4096 == 0 && ctx.Err() != nil {
 			return ctx.Err()
