@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/orderflow-audit/orderflow-audit/checks/eventline"
 	"github.com/orderflow-audit/orderflow-audit/checks/model"
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 )
@@ -23,7 +24,7 @@ import (
 func replayBytes(ctx context.Context, data []byte) (evidence.LogStats, *Model, []evidence.LineError, error) {
 	m := model.New(nil, []string{"after-publish-before-mark"})
 	var probs []evidence.LineError
-	st := evidence.ReadLog(ctx, bytes.NewReader(data), newFastDecoder(), readOptions, func(d *evidence.Decoded, e *evidence.LineError) {
+	st := evidence.ReadLog(ctx, bytes.NewReader(data), eventline.NewDecoder(), readOptions, func(d *evidence.Decoded, e *evidence.LineError) {
 		if e != nil {
 			probs = append(probs, *e)
 			return
@@ -149,7 +150,8 @@ func TestReplayBytesSeeds(t *testing.T) {
 }
 
 // TestWriteFuzzCorpus writes the committed seed corpora under
-// testdata/fuzz (run with OFA_WRITE_CORPUS=1 after changing the seeds).
+// testdata/fuzz (run with OFA_WRITE_CORPUS=1 after changing the seeds);
+// FuzzFastEvent's are checks/eventline's.
 func TestWriteFuzzCorpus(t *testing.T) {
 	if os.Getenv("OFA_WRITE_CORPUS") == "" {
 		t.Skip("set OFA_WRITE_CORPUS=1 to rewrite testdata/fuzz")
@@ -179,14 +181,4 @@ func TestWriteFuzzCorpus(t *testing.T) {
 	write("FuzzParseEvidence", "wrong-lines", []byte(strings.Replace(string(fixture), `"lines": `, `"lines": 1`, 1)))
 	write("FuzzParseEvidence", "minimal", []byte(`{"schema_version":"orderflow-audit/evidence/v1"}`))
 	write("FuzzParseEvidence", "nested", []byte(strings.Repeat("[", 2000)))
-	dir := filepath.Join("testdata", "fuzz", "FuzzFastEvent")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range fastCases {
-		body := fmt.Sprintf("go test fuzz v1\nstring(%q)\n", tc.line)
-		if err := os.WriteFile(filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 }

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/orderflow-audit/orderflow-audit/checks/crosscheck"
+	"github.com/orderflow-audit/orderflow-audit/checks/eventline"
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/evidence/bundle"
 )
@@ -36,7 +38,7 @@ func newDecoderPool(workers int) *evidence.Pool { return evidence.NewPool(worker
 
 // newLineDecoder makes the decoder of one worker; a variable so that a
 // benchmark can compare decoders end to end (decodebench_test.go).
-var newLineDecoder = func() evidence.Decoder { return newFastDecoder() }
+var newLineDecoder = func() evidence.Decoder { return eventline.NewDecoder() }
 
 // readOptions are how the verifier reads a log: a cut last line is not an
 // event (logTails names it), and a log of lines that all need the full
@@ -132,9 +134,9 @@ type readCloser struct {
 // valid event.
 func lineReason(path string, e evidence.LineError) Reason {
 	rule, msg := "event-schema", "line is not a valid event: "+e.Err.Error()
-	var p *lineProblem
-	if errors.As(e.Err, &p) && p.decode != "" {
-		rule, msg = "event-decode", "line "+p.decode
+	var p *eventline.Problem
+	if errors.As(e.Err, &p) && p.Decode != "" {
+		rule, msg = "event-decode", "line "+p.Decode
 	}
 	return Reason{Rule: rule, Status: Fail, Log: path, Line: e.Line, Message: msg}
 }
@@ -160,7 +162,7 @@ func (c *checker) foldEvents(ctx context.Context, sc *evidence.Scenario, m *Mode
 		src := Source{Log: st.ref.Path, Line: d.Line, Seq: d.Event.Seq}
 		m.Step(&d.Event, src)
 		if c.collect {
-			c.wevents = keepEvent(c.wevents, &d.Event, src)
+			c.wevents = crosscheck.Keep(c.wevents, &d.Event, src)
 		}
 		if n%4096 == 0 && ctx.Err() != nil {
 			return ctx.Err()

@@ -10,7 +10,6 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/checks/model"
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/spec"
-	"github.com/orderflow-audit/orderflow-audit/witness/binlog"
 )
 
 // The proof boundary, derived by the verifier itself. The runner records
@@ -114,25 +113,11 @@ func confirmedKill(k model.Kill, m *model.Model) (string, bool) {
 	return "", false
 }
 
-// crashedFiles counts the binlog files a server crash ended.
-func crashedFiles(files []binlog.FileInfo) int {
-	n := 0
-	for _, f := range files {
-		if f.Closed == "crash" {
-			n++
-		}
-	}
-	return n
-}
-
 // deriveClaims derives the claims from the scenarios' events and the
 // witnesses: for each scenario that ran, each declared fault point.
 func (c *checker) deriveClaims() *evidence.ProofClaims {
 	out := &evidence.ProofClaims{Faults: []evidence.FaultClaim{}}
-	crashes := -1 // no database witness to hold the crashes against
-	if c.wit != nil && c.wit.db != nil {
-		crashes = c.wit.db.crashes
-	}
+	crashes := c.wit.Crashes() // -1: no database witness to hold the crashes against
 	done := map[string]bool{}
 	for _, sc := range c.ev.Scenarios {
 		if sc.Status == evidence.StatusNotRun || done[sc.ID] {

@@ -79,7 +79,7 @@ const (
 	RuleNegativeControlNotRun     Rule = "negative-control-not-run"
 
 	// The witnesses: their files, whether they are this run's, and every
-	// actor event held against them (checks/witness*.go).
+	// actor event held against them (package checks/crosscheck).
 	RuleWitnessMissing          Rule = "witness-missing"
 	RuleWitnessPath             Rule = "witness-path"
 	RuleWitnessFileMissing      Rule = "witness-file-missing"

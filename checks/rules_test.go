@@ -19,21 +19,19 @@ import (
 )
 
 // ruleUses returns every rule the checker's source (non-test files of
-// this package) names where a Reason gets its rule: the rule argument of
-// fail, inconclusive and mismatch (and the first of the witness step's
-// failWitness and reason), the Rule field of a Reason literal, and
-// a variable named rule. A string literal is returned as it is, a Rule
-// constant by its value; other expressions (a rule passed on) are skipped.
+// this package and of ruleDirs) names where a Reason gets its rule: the
+// rule argument of fail, inconclusive and mismatch (and the first of the
+// witness step's failWitness and reason), the Rule field of a Reason (or
+// finding.Reason) literal, and a variable named rule. A string literal is
+// returned as it is, a Rule constant by its value; other expressions (a
+// rule passed on) are skipped.
 func ruleUses(t *testing.T) map[string][]string {
 	t.Helper()
 	consts := map[string]string{}
 	for _, r := range Rules {
 		consts[constName(r.Rule)] = string(r.Rule)
 	}
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
+	files := ruleFiles(t, "*.go")
 	uses := map[string][]string{} // rule -> positions
 	fset := token.NewFileSet()
 	for _, name := range files {
@@ -58,7 +56,7 @@ func ruleUses(t *testing.T) map[string][]string {
 					exprs = append(exprs, x.Args[0])
 				}
 			case *ast.CompositeLit:
-				if id, ok := x.Type.(*ast.Ident); ok && id.Name == "Reason" {
+				if isReasonType(x.Type) {
 					for _, el := range x.Elts {
 						if kv, ok := el.(*ast.KeyValueExpr); ok && kv.Key.(*ast.Ident).Name == "Rule" {
 							exprs = append(exprs, kv.Value)
@@ -88,6 +86,38 @@ func ruleUses(t *testing.T) map[string][]string {
 		}
 	}
 	return uses
+}
+
+// ruleDirs are the sub-packages that report rules of the checker (their
+// findings are the checker's: checks.Rules lists them).
+var ruleDirs = []string{"crosscheck"}
+
+// ruleFiles returns the files matching pattern in this package's
+// directory and in ruleDirs.
+func ruleFiles(t *testing.T, pattern string) []string {
+	t.Helper()
+	var out []string
+	for _, dir := range append([]string{"."}, ruleDirs...) {
+		files, err := filepath.Glob(filepath.Join(dir, pattern))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, files...)
+	}
+	return out
+}
+
+// isReasonType tells whether a composite literal's type is Reason or
+// finding.Reason.
+func isReasonType(e ast.Expr) bool {
+	switch x := e.(type) {
+	case *ast.Ident:
+		return x.Name == "Reason"
+	case *ast.SelectorExpr:
+		id, ok := x.X.(*ast.Ident)
+		return ok && id.Name == "finding" && x.Sel.Name == "Reason"
+	}
+	return false
 }
 
 // constName is the name of a rule's constant: RuleLogMissing for
@@ -142,15 +172,11 @@ func TestCheckerRuleTable(t *testing.T) {
 }
 
 // TestCheckerRulesTested: every rule of the checker is named, as a quoted
-// string, by a test of this package or a golden file under testdata, so
-// that some test provokes it.
+// string, by a test of this package or of ruleDirs, or a golden file under
+// testdata, so that some test provokes it.
 func TestCheckerRulesTested(t *testing.T) {
 	var corpus strings.Builder
-	tests, err := filepath.Glob("*_test.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range tests {
+	for _, name := range ruleFiles(t, "*_test.go") {
 		if name == "rules_test.go" { // this file names the rules only through Rules
 			continue
 		}
@@ -160,7 +186,7 @@ func TestCheckerRulesTested(t *testing.T) {
 		}
 		corpus.Write(b)
 	}
-	err = filepath.WalkDir("testdata", func(path string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir("testdata", func(path string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".golden") {
 			b, err := os.ReadFile(path)
 			corpus.Write(b)

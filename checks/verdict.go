@@ -1,42 +1,37 @@
 // Package checks is the independent verifier: it re-derives every claim of
 // an evidence file from its event logs (schema, integrity, replay, SQL
-// invariants) and returns a verdict. It depends only on evidence/, schemas/
-// and a database; never on the runner or the system under test.
+// invariants) and returns a verdict. It depends only on evidence/,
+// schemas/, spec/, invariants/, the witness readers (witness/binlog,
+// witness/broker), a database and its own sub-packages: checks/model (the
+// replay model), checks/eventline (the decoder of event lines),
+// checks/crosscheck (the event logs held against the witnesses) and
+// checks/finding (the Reason and Status they share with it). Never on the
+// runner or the system under test; and no sub-package imports checks.
 package checks
 
-import "time"
+import (
+	"time"
+
+	"github.com/orderflow-audit/orderflow-audit/checks/finding"
+)
 
 // Status is the three-way verdict: checked and fine, checked and broken,
-// or not decidable from what the evidence holds.
-type Status string
+// or not decidable from what the evidence holds (finding.Status, which the
+// checks of the verifier's sub-packages report too).
+type Status = finding.Status
 
 // Verdict statuses.
 const (
-	Pass         Status = "PASS"
-	Fail         Status = "FAIL"
-	Inconclusive Status = "INCONCLUSIVE"
+	Pass         = finding.Pass
+	Fail         = finding.Fail
+	Inconclusive = finding.Inconclusive
 )
 
-// Reason is one finding. Rule is a stable kebab-case id: a rule of the
-// checker (Rules, for example "metric-mismatch" or "log-digest"), of the
-// replay model (model.Rules, for example "stale-token-mark"), or an
-// invariant id.
-type Reason struct {
-	Rule       string `json:"rule"`
-	Status     Status `json:"status"` // Fail or Inconclusive
-	Scenario   string `json:"scenario,omitempty"`
-	Log        string `json:"log,omitempty"`
-	Seq        int64  `json:"seq,omitempty"`
-	Line       int64  `json:"line,omitempty"` // line number in Log
-	Field      string `json:"field,omitempty"`
-	Claimed    string `json:"claimed,omitempty"`
-	Recomputed string `json:"recomputed,omitempty"`
-	// Witness locates the finding in a witness: a binlog transaction
-	// ("GTID 0-1-12 (binlog.000001@4567)"), a broker record
-	// ("topic/partition@offset"), a group's offset or a witness file.
-	Witness string `json:"witness,omitempty"`
-	Message string `json:"message"`
-}
+// Reason is one finding (finding.Reason). Rule is a stable kebab-case id:
+// a rule of the checker (Rules, for example "metric-mismatch" or
+// "log-digest"), of the replay model (model.Rules, for example
+// "stale-token-mark"), or an invariant id.
+type Reason = finding.Reason
 
 // InvariantCheck compares one invariant of one scenario: the live result
 // recorded by the runner (-1 when the evidence has none) and the result on

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/orderflow-audit/orderflow-audit/checks/crosscheck"
 	"github.com/orderflow-audit/orderflow-audit/checks/model"
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/evidence/bundle"
@@ -78,14 +79,14 @@ func Verify(ctx context.Context, path string, opt Options) (*Verdict, error) {
 	// The witnesses are read beside the evidence-level checks: serving the
 	// broker's directory to read it takes a tenth of a second.
 	type witnessRead struct {
-		ws      *witnessSet
+		ws      *crosscheck.Witnesses
 		reasons []Reason
 		missing []string
 	}
 	wch := make(chan witnessRead, 1)
 	go func() {
-		ws, rs, missing := readWitnesses(ctx, ev, b)
-		wch <- witnessRead{ws, rs, missing}
+		ws, rs := readWitnesses(ctx, ev, b)
+		wch <- witnessRead{ws, rs, crosscheck.Missing(ev)}
 	}()
 
 	v := &Verdict{
@@ -140,11 +141,11 @@ type checker struct {
 	// cut: end-state comparisons may then be explained by the lost tail,
 	// so they are inconclusive instead of failures.
 	truncated bool
-	// wit is what the witnesses hold (witness.go); wevents collects, while
-	// a scenario replays, the events the witnesses are held against.
-	wit     *witnessSet
+	// wit is what the witnesses hold (witnessed.go); wevents collects,
+	// while a scenario replays, the events the witnesses are held against.
+	wit     *crosscheck.Witnesses
 	collect bool
-	wevents []wEvent
+	wevents []crosscheck.Event
 	// proof holds, per scenario, what its events show of its faults
 	// (proof.go).
 	proof map[string]scenarioProof
@@ -253,7 +254,7 @@ func (c *checker) scenario(ctx context.Context, sc *evidence.Scenario) error {
 
 	m := model.New(c.layers, sc.FaultPoints) // the layers the system under test claims (systemUnderTest)
 	run := &scenarioRun{c: c, id: id, counts: map[[2]string]int{}, overCap: map[[2]string]int{}}
-	c.collect, c.wevents = c.wit != nil && (c.wit.db != nil || c.wit.broker != nil), nil
+	c.collect, c.wevents = c.wit.HasDatabase() || c.wit.HasBroker(), nil
 	truncated, err := c.replay(ctx, sc, m, run)
 	events := c.wevents
 	c.collect, c.wevents = false, nil

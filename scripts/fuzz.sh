@@ -18,7 +18,7 @@ filter="${1:-}"
 targets=(
 	"./checks FuzzParseEvidence"
 	"./checks FuzzReadEvents"
-	"./checks FuzzFastEvent"
+	"./checks/eventline FuzzFastEvent"
 	"./witness/binlog FuzzScan"
 	"./witness/broker FuzzReadDataFS"
 	"./witness/broker FuzzReadDumpFrom"

@@ -1,4 +1,4 @@
-package checks
+package crosscheck
 
 import (
 	"fmt"
@@ -6,15 +6,17 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/orderflow-audit/orderflow-audit/checks/finding"
+	"github.com/orderflow-audit/orderflow-audit/checks/model"
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 )
 
-// wEvent is an actor's event that a witness can confirm or refute, copied
+// Event is an actor's event that a witness can confirm or refute, copied
 // out of the replay (the decoder reuses its storage) with where it was
-// logged.
-type wEvent struct {
+// logged. Keep makes them.
+type Event struct {
 	e   evidence.Event
-	src Source
+	src model.Source
 }
 
 // witnessKinds are the kinds the cross-checks hold against the witnesses:
@@ -31,8 +33,10 @@ var witnessKinds = map[evidence.Kind]bool{
 	evidence.KindProcessExit: true,
 }
 
-// keepEvent copies e if a witness can speak to it.
-func keepEvent(out []wEvent, e *evidence.Event, src Source) []wEvent {
+// Keep appends to out a copy of e, logged at src, if a witness can speak
+// to it (its kind is a write to the database, a call to the broker, or a
+// process's exit); else it returns out as it is.
+func Keep(out []Event, e *evidence.Event, src model.Source) []Event {
 	if !witnessKinds[e.Kind] {
 		return out
 	}
@@ -52,7 +56,7 @@ func keepEvent(out []wEvent, e *evidence.Event, src Source) []wEvent {
 	c.AmountCents = clonePtr(e.AmountCents)
 	c.Lines = slices.Clone(e.Lines)
 	c.Writes = slices.Clone(e.Writes)
-	return append(out, wEvent{e: c, src: src})
+	return append(out, Event{e: c, src: src})
 }
 
 func clonePtr[T any](p *T) *T {
@@ -81,8 +85,8 @@ func i32(p *int32) int32 {
 }
 
 // reason is a cross-check finding about an event.
-func (w wEvent) reason(rule string, where, format string, args ...any) Reason {
-	return Reason{Rule: rule, Status: Fail, Log: w.src.Log, Seq: w.src.Seq, Line: w.src.Line, Witness: where,
+func (w Event) reason(rule string, where, format string, args ...any) finding.Reason {
+	return finding.Reason{Rule: rule, Status: finding.Fail, Log: w.src.Log, Seq: w.src.Seq, Line: w.src.Line, Witness: where,
 		Message: fmt.Sprintf(format, args...)}
 }
 

@@ -1,4 +1,4 @@
-package checks
+package crosscheck
 
 import (
 	"fmt"
@@ -7,13 +7,6 @@ import (
 
 	"github.com/orderflow-audit/orderflow-audit/witness/binlog"
 )
-
-// WitnessedScenario says in one line what the witnesses confirmed of a
-// scenario's claims (the report shows it per scenario).
-type WitnessedScenario struct {
-	Scenario string `json:"scenario"`
-	Summary  string `json:"summary"`
-}
 
 // witnessSummary counts what the cross-checks confirmed.
 type witnessSummary struct {

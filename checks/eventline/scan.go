@@ -1,6 +1,6 @@
-package checks
+package eventline
 
-// The JSON scanner of the fast path (see fastevent.go): it reads one flat
+// The JSON scanner of the fast path (see decoder.go): it reads one flat
 // object of an unambiguous subset of JSON into the decoder's values, and
 // answers "undecided" for anything else.
 
@@ -38,7 +38,7 @@ func skipWS(s string, i int) int {
 }
 
 // scan tokenizes one flat JSON object into d.vals.
-func (d *fastDecoder) scan(s string) (present uint64, ok bool) {
+func (d *Decoder) scan(s string) (present uint64, ok bool) {
 	i := skipWS(s, 0)
 	if i >= len(s) || s[i] != '{' {
 		return 0, false

@@ -1,4 +1,4 @@
-package checks
+package crosscheck
 
 import (
 	"crypto/sha256"

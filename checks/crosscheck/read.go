@@ -1,4 +1,4 @@
-package checks
+package crosscheck
 
 import (
 	"context"
@@ -11,40 +11,38 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/orderflow-audit/orderflow-audit/checks/finding"
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/evidence/bundle"
 	"github.com/orderflow-audit/orderflow-audit/witness/binlog"
 	"github.com/orderflow-audit/orderflow-audit/witness/broker"
 )
 
-// The witness step (verifier step 5, design principle 6): the database's
-// binary log and the broker's own log, listed in the evidence's witness
-// object, are the history; the actors' logs are claims held against it.
-//
-//  1. files: every listed file passes the bundle's gate (inside the
-//     bundle, no symlink, a regular file with one link, within the size
-//     limits) and has the size and sha256 the evidence recorded; no file
-//     of a witness directory is left unlisted, and nothing in it is other
-//     than directories and regular files.
-//  2. readWitnesses: the binlog files are read into transactions
-//     (witness/binlog) and the broker's directory or dump into records and
-//     group offsets (witness/broker); a reader's refusal is witness-damaged.
-//  3. databaseBelongs, brokerBelongs: the witnesses are this run's: its
-//     server, a GTID range without gap from gtid_start to gtid_end, its
-//     databases ofa_<run id>_<scenario> and topics ofa.<run id>.<scenario>,
-//     and nothing of another run or of a scenario the evidence leaves out.
-//  4. per scenario (witness_scenario.go): the cross-checks of every actor
-//     event against the history, and the end state rebuilt from the binlog.
-
-// witnessSet is what the verifier derived from the witnesses. A nil db or
-// broker means that witness is missing or unusable; the reason is already
-// in the verdict.
-type witnessSet struct {
+// Witnesses is what Read derived from a bundle's witnesses. A nil db or
+// broker means that witness is missing or unusable; the reason is among
+// those Read returned.
+type Witnesses struct {
 	db     *dbHistory
 	broker *broker.Log
 	// private is set when the database ran for this run alone (its whole
 	// binlog after the start position must belong to the run).
 	private bool
+}
+
+// HasDatabase reports whether the database's witness (the binlog) was
+// read; false for nil.
+func (w *Witnesses) HasDatabase() bool { return w != nil && w.db != nil }
+
+// HasBroker reports whether the broker's witness was read; false for nil.
+func (w *Witnesses) HasBroker() bool { return w != nil && w.broker != nil }
+
+// Crashes returns the server crashes the binlog shows (the binlog files a
+// crash ended), or -1 when the database is not witnessed.
+func (w *Witnesses) Crashes() int {
+	if !w.HasDatabase() {
+		return -1
+	}
+	return w.db.crashes
 }
 
 // dbHistory is the binlog of the run, cut by database.
@@ -54,7 +52,7 @@ type dbHistory struct {
 	bySchema map[string][]binlog.Transaction
 	first    binlog.GTID
 	last     binlog.GTID
-	// crashes are the server crashes the binlog shows (proof.go).
+	// crashes are the server crashes the binlog shows (Crashes).
 	crashes int
 }
 
@@ -66,20 +64,15 @@ const (
 	witnessKafkaDump = "witness/kafka.jsonl"
 )
 
-// readWitnesses is readWitnessSet; a variable so that tests of the
-// cross-checks, which edit logs only, can read a fixture's witnesses once.
-var readWitnesses = readWitnessSet
-
-// readWitnessSet runs steps 1 to 3 on the bundle b (whose evidence is
-// ev) and returns what it derived, with the reasons it found (in a fixed
-// order), and the witnesses that are missing. It runs beside the
-// evidence-level checks (Verify starts it first): the broker's directory
-// is served by a kfake cluster to be read, which takes a tenth of a second.
-func readWitnessSet(ctx context.Context, ev *evidence.Evidence, b *bundle.Bundle) (*witnessSet, []Reason, []string) {
+// Read runs steps 1 to 3 on the bundle b (whose evidence is ev) and
+// returns what it derived, with the reasons it found (in a fixed order).
+// The verifier runs it beside its evidence-level checks: the broker's
+// directory is served by a kfake cluster to be read, which takes a tenth
+// of a second.
+func Read(ctx context.Context, ev *evidence.Evidence, b *bundle.Bundle) (*Witnesses, []finding.Reason) {
 	wc := &witnessChecker{ev: ev, b: b,
 		base: strings.TrimSuffix(filepath.Base(b.Path()), ".json")}
-	ws := &witnessSet{private: ev.Environment.Database.Mode == evidence.DatabasePrivate}
-	missing := wc.missing()
+	ws := &Witnesses{private: ev.Environment.Database.Mode == evidence.DatabasePrivate}
 	w := ev.Witness
 	if w != nil && w.Database != nil {
 		if wc.files("database", w.Database.Files, wc.dbDir()) {
@@ -97,28 +90,14 @@ func readWitnessSet(ctx context.Context, ev *evidence.Evidence, b *bundle.Bundle
 	if ws.broker != nil {
 		wc.brokerBelongs(ws.broker)
 	}
-	return ws, wc.reasons, missing
+	return ws, wc.reasons
 }
 
-// witnessChecker collects the reasons of steps 1 to 3.
-type witnessChecker struct {
-	ev *evidence.Evidence
-	// b is the bundle's gate, through which every witness file is read.
-	b *bundle.Bundle
-	// base is the bundle's log directory beside the evidence file: its
-	// name without .json ("u80" for u80.json), as the runner names it.
-	base    string
-	reasons []Reason
-}
-
-func (wc *witnessChecker) failWitness(rule, where, format string, args ...any) {
-	wc.reasons = append(wc.reasons, Reason{Rule: rule, Status: Fail, Witness: where, Message: fmt.Sprintf(format, args...)})
-}
-
-// missing returns what the evidence says could not be witnessed, one
-// entry per witness ("database: why").
-func (wc *witnessChecker) missing() []string {
-	w := wc.ev.Witness
+// Missing returns what the evidence ev says could not be witnessed, one
+// entry per witness ("database: why"): the witnesses it says were lost, and
+// those it does not list.
+func Missing(ev *evidence.Evidence) []string {
+	w := ev.Witness
 	if w == nil {
 		return []string{"database and broker: the evidence has no witness object"}
 	}
@@ -130,6 +109,21 @@ func (wc *witnessChecker) missing() []string {
 		out = append(out, "broker: no broker witness listed")
 	}
 	return out
+}
+
+// witnessChecker collects the reasons of steps 1 to 3.
+type witnessChecker struct {
+	ev *evidence.Evidence
+	// b is the bundle's gate, through which every witness file is read.
+	b *bundle.Bundle
+	// base is the bundle's log directory beside the evidence file: its
+	// name without .json ("u80" for u80.json), as the runner names it.
+	base    string
+	reasons []finding.Reason
+}
+
+func (wc *witnessChecker) failWitness(rule, where, format string, args ...any) {
+	wc.reasons = append(wc.reasons, finding.Reason{Rule: rule, Status: finding.Fail, Witness: where, Message: fmt.Sprintf(format, args...)})
 }
 
 // dbDir and brokerDir are the witness directories (or the one file of a
@@ -184,11 +178,11 @@ func (wc *witnessChecker) refused(name string, f evidence.WitnessFile, err error
 	case errors.Is(err, bundle.ErrMissing):
 		wc.failWitness("witness-file-missing", f.Path, "the %s witness file %s does not exist: the witness was deleted or moved (%v)", name, f.Path, err)
 	case errors.Is(err, bundle.ErrSize) && be != nil:
-		wc.reasons = append(wc.reasons, Reason{Rule: "witness-size", Status: Fail, Witness: f.Path, Field: "size",
+		wc.reasons = append(wc.reasons, finding.Reason{Rule: "witness-size", Status: finding.Fail, Witness: f.Path, Field: "size",
 			Claimed: fmt.Sprint(f.Size), Recomputed: be.Got,
 			Message: fmt.Sprintf("the %s witness file has %s bytes; the evidence recorded %d: it was cut or changed after the run", name, be.Got, f.Size)})
 	case errors.Is(err, bundle.ErrDigest) && be != nil:
-		wc.reasons = append(wc.reasons, Reason{Rule: "witness-digest", Status: Fail, Witness: f.Path, Field: "sha256",
+		wc.reasons = append(wc.reasons, finding.Reason{Rule: "witness-digest", Status: finding.Fail, Witness: f.Path, Field: "sha256",
 			Claimed: f.SHA256, Recomputed: be.Got,
 			Message: fmt.Sprintf("the %s witness file's sha256 differs from the one the evidence recorded: it was changed after the run", name)})
 	default:
@@ -310,6 +304,17 @@ func (wc *witnessChecker) cut(h binlog.History) *dbHistory {
 	return out
 }
 
+// crashedFiles counts the binlog files a server crash ended.
+func crashedFiles(files []binlog.FileInfo) int {
+	n := 0
+	for _, f := range files {
+		if f.Closed == "crash" {
+			n++
+		}
+	}
+	return n
+}
+
 // txSchemas returns the databases a transaction touches: its row changes'
 // and its statements' default databases, and the database a CREATE or
 // DROP DATABASE names.
@@ -355,25 +360,4 @@ func (wc *witnessChecker) readBroker(ctx context.Context) *broker.Log {
 		return nil
 	}
 	return log
-}
-
-// witnessed takes in what readWitnessSet found: its reasons, and what is
-// missing. Evidence without witnesses is at best inconclusive, unless the
-// caller allows it (verify --allow-unwitnessed): the verdict then lists
-// what is unwitnessed. (Evidence written before witnesses existed, schema
-// v1, is refused before this by evidence.Parse.)
-func (c *checker) witnessed(ws *witnessSet, reasons []Reason, missing []string, allow bool) {
-	c.wit = ws
-	for _, r := range reasons {
-		c.add(r)
-	}
-	if allow {
-		c.v.Unwitnessed = missing
-		return
-	}
-	for _, m := range missing {
-		c.add(Reason{Rule: "witness-missing", Status: Inconclusive, Message: "not witnessed: " + m +
-			"; what the actors say about it cannot be held against the systems' own record " +
-			"(verify --allow-unwitnessed accepts that and says so)"})
-	}
 }

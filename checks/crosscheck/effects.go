@@ -1,4 +1,4 @@
-package checks
+package crosscheck
 
 import (
 	"fmt"
@@ -16,16 +16,16 @@ import (
 // effectPair is an effect with the inbox_insert its consumer logged for it
 // (nil when none was).
 type effectPair struct {
-	effect wEvent
-	inbox  *wEvent
+	effect Event
+	inbox  *Event
 }
 
 // pairEffects pairs each effect with the inbox_insert of the same actor
 // and event id logged before it; inbox inserts left unpaired are returned
 // apart.
-func (s *scenarioCheck) pairEffects() ([]effectPair, []wEvent) {
+func (s *scenarioCheck) pairEffects() ([]effectPair, []Event) {
 	type k struct{ actor, event string }
-	open := map[k][]wEvent{}
+	open := map[k][]Event{}
 	var pairs []effectPair
 	for _, w := range s.kinds(evidence.KindInboxInsert, evidence.KindEffect) {
 		key := k{w.e.Actor, w.e.EventID}
@@ -40,7 +40,7 @@ func (s *scenarioCheck) pairEffects() ([]effectPair, []wEvent) {
 		}
 		pairs = append(pairs, p)
 	}
-	var left []wEvent
+	var left []Event
 	for _, w := range s.kinds(evidence.KindInboxInsert) {
 		if q := open[k{w.e.Actor, w.e.EventID}]; len(q) > 0 && q[0].src == w.src {
 			left = append(left, w)

@@ -1,6 +1,9 @@
-package checks
+package eventline
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -120,7 +123,7 @@ var fastCases = []struct {
 }
 
 func TestFastDecode(t *testing.T) {
-	d := newFastDecoder()
+	d := NewDecoder()
 	for _, tc := range fastCases {
 		t.Run(tc.name, func(t *testing.T) {
 			var pe evidence.Decoded
@@ -164,7 +167,7 @@ func FuzzFastEvent(f *testing.F) {
 	for _, tc := range fastCases {
 		f.Add(tc.line)
 	}
-	d := newFastDecoder()
+	d := NewDecoder()
 	f.Fuzz(func(t *testing.T, line string) {
 		var pe evidence.Decoded
 		if d.Fast(line, &pe) {
@@ -173,9 +176,28 @@ func FuzzFastEvent(f *testing.F) {
 	})
 }
 
+// TestWriteFuzzCorpus writes FuzzFastEvent's committed seed corpus under
+// testdata/fuzz from fastCases (run with OFA_WRITE_CORPUS=1 after changing
+// them).
+func TestWriteFuzzCorpus(t *testing.T) {
+	if os.Getenv("OFA_WRITE_CORPUS") == "" {
+		t.Skip("set OFA_WRITE_CORPUS=1 to rewrite testdata/fuzz")
+	}
+	dir := filepath.Join("testdata", "fuzz", "FuzzFastEvent")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range fastCases {
+		body := fmt.Sprintf("go test fuzz v1\nstring(%q)\n", tc.line)
+		if err := os.WriteFile(filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func BenchmarkDecodeLine(b *testing.B) {
 	line := `{"seq":12345,"time":"2026-11-30T10:00:00.123456789Z","run_id":"20261130t100000_abcd","scenario":"normalChain","actor":"relay-a","kind":"claim","event_id":"e-1234","order_id":1234,"claim_version":1,"claim_id":"relay-a-20261130t100000_abcd","lease_until":"2026-11-30T10:00:30.123456Z","state_before":"PENDING"}`
-	d := newFastDecoder()
+	d := NewDecoder()
 	var pe evidence.Decoded
 	b.SetBytes(int64(len(line)))
 	for b.Loop() {

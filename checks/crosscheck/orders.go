@@ -1,10 +1,11 @@
-package checks
+package crosscheck
 
 import (
 	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/orderflow-audit/orderflow-audit/checks/finding"
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/witness/binlog"
 )
@@ -61,7 +62,7 @@ func (s *scenarioCheck) seeds() {
 }
 
 // single matches a logged write to a transaction holding that one row.
-func (s *scenarioCheck) single(w wEvent, what string, match func(*binlog.RowChange) bool) {
+func (s *scenarioCheck) single(w Event, what string, match func(*binlog.RowChange) bool) {
 	found := s.db.find(match)
 	if len(found) == 0 {
 		s.add(w.reason("witness-write", "", "the log says %s was written, but no transaction of the binlog wrote it", what))
@@ -128,7 +129,7 @@ func orderProblems(e evidence.Event, chs []*change) []string {
 			problems = append(problems, p)
 		}
 	}
-	for _, t := range sortedKeys(want) {
+	for _, t := range orderedKeys(want) {
 		switch n := got[t]; {
 		case t == "order_lines" && !exact && n >= 1:
 			// A log without lines does not say how many the order had.
@@ -372,12 +373,12 @@ func (s *scenarioCheck) unloggedWrites() {
 				left = append(left, x)
 			}
 		}
-		s.unexplained(Reason{Rule: "witness-unlogged-write", Status: Fail, Witness: txWhere(*ch.tx),
+		s.unexplained(finding.Reason{Rule: "witness-unlogged-write", Status: finding.Fail, Witness: txWhere(*ch.tx),
 			Message: fmt.Sprintf("the database committed %s, which no event of the scenario's logs explains: an actor wrote "+
 				"without saying so", txDescribe(left))})
 	}
 	for _, t := range s.db.notDDL {
-		s.unexplained(Reason{Rule: "witness-unlogged-write", Status: Fail, Witness: txWhere(*t),
+		s.unexplained(finding.Reason{Rule: "witness-unlogged-write", Status: finding.Fail, Witness: txWhere(*t),
 			Message: fmt.Sprintf("the database logged the statement %q, which no event of the scenario's logs explains", clip(t.Statements[0].SQL, 80))})
 	}
 }

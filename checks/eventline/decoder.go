@@ -1,38 +1,4 @@
-package checks
-
-// Fast, schema-exact decoding of event lines: the decoder (this file),
-// the schema-rule compiler (eventrules.go), the JSON scanner
-// (eventscan.go), the date-time parser (eventtime.go) and the table of
-// evidence.Event's fields, derived from its struct tags (eventfields.go).
-//
-// Full JSON Schema validation of one event line with the generic validator
-// costs about 165 µs (the 19 if/then branches of the event schema build an
-// error tree for every line): 6,000 lines/s, far from the 200,000 events/s
-// a million-event log needs. Decoding with encoding/json costs another
-// 4 µs. So every line goes through a fast path first, and through the full
-// validator only when the fast path cannot decide:
-//
-//   - The fast path's constraints are not written by hand: compileEventRules
-//     derives them from the embedded schemas/event.schema.json (types,
-//     minimum/maximum, minLength/maxLength, pattern, format date-time, enum,
-//     const, items, maxItems, required, additionalProperties false, and the
-//     allOf if-kind-then-required/oneOf rules). A keyword it does not know
-//     disables the fast path altogether (every line then takes the full
-//     validator), so the schema can grow without the fast path silently
-//     accepting less strictly.
-//   - It accepts only a subset of JSON whose meaning is unambiguous: one
-//     flat object, keys without escapes and without duplicates, integers
-//     without fraction or exponent that fit the Go field, strings that are
-//     valid UTF-8 with simple escapes, date-times in the strict form
-//     YYYY-MM-DDTHH:MM:SS[.fraction]Z. Anything else returns "undecided".
-//   - It is sound by construction: it answers "valid" only when every
-//     constraint holds; it never answers "invalid". An undecided line goes
-//     to schemas.ValidateEventJSON (which reports every problem with its
-//     location) and, if valid, evidence.DecodeEvent.
-//
-// FuzzFastEvent checks the property that matters: whenever the fast path
-// accepts a line, the full validator accepts it too and evidence.DecodeEvent
-// yields the identical Event.
+package eventline
 
 import (
 	"errors"
@@ -45,21 +11,25 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/schemas"
 )
 
-// fastDecoder decodes lines on one goroutine; it is not safe for
-// concurrent use (it caches pattern matches).
-type fastDecoder struct {
+// Decoder decodes event lines on one goroutine; it is not safe for
+// concurrent use (it caches pattern matches). It is an evidence.Decoder:
+// Fast is the fast path, Full the full validator.
+type Decoder struct {
 	rules *eventRules
 	vals  [maxEventFields]lineValue
 	pats  [maxEventFields]map[string]struct{}
 }
 
-func newFastDecoder() *fastDecoder { return &fastDecoder{rules: fastRules} }
+// NewDecoder returns a decoder whose fast path is compiled from the
+// embedded event schema (when the schema uses a keyword the compiler does
+// not know, every line takes the full validator).
+func NewDecoder() *Decoder { return &Decoder{rules: fastRules} }
 
 const patCacheMax = 512
 
 // Fast fills pe from line and reports whether the fast path decided the
 // line is valid. false means undecided: use Full, the full validator.
-func (d *fastDecoder) Fast(line string, pe *evidence.Decoded) bool {
+func (d *Decoder) Fast(line string, pe *evidence.Decoded) bool {
 	if d.rules == nil {
 		return false
 	}
@@ -71,7 +41,7 @@ func (d *fastDecoder) Fast(line string, pe *evidence.Decoded) bool {
 }
 
 // validate applies the compiled schema to the scanned values.
-func (d *fastDecoder) validate(present uint64) bool {
+func (d *Decoder) validate(present uint64) bool {
 	r := d.rules
 	if present&r.required != r.required {
 		return false
@@ -109,7 +79,7 @@ func (d *fastDecoder) validate(present uint64) bool {
 	return true
 }
 
-func (d *fastDecoder) check(f eventField, p *propRule, v *lineValue) bool {
+func (d *Decoder) check(f eventField, p *propRule, v *lineValue) bool {
 	switch p.typ {
 	case "integer":
 		if v.tok != tokInt || (p.hasMin && v.n < p.min) || (p.hasMax && v.n > p.max) {
@@ -131,7 +101,7 @@ func (d *fastDecoder) check(f eventField, p *propRule, v *lineValue) bool {
 	}
 }
 
-func (d *fastDecoder) checkString(f eventField, p *propRule, s string) bool {
+func (d *Decoder) checkString(f eventField, p *propRule, s string) bool {
 	if p.minLen >= 0 || p.maxLen >= 0 {
 		n := utf8.RuneCountInString(s)
 		if (p.minLen >= 0 && n < p.minLen) || (p.maxLen >= 0 && n > p.maxLen) {
@@ -178,7 +148,7 @@ func (d *fastDecoder) checkString(f eventField, p *propRule, s string) bool {
 // fill stores the validated values into pe, which is empty. Strings of
 // an enum are stored as the schema's own copy, so that the events the
 // model keeps do not hold on to the batch's text.
-func (d *fastDecoder) fill(present uint64, pe *evidence.Decoded) bool {
+func (d *Decoder) fill(present uint64, pe *evidence.Decoded) bool {
 	e := &pe.Event
 	for m := present; m != 0; m &= m - 1 {
 		f := eventField(bits.TrailingZeros64(m))
@@ -244,20 +214,21 @@ func internState(s string) string {
 	return s
 }
 
-// lineProblem is why a line is not a valid event.
-type lineProblem struct {
-	schema []schemas.Problem // schema violations, every one with its location
-	decode string            // valid against the schema but not decodable
+// Problem is why a line is not a valid event: the error Full returns.
+// Exactly one of its fields is set.
+type Problem struct {
+	Schema []schemas.Problem // schema violations, every one with its location
+	Decode string            // valid against the schema but not decodable: why
 }
 
-func (p *lineProblem) Error() string { return p.String() }
+func (p *Problem) Error() string { return p.String() }
 
-func (p *lineProblem) String() string {
-	if p.decode != "" {
-		return p.decode
+func (p *Problem) String() string {
+	if p.Decode != "" {
+		return p.Decode
 	}
-	parts := make([]string, len(p.schema))
-	for i, q := range p.schema {
+	parts := make([]string, len(p.Schema))
+	for i, q := range p.Schema {
 		parts[i] = q.String()
 	}
 	return strings.Join(parts, "; ")
@@ -265,7 +236,7 @@ func (p *lineProblem) String() string {
 
 // decodeLine decodes one event line: the fast path, else the full
 // validator and the strict decoder. A nil problem means pe holds the event.
-func (d *fastDecoder) decodeLine(line string, pe *evidence.Decoded) *lineProblem {
+func (d *Decoder) decodeLine(line string, pe *evidence.Decoded) *Problem {
 	pe.Reset()
 	if d.Fast(line, pe) {
 		return nil
@@ -275,25 +246,25 @@ func (d *fastDecoder) decodeLine(line string, pe *evidence.Decoded) *lineProblem
 }
 
 // Full validates line against the event schema with every problem named
-// and decodes it strictly: a *lineProblem when it is not a valid event.
-func (d *fastDecoder) Full(line string, pe *evidence.Decoded) error {
+// and decodes it strictly: a *Problem when it is not a valid event.
+func (d *Decoder) Full(line string, pe *evidence.Decoded) error {
 	if p := slowDecode([]byte(line), pe); p != nil {
 		return p
 	}
 	return nil
 }
 
-func slowDecode(raw []byte, pe *evidence.Decoded) *lineProblem {
+func slowDecode(raw []byte, pe *evidence.Decoded) *Problem {
 	if err := schemas.ValidateEventJSON(raw); err != nil {
 		var se *schemas.Error
 		if errors.As(err, &se) {
-			return &lineProblem{schema: se.Problems}
+			return &Problem{Schema: se.Problems}
 		}
-		return &lineProblem{schema: []schemas.Problem{{Location: "", Message: err.Error()}}}
+		return &Problem{Schema: []schemas.Problem{{Location: "", Message: err.Error()}}}
 	}
 	ev, err := evidence.DecodeEvent(raw)
 	if err != nil {
-		return &lineProblem{decode: "valid against the schema but not decodable: " + err.Error()}
+		return &Problem{Decode: "valid against the schema but not decodable: " + err.Error()}
 	}
 	pe.Event = ev
 	return nil

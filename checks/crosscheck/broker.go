@@ -1,4 +1,4 @@
-package checks
+package crosscheck
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/orderflow-audit/orderflow-audit/checks/finding"
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/witness/broker"
 )
@@ -234,7 +235,7 @@ func (s *scenarioCheck) unloggedRecords() {
 					continue
 				}
 				id, _ := r.Header(headerEventID)
-				s.unexplained(Reason{Rule: "witness-unlogged-record", Status: Fail, Witness: recordWhere(t, r.Partition, r.Offset),
+				s.unexplained(finding.Reason{Rule: "witness-unlogged-record", Status: finding.Fail, Witness: recordWhere(t, r.Partition, r.Offset),
 					Message: fmt.Sprintf("the broker holds a record of event %q (key %s) that no publish of the scenario's logs explains", id, showBytes(r.Key))})
 			}
 		}
@@ -248,7 +249,7 @@ func (s *scenarioCheck) offsets() {
 		group, topic string
 		partition    int32
 	}
-	last := map[gp]wEvent{}
+	last := map[gp]Event{}
 	var order []gp
 	for _, w := range s.kinds(evidence.KindOffsetCommit) {
 		k := gp{w.e.Consumer, w.e.Topic, i32(w.e.Partition)}
@@ -272,11 +273,11 @@ func (s *scenarioCheck) offsets() {
 			s.sum.offsets = append(s.sum.offsets, fmt.Sprintf("p%d=%d", k.partition, got))
 		}
 	}
-	for _, g := range sortedKeys(s.log.Groups) {
+	for _, g := range orderedKeys(s.log.Groups) {
 		for _, t := range s.scenarioTopics() {
 			for _, p := range orderedKeys(s.log.Groups[g][t]) {
 				if _, ok := last[gp{g, t, p}]; !ok {
-					s.unexplained(Reason{Rule: "witness-offset", Status: Fail, Witness: fmt.Sprintf("group %s %s/%d", g, t, p),
+					s.unexplained(finding.Reason{Rule: "witness-offset", Status: finding.Fail, Witness: fmt.Sprintf("group %s %s/%d", g, t, p),
 						Message: fmt.Sprintf("the broker holds offset %d committed by group %s on %s/%d, which no offset commit of "+
 							"the scenario's logs explains", s.log.Groups[g][t][p], g, t, p)})
 				}
@@ -284,4 +285,12 @@ func (s *scenarioCheck) offsets() {
 		}
 	}
 	slices.Sort(s.sum.offsets)
+}
+
+// clip cuts s to at most n bytes, for a message.
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
 }

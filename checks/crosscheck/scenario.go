@@ -1,10 +1,10 @@
-package checks
+package crosscheck
 
 import (
-	"context"
 	"fmt"
 	"strings"
 
+	"github.com/orderflow-audit/orderflow-audit/checks/finding"
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/witness/broker"
 )
@@ -15,13 +15,13 @@ import (
 type scenarioCheck struct {
 	sc     *evidence.Scenario
 	runID  string
-	events []wEvent
+	events []Event
 	db     *scenarioDB // nil: no database witness
 	log    *broker.Log // nil: no broker witness
 	// cut is set when a log of the scenario was cut: an unexplained write
 	// or record may then be the lost event's, so it is inconclusive.
 	cut     bool
-	reasons []Reason
+	reasons []finding.Reason
 	sum     witnessSummary
 	// records are the broker records an event explained.
 	records map[recordKey]bool
@@ -36,21 +36,21 @@ type recordKey struct {
 	offset    int64
 }
 
-func (s *scenarioCheck) add(r Reason) { s.reasons = append(s.reasons, r) }
+func (s *scenarioCheck) add(r finding.Reason) { s.reasons = append(s.reasons, r) }
 
 // unexplained adds a finding about a write or record no event explains:
 // inconclusive when a log was cut.
-func (s *scenarioCheck) unexplained(r Reason) {
+func (s *scenarioCheck) unexplained(r finding.Reason) {
 	if s.cut {
-		r.Status = Inconclusive
+		r.Status = finding.Inconclusive
 		r.Message += " (a log of this scenario was cut: the lost event may explain it)"
 	}
 	s.add(r)
 }
 
 // kinds returns the events of the given kinds, in replay order.
-func (s *scenarioCheck) kinds(ks ...evidence.Kind) []wEvent {
-	var out []wEvent
+func (s *scenarioCheck) kinds(ks ...evidence.Kind) []Event {
+	var out []Event
 	for _, w := range s.events {
 		for _, k := range ks {
 			if w.e.Kind == k {
@@ -90,36 +90,46 @@ func (s *scenarioCheck) run() {
 	}
 }
 
-// witnessScenario runs the cross-checks and the end-state checks of one
-// scenario and records what the witnesses confirmed for the report.
-func (c *checker) witnessScenario(ctx context.Context, sc *evidence.Scenario, events []wEvent, cut bool) {
-	ws := c.wit
-	if ws == nil || (ws.db == nil && ws.broker == nil) || (sc.Status == evidence.StatusNotRun && len(sc.Logs) == 0) {
-		return
+// Result is what the cross-checks of one scenario found.
+type Result struct {
+	// Reasons are the findings in the order found, each located at its
+	// event (Log, Seq, Line) or in the witness (Witness); their Scenario
+	// is left for the caller to set.
+	Reasons []finding.Reason
+	// Summary says in one line what the witnesses confirmed of the
+	// scenario's claims, a clause per boundary.
+	Summary string
+	// db is the scenario's database as the binlog shows it (nil when the
+	// database is not witnessed).
+	db *scenarioDB
+}
+
+// Check runs the cross-checks of scenario sc of run runID (step 4): each
+// of events, which the replay kept (Keep), against the history the
+// witnesses hold. cut says that a log of the scenario was cut, so that a
+// write or record no event explains may be the lost event's (such a
+// finding is then inconclusive). It returns nil when the witnesses hold
+// nothing of the scenario (none was read, or it did not run and recorded
+// nothing, or neither its database nor the broker is witnessed).
+func (w *Witnesses) Check(runID string, sc *evidence.Scenario, events []Event, cut bool) *Result {
+	if !w.HasDatabase() && !w.HasBroker() || (sc.Status == evidence.StatusNotRun && len(sc.Logs) == 0) {
+		return nil
 	}
-	s := &scenarioCheck{sc: sc, runID: c.ev.Run.ID, events: events, cut: cut, log: ws.broker}
-	if ws.db != nil {
-		schema := evidence.ScratchName(c.ev.Run.ID, sc.ID)
-		if txs, ok := ws.db.bySchema[schema]; ok {
+	s := &scenarioCheck{sc: sc, runID: runID, events: events, cut: cut, log: w.broker}
+	if w.db != nil {
+		schema := evidence.ScratchName(runID, sc.ID)
+		if txs, ok := w.db.bySchema[schema]; ok {
 			s.db = newScenarioDB(schema, txs)
 		}
 	}
 	if s.db == nil && s.log == nil {
-		return
+		return nil
 	}
 	s.run()
-	run := &scenarioRun{c: c, id: sc.ID, counts: map[[2]string]int{}, overCap: map[[2]string]int{}}
-	for _, r := range s.reasons {
-		run.logReason(r)
-	}
-	run.flush()
-	if s.db != nil {
-		c.witnessState(ctx, sc, s.db)
-	}
-	c.v.Witnessed = append(c.v.Witnessed, WitnessedScenario{Scenario: sc.ID, Summary: s.sum.line(s)})
+	return &Result{Reasons: s.reasons, Summary: s.sum.line(s), db: s.db}
 }
 
-// confirmed joins what a scenario's witnesses confirmed into one line.
+// joinNonEmpty joins what a scenario's witnesses confirmed into one line.
 func joinNonEmpty(parts ...string) string {
 	var out []string
 	for _, p := range parts {

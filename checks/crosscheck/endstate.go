@@ -1,8 +1,7 @@
-package checks
+package crosscheck
 
 import (
 	"cmp"
-	"context"
 	"fmt"
 	"slices"
 	"strconv"
@@ -14,10 +13,10 @@ import (
 )
 
 // The end state rebuilt from the binlog: every row change of the
-// scenario's database applied in log order from its CREATE DATABASE on,
-// digested like the live tables and loaded into the SQL engine for the
-// invariants. It must equal the live digests (and so the replayed end
-// state, which the table-digest rule holds against them).
+// scenario's database applied in log order from its CREATE DATABASE on.
+// The verifier digests it like the live tables and loads it into its SQL
+// engine for the invariants: it must equal the live digests (and so the
+// replayed end state, which the table-digest rule holds against them).
 
 // stateTable is one table being rebuilt: rows in creation order (nil once
 // deleted), and where each distinct row image is.
@@ -60,10 +59,34 @@ func (t *stateTable) insert(img map[string]binlog.Value) {
 	t.rows = append(t.rows, img)
 }
 
+// Table is one table of the end state rebuilt from the binlog: the
+// columns of its evidence.DigestSpec, in that order, and its rows (int64,
+// string or nil), in the order they were first written. It converts to
+// checks.TableRows.
+type Table struct {
+	Table   string
+	Columns []string
+	Rows    [][]any
+}
+
+// EndState rebuilds the scenario's end state from its binlog: the
+// evidence.DigestSpecs tables, every row change of its database applied in
+// log order from its CREATE DATABASE on. problem, when not empty, says why
+// it cannot be rebuilt: a change of a row that the history before it never
+// wrote (the witness does not hold the whole history of the database). ok
+// is false when the scenario's database is not witnessed.
+func (r *Result) EndState() (tables []Table, problem string, ok bool) {
+	if r.db == nil {
+		return nil, "", false
+	}
+	tables, problem = binlogTables(r.db.txs)
+	return tables, problem, true
+}
+
 // binlogTables rebuilds the DigestSpecs tables. A change whose before
 // image is not a row of the state so far means that the witness does not
 // hold the whole history of the database: problem says where.
-func binlogTables(txs []binlog.Transaction) (out []TableRows, problem string) {
+func binlogTables(txs []binlog.Transaction) (out []Table, problem string) {
 	state := map[string]*stateTable{}
 	for _, s := range evidence.DigestSpecs {
 		state[s.Table] = &stateTable{index: map[string][]int{}}
@@ -83,7 +106,7 @@ func binlogTables(txs []binlog.Transaction) (out []TableRows, problem string) {
 		}
 	}
 	for _, s := range evidence.DigestSpecs {
-		tr := TableRows{Table: s.Table, Columns: s.Columns}
+		tr := Table{Table: s.Table, Columns: s.Columns}
 		for _, r := range state[s.Table].rows {
 			if r == nil {
 				continue
@@ -118,69 +141,6 @@ func sqlValue(v binlog.Value) any {
 		return x.Format("2006-01-02 15:04:05.999999")
 	}
 	return fmt.Sprint(v)
-}
-
-// witnessState rebuilds the scenario's end state from its binlog and holds
-// it against the live digests and the invariants.
-func (c *checker) witnessState(ctx context.Context, sc *evidence.Scenario, db *scenarioDB) {
-	id := sc.ID
-	tables, problem := binlogTables(db.txs)
-	if problem != "" {
-		c.fail(id, "witness-state", "the end state cannot be rebuilt from the binlog: %s", problem)
-		return
-	}
-	srcs := make([]tableSource, len(tables))
-	live := map[string]evidence.TableDigest{}
-	for _, t := range sc.Tables {
-		live[t.Table] = t
-	}
-	for i, t := range tables {
-		srcs[i] = t.source()
-		d := digestSource(srcs[i])
-		if l, ok := live[t.Table]; ok && (l.Rows != d.Rows || l.SHA256 != d.SHA256) {
-			c.add(Reason{Rule: "witness-table-digest", Status: Fail, Scenario: id, Field: t.Table, Claimed: digestText(l),
-				Recomputed: digestText(d), Message: fmt.Sprintf("table %s rebuilt from the binlog (%d rows) is not the live table the "+
-					"evidence digests (%d rows)", t.Table, d.Rows, l.Rows)})
-		}
-	}
-	err := c.eng.reset(ctx)
-	if err == nil {
-		err = c.eng.load(ctx, usedTables(srcs, c.invs))
-	}
-	if err != nil {
-		c.inconclusive(id, "sql-engine", "the end state rebuilt from the binlog could not be loaded: %v", err)
-		return
-	}
-	c.witnessInvariants(ctx, sc)
-}
-
-// witnessInvariants runs every invariant on the end state rebuilt from the
-// binlog: each must return no row, as live.
-func (c *checker) witnessInvariants(ctx context.Context, sc *evidence.Scenario) {
-	live := map[string]int64{}
-	for _, r := range sc.Invariants {
-		live[r.ID] = r.Rows
-	}
-	for _, inv := range c.invs {
-		n, err := c.eng.countInvariant(ctx, inv)
-		if err != nil {
-			c.inconclusive(sc.ID, "sql-engine", "invariant %s could not run on the end state rebuilt from the binlog: %v", inv.ID, err)
-			return
-		}
-		l, has := live[inv.ID]
-		if n > 0 || (has && l != n) {
-			c.add(Reason{Rule: "witness-invariant", Status: Fail, Scenario: sc.ID, Field: inv.ID, Claimed: liveText(l, has),
-				Recomputed: strconv.FormatInt(n, 10), Message: fmt.Sprintf("invariant %s returns %d row(s) on the end state rebuilt "+
-					"from the binlog (%s live). %s", inv.ID, n, liveText(l, has), inv.Meaning)})
-		}
-	}
-}
-
-func liveText(n int64, ok bool) string {
-	if !ok {
-		return "none recorded"
-	}
-	return strconv.FormatInt(n, 10)
 }
 
 // orderedKeys returns a map's keys, sorted.

@@ -1,4 +1,4 @@
-package checks
+package crosscheck
 
 import (
 	"testing"
@@ -39,7 +39,7 @@ func TestWitnessDiedHolding(t *testing.T) {
 				recs = append(recs, rec(int64(i)))
 			}
 			s := &scenarioCheck{sc: &evidence.Scenario{ID: "chaos"}, runID: runID, records: map[recordKey]bool{},
-				events: []wEvent{{e: claim}, {e: exit(c.exit)}},
+				events: []Event{{e: claim}, {e: exit(c.exit)}},
 				log:    &broker.Log{Topics: map[string][]broker.Partition{topic: {{Topic: topic, Partition: 0, End: int64(c.records), Records: recs}}}}}
 			s.diedHolding()
 			s.unloggedRecords()

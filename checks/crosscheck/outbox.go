@@ -1,4 +1,4 @@
-package checks
+package crosscheck
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/orderflow-audit/orderflow-audit/checks/finding"
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/witness/binlog"
 )
@@ -76,7 +77,7 @@ func (s *scenarioCheck) claims() {
 		for _, ch := range s.db.byTx[tx] {
 			if !claimLike(ch.c, id) {
 				s.db.use(ch)
-				s.add(Reason{Rule: "witness-claim", Status: Fail, Witness: txWhere(*tx),
+				s.add(finding.Reason{Rule: "witness-claim", Status: finding.Fail, Witness: txWhere(*tx),
 					Message: fmt.Sprintf("a claim's transaction also wrote %s: a claim transaction holds the claims of one relay and nothing else", describe(ch.c))})
 			}
 		}
@@ -158,7 +159,7 @@ func (s *scenarioCheck) marks() {
 		for _, ch := range s.db.byTx[tx] {
 			if !markLike(ch.c) {
 				s.db.use(ch)
-				s.add(Reason{Rule: "witness-mark", Status: Fail, Witness: txWhere(*tx),
+				s.add(finding.Reason{Rule: "witness-mark", Status: finding.Fail, Witness: txWhere(*tx),
 					Message: fmt.Sprintf("a mark's transaction also wrote %s: a mark transaction holds marks and nothing else", describe(ch.c))})
 			}
 		}
@@ -207,4 +208,12 @@ func (s *scenarioCheck) leases() {
 		}
 		s.sum.leases++
 	}
+}
+
+// orDefault returns s, or d when s is empty.
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
 }

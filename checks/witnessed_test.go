@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/orderflow-audit/orderflow-audit/checks/crosscheck"
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/evidence/bundle"
-	"github.com/orderflow-audit/orderflow-audit/witness/binlog"
 )
 
 // The cross-checks, each against testdata/witnessed: a clean run of every
@@ -25,46 +25,75 @@ import (
 // log disagree with the witnesses fails with the named rule, located at
 // the edited event and in the witness.
 
-// pristine is the witnessed fixture's witness set, read once: the tests
-// below edit logs only, so they reuse it (readWitnesses) instead of
-// serving the broker's directory once per case.
+// pristine reads the witnessed fixture's witnesses once per shape (with
+// its database witness or not, its broker's or not): the tests below edit
+// logs only, so they reuse them (readWitnesses) instead of serving the
+// broker's directory once per case.
 var pristine struct {
 	once  sync.Once
-	ws    *witnessSet
 	err   error
 	runID string
+	mu    sync.Mutex
+	read  map[[2]bool]*crosscheck.Witnesses
+}
+
+// pristineWitnesses returns the fixture's witnesses as Verify reads them
+// for evidence that lists the database's witness when db is set and the
+// broker's when broker is.
+func pristineWitnesses(db, broker bool) (*crosscheck.Witnesses, error) {
+	pristine.mu.Lock()
+	defer pristine.mu.Unlock()
+	if ws, ok := pristine.read[[2]bool{db, broker}]; ok {
+		return ws, nil
+	}
+	p := filepath.Join("testdata", "witnessed", "u80.json")
+	ev, _, err := evidence.ReadFile(p)
+	if err != nil {
+		return nil, err
+	}
+	if !db {
+		ev.Witness.Database = nil
+	}
+	if !broker {
+		ev.Witness.Broker = nil
+	}
+	b, err := bundle.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer b.Close()
+	ws, rs := crosscheck.Read(context.Background(), ev, b)
+	if len(rs) > 0 || ws.HasDatabase() != db || ws.HasBroker() != broker {
+		return nil, fmt.Errorf("the witnessed fixture's witnesses do not read cleanly: %+v", rs)
+	}
+	if pristine.read == nil {
+		pristine.read = map[[2]bool]*crosscheck.Witnesses{}
+	}
+	pristine.read[[2]bool{db, broker}] = ws
+	return ws, nil
 }
 
 func useCachedWitness(t *testing.T) string {
 	t.Helper()
 	pristine.once.Do(func() {
-		p := filepath.Join("testdata", "witnessed", "u80.json")
-		ev := readEvidence(t, p)
-		b, err := bundle.Open(p)
-		if err != nil {
-			pristine.err = err
+		ev := readEvidence(t, filepath.Join("testdata", "witnessed", "u80.json"))
+		if m := crosscheck.Missing(ev); len(m) > 0 {
+			pristine.err = fmt.Errorf("the witnessed fixture says witnesses are missing: %v", m)
 			return
 		}
-		defer b.Close()
-		ws, rs, missing := readWitnessSet(context.Background(), ev, b)
-		if len(rs) > 0 || len(missing) > 0 || ws.db == nil || ws.broker == nil {
-			pristine.err = fmt.Errorf("the witnessed fixture's witnesses do not read cleanly: %+v", rs)
-		}
-		pristine.ws, pristine.runID = ws, ev.Run.ID
+		_, pristine.err = pristineWitnesses(true, true)
+		pristine.runID = ev.Run.ID
 	})
 	if pristine.err != nil {
 		t.Fatal(pristine.err)
 	}
 	old := readWitnesses
-	readWitnesses = func(_ context.Context, ev *evidence.Evidence, _ *bundle.Bundle) (*witnessSet, []Reason, []string) {
-		ws := *pristine.ws
-		if ev.Witness == nil || ev.Witness.Database == nil {
-			ws.db = nil
+	readWitnesses = func(_ context.Context, ev *evidence.Evidence, _ *bundle.Bundle) (*crosscheck.Witnesses, []Reason) {
+		ws, err := pristineWitnesses(ev.Witness != nil && ev.Witness.Database != nil, ev.Witness != nil && ev.Witness.Broker != nil)
+		if err != nil {
+			return nil, []Reason{{Rule: "witness-damaged", Status: Fail, Message: err.Error()}}
 		}
-		if ev.Witness == nil || ev.Witness.Broker == nil {
-			ws.broker = nil
-		}
-		return &ws, nil, (&witnessChecker{ev: ev}).missing()
+		return ws, nil
 	}
 	t.Cleanup(func() { readWitnesses = old })
 	return pristine.runID
@@ -442,107 +471,70 @@ func TestWitnessUnknownCommit(t *testing.T) {
 	}
 }
 
-// TestWitnessCASTransactions: a claim's or a mark's transaction holds
-// claims (marks) and nothing else; real runs never write anything else in
-// them, so the binlog is made up here.
-func TestWitnessCASTransactions(t *testing.T) {
-	row := func(state string, v int64, id any) map[string]binlog.Value {
-		return map[string]binlog.Value{"event_id": "e-1", "state": state, "claim_version": v, "claim_id": id, "lease_until": nil}
+// TestWitnessStateProblem: an end state that cannot be rebuilt from the
+// binlog (crosscheck.TestWitnessStateChains) fails witness-state, naming
+// why, and nothing is loaded into the SQL engine.
+func TestWitnessStateProblem(t *testing.T) {
+	const problem = "GTID 0-1-2 (binlog.000001@200): the update changes a stock row that the history before it never wrote"
+	c := &checker{v: &Verdict{}}
+	c.witnessState(t.Context(), &evidence.Scenario{ID: "normalChain"}, nil, problem)
+	if !hasRule(c.v, "witness-state") || c.v.Reasons[0].Status != Fail || !strings.Contains(c.v.Reasons[0].Message, problem) {
+		t.Errorf("witnessState: %+v; want a witness-state failure naming the problem", c.v.Reasons)
 	}
-	stock := binlog.RowChange{Table: "stock", Op: binlog.Update, Before: map[string]binlog.Value{"sku": "S", "quantity": int64(2)},
-		After: map[string]binlog.Value{"sku": "S", "quantity": int64(1)}}
-	claim := binlog.RowChange{Table: "outbox", Op: binlog.Update, Before: row("PENDING", 0, nil), After: row("CLAIMED", 1, "r")}
-	mark := binlog.RowChange{Table: "outbox", Op: binlog.Update, Before: row("CLAIMED", 1, "r"), After: row("SENT", 1, "r")}
-	v1, rows := int64(1), int64(1)
+}
+
+// fixtureBinlog is the witnessed fixture's binlog file, relative to its
+// evidence file.
+const fixtureBinlog = "u80/witness/db/binlog.000001"
+
+// TestWitnessEndState: the live digests and invariant results of the
+// evidence against the end state rebuilt from the binlog.
+func TestWitnessEndState(t *testing.T) {
+	useCachedWitness(t)
 	for _, tc := range []struct {
-		name  string
-		tx    []binlog.RowChange
-		event evidence.Event
-		rule  string
+		name string
+		edit func(sc *evidence.Scenario)
+		rule string
 	}{
-		{"claim alone", []binlog.RowChange{claim}, evidence.Event{Kind: evidence.KindClaim, EventID: "e-1", ClaimVersion: &v1, ClaimID: "r",
-			StateBefore: "PENDING"}, ""},
-		{"claim with a stock write", []binlog.RowChange{claim, stock}, evidence.Event{Kind: evidence.KindClaim, EventID: "e-1",
-			ClaimVersion: &v1, ClaimID: "r", StateBefore: "PENDING"}, "witness-claim"},
-		{"mark alone", []binlog.RowChange{mark}, evidence.Event{Kind: evidence.KindMark, EventID: "e-1", ClaimVersion: &v1, ClaimID: "r",
-			Rows: &rows}, ""},
-		{"mark with a stock write", []binlog.RowChange{mark, stock}, evidence.Event{Kind: evidence.KindMark, EventID: "e-1",
-			ClaimVersion: &v1, ClaimID: "r", Rows: &rows}, "witness-mark"},
+		{"live digest", func(sc *evidence.Scenario) { sc.Tables[0].SHA256 = strings.Repeat("0", 64) }, "witness-table-digest"},
+		{"live rows", func(sc *evidence.Scenario) { sc.Tables[len(sc.Tables)-1].Rows++ }, "witness-table-digest"},
+		{"live invariant", func(sc *evidence.Scenario) { sc.Invariants[0].Rows = 1 }, "witness-invariant"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			db := newScenarioDB("ofa_x_s", []binlog.Transaction{{GTID: binlog.GTID{Server: 1, Seq: 7}, File: "binlog.000001", Changes: tc.tx}})
-			s := &scenarioCheck{db: db, events: []wEvent{{e: tc.event}}}
-			s.claims()
-			s.marks()
-			got := ""
-			for _, r := range s.reasons {
-				got = r.Rule
-				if !strings.Contains(r.Message, "also wrote stock update") || r.Witness != "GTID 0-1-7 (binlog.000001@0)" {
-					t.Errorf("reason %+v; want the stock write named, at GTID 0-1-7", r)
-				}
-			}
-			if got != tc.rule || len(s.reasons) > 1 {
-				t.Errorf("reasons %+v; want %q", s.reasons, tc.rule)
+			p := witnessedScenario(t, "normalChain")
+			ev := readEvidence(t, p)
+			tc.edit(&ev.Scenarios[0])
+			writeEvidence(t, p, ev)
+			v := verify(t, p)
+			r, ok := witnessReason(v, tc.rule)
+			if !ok || r.Status != Fail || r.Scenario != "normalChain" {
+				t.Fatalf("%s: %+v; want a failure of normalChain: rules %v", tc.rule, r, rules(v))
 			}
 		})
 	}
 }
 
-// TestWitnessEffectApart: an effect whose inbox row was committed by
-// another transaction (the planted inbox-and-effect-separate-tx) is named
-// with both transactions, and the inbox row is not reported again as an
-// unlogged write.
-func TestWitnessEffectApart(t *testing.T) {
-	inbox := binlog.RowChange{Table: "inbox", Op: binlog.Insert, After: map[string]binlog.Value{"consumer": "c", "event_id": "e-1",
-		"topic": "t", "part": int64(0), "msg_offset": int64(0)}}
-	note := binlog.RowChange{Table: "notification", Op: binlog.Insert, After: map[string]binlog.Value{"id": int64(1), "event_id": "e-1",
-		"order_id": int64(1), "consumer": "c"}}
-	db := newScenarioDB("ofa_x_s", []binlog.Transaction{
-		{GTID: binlog.GTID{Server: 1, Seq: 7}, File: "binlog.000001", Pos: 700, Changes: []binlog.RowChange{inbox}},
-		{GTID: binlog.GTID{Server: 1, Seq: 8}, File: "binlog.000001", Pos: 800, Changes: []binlog.RowChange{note}},
-	})
-	p, o, n := int32(0), int64(0), int64(1)
-	s := &scenarioCheck{db: db, events: []wEvent{
-		{e: evidence.Event{Kind: evidence.KindInboxInsert, Actor: "c1", EventID: "e-1", Consumer: "c", Topic: "t", Partition: &p, Offset: &o, TrxID: "0-1-7"}},
-		{e: evidence.Event{Kind: evidence.KindEffect, Actor: "c1", EventID: "e-1", Consumer: "c", OrderID: &n, NotificationID: &n, TrxID: "0-1-8"}},
-	}}
-	s.effects()
-	s.unloggedWrites()
-	if len(s.reasons) != 1 || s.reasons[0].Rule != "witness-effect-tx" || s.reasons[0].Witness != "GTID 0-1-8 (binlog.000001@800)" ||
-		!strings.Contains(s.reasons[0].Message, "its inbox row is in another transaction, GTID 0-1-7 (binlog.000001@700)") ||
-		strings.Contains(s.reasons[0].Message, "committed by transaction") {
-		t.Fatalf("reasons %+v; want one witness-effect-tx naming both transactions (the trx_ids agree with them)", s.reasons)
+// TestWitnessMissing: evidence that says a witness could not be had is at
+// best INCONCLUSIVE; with AllowUnwitnessed it may pass, and the verdict
+// lists what is unwitnessed.
+func TestWitnessMissing(t *testing.T) {
+	p := witnessedScenario(t, "normalChain")
+	ev := readEvidence(t, p)
+	ev.Witness.Broker = nil
+	ev.Witness.Missing = []string{"broker: the broker was lost during the run"}
+	ev.ProofBoundary = evidence.ComputeProofBoundary(ev)
+	writeEvidence(t, p, ev)
+	useCachedWitness(t)
+	v := verify(t, p)
+	r, ok := witnessReason(v, "witness-missing")
+	if !ok || r.Status != Inconclusive || v.Status != Inconclusive || !strings.Contains(r.Message, "the broker was lost") {
+		t.Fatalf("verdict %s, reason %+v; want INCONCLUSIVE by witness-missing naming why", v.Status, r)
 	}
-}
-
-// TestLeaseOffClock: a claim's lease_until must be the server's changed_at
-// plus the lease, to the microsecond.
-func TestLeaseOffClock(t *testing.T) {
-	at := time.Date(2026, 12, 1, 10, 0, 0, 123456000, time.UTC)
-	lease := int64(30000)
-	img := func(until time.Time, withChanged bool) *binlog.RowChange {
-		c := &binlog.RowChange{Table: "outbox", Op: binlog.Update, After: map[string]binlog.Value{"lease_until": until}}
-		if withChanged {
-			c.After["changed_at"] = at
-		}
-		return c
+	a, err := Verify(t.Context(), p, Options{AllowUnwitnessed: true})
+	if err != nil {
+		t.Fatal(err)
 	}
-	exact := at.Add(30 * time.Second)
-	for _, tc := range []struct {
-		name  string
-		c     *binlog.RowChange
-		lease *int64
-		off   bool
-	}{
-		{"on the clock", img(exact, true), &lease, false},
-		{"a microsecond early", img(exact.Add(-time.Microsecond), true), &lease, true},
-		{"a microsecond late", img(exact.Add(time.Microsecond), true), &lease, true},
-		{"an hour ahead", img(exact.Add(time.Hour), true), &lease, true},
-		{"no changed_at", img(exact.Add(time.Hour), false), &lease, false},
-		{"no lease logged", img(exact.Add(time.Hour), true), nil, false},
-	} {
-		if got := leaseOffClock(tc.c, tc.lease); (got != "") != tc.off {
-			t.Errorf("%s: leaseOffClock = %q, want off=%v", tc.name, got, tc.off)
-		}
+	if hasRule(a, "witness-missing") || !slices.Equal(a.Unwitnessed, ev.Witness.Missing) {
+		t.Fatalf("allowed: rules %v, unwitnessed %v; want no witness-missing and %v listed", rules(a), a.Unwitnessed, ev.Witness.Missing)
 	}
 }

@@ -1,4 +1,4 @@
-package checks
+package crosscheck
 
 import (
 	"crypto/sha256"
@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/orderflow-audit/orderflow-audit/checks/finding"
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/evidence/bundle"
 	"github.com/orderflow-audit/orderflow-audit/witness/binlog"
@@ -19,12 +20,37 @@ import (
 // (files or the evidence's witness object) and reads its witnesses as
 // Verify does.
 
+// witnessedFixture is the evidence file of package checks' witnessed
+// fixture: a clean run of every scenario by the real runner, with its
+// binlog and the embedded broker's data directory (checks/testdata/regen.sh).
+var witnessedFixture = filepath.Join("..", "testdata", "witnessed", "u80.json")
+
+// copyFixture copies the witnessed fixture into a temporary directory and
+// returns the path of the copied evidence file.
+func copyFixture(t testing.TB) string {
+	t.Helper()
+	dst := t.TempDir()
+	if err := os.CopyFS(dst, os.DirFS(filepath.Dir(witnessedFixture))); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dst, "u80.json")
+}
+
+func readEvidence(t testing.TB, path string) *evidence.Evidence {
+	t.Helper()
+	ev, _, err := evidence.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ev
+}
+
 // readCopyWitnesses copies the witnessed fixture, lets edit change the
 // files (dir is the copy's directory) and the evidence, and returns what
-// readWitnessSet finds.
-func readCopyWitnesses(t *testing.T, edit func(dir string, ev *evidence.Evidence)) (*witnessSet, []Reason) {
+// Read finds.
+func readCopyWitnesses(t *testing.T, edit func(dir string, ev *evidence.Evidence)) (*Witnesses, []finding.Reason) {
 	t.Helper()
-	p := copyFixture(t, "witnessed")
+	p := copyFixture(t)
 	ev := readEvidence(t, p)
 	dir := filepath.Dir(p)
 	if edit != nil {
@@ -35,11 +61,10 @@ func readCopyWitnesses(t *testing.T, edit func(dir string, ev *evidence.Evidence
 		t.Fatal(err)
 	}
 	defer b.Close()
-	ws, rs, _ := readWitnessSet(t.Context(), ev, b)
-	return ws, rs
+	return Read(t.Context(), ev, b)
 }
 
-func ruleNames(rs []Reason) []string {
+func ruleNames(rs []finding.Reason) []string {
 	var out []string
 	for _, r := range rs {
 		if !slices.Contains(out, r.Rule) {
@@ -102,7 +127,7 @@ func TestWitnessFixtureReads(t *testing.T) {
 	if len(rs) > 0 || ws.db == nil || ws.broker == nil || !ws.private {
 		t.Fatalf("reasons %+v, db %v, broker %v, private %v", rs, ws.db != nil, ws.broker != nil, ws.private)
 	}
-	ev := readEvidence(t, filepath.Join("testdata", "witnessed", "u80.json"))
+	ev := readEvidence(t, witnessedFixture)
 	if len(ws.db.bySchema) != len(ev.Scenarios) || ws.db.first.Seq != 1 || ws.db.last.String() != ev.Witness.Database.GTIDEnd {
 		t.Errorf("%d databases, GTIDs %s..%s; want %d, 1..%s", len(ws.db.bySchema), ws.db.first, ws.db.last, len(ev.Scenarios),
 			ev.Witness.Database.GTIDEnd)
@@ -176,7 +201,7 @@ func TestWitnessFiles(t *testing.T) {
 				t.Fatalf("rules %v; want %s: %+v", ruleNames(rs), tc.rule, rs)
 			}
 			for _, r := range rs {
-				if r.Status != Fail || r.Witness == "" {
+				if r.Status != finding.Fail || r.Witness == "" {
 					t.Errorf("%s is %s at %q; want FAIL at a place in the witness", r.Rule, r.Status, r.Witness)
 				}
 			}
@@ -223,7 +248,7 @@ func TestWitnessBelongs(t *testing.T) {
 				t.Fatalf("rules %v; want %v: %+v", got, tc.rules, rs)
 			}
 			for _, r := range rs {
-				if r.Status != Fail {
+				if r.Status != finding.Fail {
 					t.Errorf("%s is %s; want FAIL", r.Rule, r.Status)
 				}
 			}
@@ -247,7 +272,9 @@ func TestWitnessGTIDList(t *testing.T) {
 
 // TestWitnessStateChains: the end state is rebuilt from row images that
 // chain; a change of a row the history never wrote means the witness does
-// not hold the whole history.
+// not hold the whole history (the verifier then fails witness-state,
+// checks.TestWitnessStateProblem). A scenario whose database is not
+// witnessed has no end state to rebuild.
 func TestWitnessStateChains(t *testing.T) {
 	row := func(q int64) map[string]binlog.Value { return map[string]binlog.Value{"sku": "S", "quantity": q} }
 	tx := func(seq uint64, cs ...binlog.RowChange) binlog.Transaction {
@@ -267,62 +294,12 @@ func TestWitnessStateChains(t *testing.T) {
 		if _, problem := binlogTables(txs); !strings.Contains(problem, "never wrote") || !strings.Contains(problem, "GTID 0-1-") {
 			t.Errorf("binlogTables(%d transactions) problem %q; want the change the history never wrote", len(txs), problem)
 		}
-		c := &checker{v: &Verdict{}}
-		c.witnessState(t.Context(), &evidence.Scenario{ID: "normalChain"}, newScenarioDB("ofa_x_normalchain", txs))
-		if !hasRule(c.v, "witness-state") || c.v.Reasons[0].Status != Fail {
-			t.Errorf("witnessState(%d transactions): %+v; want a witness-state failure", len(txs), c.v.Reasons)
+		r := &Result{db: newScenarioDB("ofa_x_normalchain", txs)}
+		if _, problem, ok := r.EndState(); !ok || !strings.Contains(problem, "never wrote") {
+			t.Errorf("EndState(%d transactions) = %q, %v; want the problem, for a witnessed database", len(txs), problem, ok)
 		}
 	}
-}
-
-// TestWitnessEndState: the live digests and invariant results of the
-// evidence against the end state rebuilt from the binlog.
-func TestWitnessEndState(t *testing.T) {
-	useCachedWitness(t)
-	for _, tc := range []struct {
-		name string
-		edit func(sc *evidence.Scenario)
-		rule string
-	}{
-		{"live digest", func(sc *evidence.Scenario) { sc.Tables[0].SHA256 = strings.Repeat("0", 64) }, "witness-table-digest"},
-		{"live rows", func(sc *evidence.Scenario) { sc.Tables[len(sc.Tables)-1].Rows++ }, "witness-table-digest"},
-		{"live invariant", func(sc *evidence.Scenario) { sc.Invariants[0].Rows = 1 }, "witness-invariant"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			p := witnessedScenario(t, "normalChain")
-			ev := readEvidence(t, p)
-			tc.edit(&ev.Scenarios[0])
-			writeEvidence(t, p, ev)
-			v := verify(t, p)
-			r, ok := witnessReason(v, tc.rule)
-			if !ok || r.Status != Fail || r.Scenario != "normalChain" {
-				t.Fatalf("%s: %+v; want a failure of normalChain: rules %v", tc.rule, r, rules(v))
-			}
-		})
-	}
-}
-
-// TestWitnessMissing: evidence that says a witness could not be had is at
-// best INCONCLUSIVE; with AllowUnwitnessed it may pass, and the verdict
-// lists what is unwitnessed.
-func TestWitnessMissing(t *testing.T) {
-	p := witnessedScenario(t, "normalChain")
-	ev := readEvidence(t, p)
-	ev.Witness.Broker = nil
-	ev.Witness.Missing = []string{"broker: the broker was lost during the run"}
-	ev.ProofBoundary = evidence.ComputeProofBoundary(ev)
-	writeEvidence(t, p, ev)
-	useCachedWitness(t)
-	v := verify(t, p)
-	r, ok := witnessReason(v, "witness-missing")
-	if !ok || r.Status != Inconclusive || v.Status != Inconclusive || !strings.Contains(r.Message, "the broker was lost") {
-		t.Fatalf("verdict %s, reason %+v; want INCONCLUSIVE by witness-missing naming why", v.Status, r)
-	}
-	a, err := Verify(t.Context(), p, Options{AllowUnwitnessed: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if hasRule(a, "witness-missing") || !slices.Equal(a.Unwitnessed, ev.Witness.Missing) {
-		t.Fatalf("allowed: rules %v, unwitnessed %v; want no witness-missing and %v listed", rules(a), a.Unwitnessed, ev.Witness.Missing)
+	if _, _, ok := (&Result{}).EndState(); ok {
+		t.Error("EndState without a database witness: ok; want not witnessed")
 	}
 }

@@ -1,8 +1,8 @@
-package checks
+package eventline
 
-// The schema-rule compiler of the fast path (see fastevent.go): it
+// The schema-rule compiler of the fast path (see decoder.go): it
 // compiles the embedded schemas/event.schema.json into eventRules, which
-// fastDecoder.validate applies to the values of one scanned line.
+// Decoder.validate applies to the values of one scanned line.
 
 import (
 	"bytes"

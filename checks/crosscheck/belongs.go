@@ -1,4 +1,4 @@
-package checks
+package crosscheck
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/orderflow-audit/orderflow-audit/checks/finding"
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/witness/binlog"
 	"github.com/orderflow-audit/orderflow-audit/witness/broker"
@@ -37,13 +38,13 @@ func ranScenarios(ev *evidence.Evidence) []*evidence.Scenario {
 }
 
 // databaseBelongs checks the binlog's databases against the run's.
-func (wc *witnessChecker) databaseBelongs(ws *witnessSet) {
+func (wc *witnessChecker) databaseBelongs(ws *Witnesses) {
 	runID := wc.ev.Run.ID
 	names := map[string]string{} // database -> scenario
 	for _, sc := range wc.ev.Scenarios {
 		names[evidence.ScratchName(runID, sc.ID)] = sc.ID
 	}
-	for _, schema := range sortedKeys(ws.db.bySchema) {
+	for _, schema := range orderedKeys(ws.db.bySchema) {
 		txs := ws.db.bySchema[schema]
 		where := txWhere(txs[0])
 		switch _, listed := names[schema]; {
@@ -60,12 +61,12 @@ func (wc *witnessChecker) databaseBelongs(ws *witnessSet) {
 	for _, sc := range ranScenarios(wc.ev) {
 		want := evidence.ScratchName(runID, sc.ID)
 		if sc.Database != want {
-			wc.reasons = append(wc.reasons, Reason{Rule: "witness-names", Status: Fail, Scenario: sc.ID, Field: "database",
+			wc.reasons = append(wc.reasons, finding.Reason{Rule: "witness-names", Status: finding.Fail, Scenario: sc.ID, Field: "database",
 				Claimed: sc.Database, Recomputed: want,
 				Message: "the evidence names the scenario's database otherwise than the run names it"})
 		}
 		if !createsDatabase(ws.db.bySchema[want], want) {
-			wc.reasons = append(wc.reasons, Reason{Rule: "witness-scenario-absent", Status: Fail, Scenario: sc.ID,
+			wc.reasons = append(wc.reasons, finding.Reason{Rule: "witness-scenario-absent", Status: finding.Fail, Scenario: sc.ID,
 				Message: fmt.Sprintf("the binlog never creates the scenario's database %s: the witness is not of the run "+
 					"that ran it (or was cut), so nothing the scenario claims about the database is witnessed", want)})
 		}
@@ -113,7 +114,7 @@ func (wc *witnessChecker) gtidRange(after []binlog.Transaction, h binlog.History
 	}
 	for _, f := range h.Files {
 		if f.ServerVersion != dw.ServerVersion {
-			wc.reasons = append(wc.reasons, Reason{Rule: "witness-server", Status: Fail, Witness: f.Name, Field: "server_version",
+			wc.reasons = append(wc.reasons, finding.Reason{Rule: "witness-server", Status: finding.Fail, Witness: f.Name, Field: "server_version",
 				Claimed: dw.ServerVersion, Recomputed: f.ServerVersion,
 				Message: "the binlog file was written by another server version than the evidence names"})
 		}
@@ -124,7 +125,7 @@ func (wc *witnessChecker) gtidRange(after []binlog.Transaction, h binlog.History
 	}
 	for _, t := range after {
 		if t.GTID.Server != dw.ServerID && wc.ev.Environment.Database.Mode == evidence.DatabasePrivate {
-			wc.reasons = append(wc.reasons, Reason{Rule: "witness-server", Status: Fail, Witness: txWhere(t), Field: "server_id",
+			wc.reasons = append(wc.reasons, finding.Reason{Rule: "witness-server", Status: finding.Fail, Witness: txWhere(t), Field: "server_id",
 				Claimed: strconv.FormatUint(uint64(dw.ServerID), 10), Recomputed: strconv.FormatUint(uint64(t.GTID.Server), 10),
 				Message: "a transaction of the private server's binlog carries another server id than the evidence names"})
 		}
@@ -195,13 +196,13 @@ func (wc *witnessChecker) brokerBelongs(log *broker.Log) {
 	for _, sc := range ranScenarios(wc.ev) {
 		for _, topic := range sc.Topics {
 			if !topicOf(topic, runID, sc.ID) {
-				wc.reasons = append(wc.reasons, Reason{Rule: "witness-names", Status: Fail, Scenario: sc.ID, Field: "topics",
+				wc.reasons = append(wc.reasons, finding.Reason{Rule: "witness-names", Status: finding.Fail, Scenario: sc.ID, Field: "topics",
 					Claimed: topic, Recomputed: topicPrefix(runID, sc.ID),
 					Message: "the evidence lists a topic for the scenario that is not named after this run and scenario"})
 				continue
 			}
 			if _, ok := log.Topics[topic]; !ok {
-				wc.reasons = append(wc.reasons, Reason{Rule: "witness-scenario-absent", Status: Fail, Scenario: sc.ID, Witness: topic,
+				wc.reasons = append(wc.reasons, finding.Reason{Rule: "witness-scenario-absent", Status: finding.Fail, Scenario: sc.ID, Witness: topic,
 					Message: fmt.Sprintf("the broker's witness has no topic %s: the witness is not of the run that ran the scenario, "+
 						"so nothing the scenario claims about the broker is witnessed", topic)})
 			}
