@@ -10,7 +10,6 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 )
 
-
 // copyCommitted copies the committed reference evidence
 // (evidence/example/u80.json and its logs, a real run of every scenario)
 // into a temporary directory and returns the copied evidence path.

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
+	"github.com/orderflow-audit/orderflow-audit/internal/mariadbd"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra/infratest"
-	"github.com/orderflow-audit/orderflow-audit/internal/mariadbd"
 )
 
 // smallDisk mounts a 2 MB tmpfs for the test (a normalChain bundle is

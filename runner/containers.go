@@ -12,9 +12,9 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
+	"github.com/orderflow-audit/orderflow-audit/internal/mariadbd"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra/container"
-	"github.com/orderflow-audit/orderflow-audit/internal/mariadbd"
 )
 
 // startDatabase starts the run's database server and returns how to reach

@@ -18,10 +18,10 @@ import (
 	"time"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
+	"github.com/orderflow-audit/orderflow-audit/internal/mariadbd"
 	"github.com/orderflow-audit/orderflow-audit/runner"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra/infratest"
-	"github.com/orderflow-audit/orderflow-audit/internal/mariadbd"
 	"github.com/orderflow-audit/orderflow-audit/spec"
 	"github.com/orderflow-audit/orderflow-audit/witness/binlog"
 	"github.com/orderflow-audit/orderflow-audit/witness/broker"

@@ -13,10 +13,10 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
+	"github.com/orderflow-audit/orderflow-audit/internal/mariadbd"
 	"github.com/orderflow-audit/orderflow-audit/runner"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra/container"
-	"github.com/orderflow-audit/orderflow-audit/internal/mariadbd"
 	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 

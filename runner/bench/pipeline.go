@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
-	"github.com/orderflow-audit/orderflow-audit/runner/infra"
 	"github.com/orderflow-audit/orderflow-audit/internal/mariadbd"
+	"github.com/orderflow-audit/orderflow-audit/runner/infra"
 )
 
 // pipeline is one run's infrastructure: the server and scratch database,
