@@ -10,9 +10,6 @@ import (
 )
 
 // The ack boundary (spec/ack.go).
-func init() {
-	bind("offsetReplay", offsetReplay)
-}
 
 func offsetReplay(ctx context.Context, e *Env) error {
 	topic, placed, err := e.startChain(ctx, "replay", 1)

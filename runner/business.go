@@ -13,10 +13,6 @@ import (
 // Orders of several users and several lines (spec/placement.go): an
 // idempotency key belongs to its user, and an order's amount is what its
 // lines cost.
-func init() {
-	bind("twoUsersOneKey", twoUsersOneKey)
-	bind("orderAmounts", orderAmounts)
-}
 
 // otherUser is the second principal of twoUsersOneKey.
 const otherUser = "bob"

@@ -12,10 +12,6 @@ import (
 )
 
 // The chain without faults (spec/chain.go).
-func init() {
-	bind("normalChain", normalChain)
-	bind("businessInvariants", businessInvariants)
-}
 
 // placeOne places one order of qty of the default SKU for the default
 // principal with idempotency key key.

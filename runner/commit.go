@@ -9,10 +9,6 @@ import (
 )
 
 // The commit boundary (spec/commit.go).
-func init() {
-	bind("txBoundaryRollback", txBoundaryRollback)
-	bind("orderCrashWindow", orderCrashWindow)
-}
 
 // seedDecoy inserts a decoy outbox row whose event id is the one the next
 // order's intent will take, records it, and returns it as read back.

@@ -16,10 +16,6 @@ import (
 
 // Database errors inside the consumer's effect transaction
 // (spec/consumer.go).
-func init() {
-	bind("effectDbError", effectDbError)
-	bind("replayCrash", replayCrash)
-}
 
 // The trigger effectDbError puts on notification: it refuses the effect
 // insert of one event id (interpolated: DDL takes no placeholders, and the

@@ -11,19 +11,14 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/runner/fault"
 )
 
-func init() {
-	bind("relayKill9", relayKill9)
-	// An actor process to start, a lease to run out on the database
-	// clock, a takeover: below this it cannot pass.
-	minTimeouts["relayKill9"] = killMinTimeout
-}
-
 // killLease is relay A's lease: short, so that it runs out by itself on the
 // database clock instead of being aged by SQL.
 const killLease = 400 * time.Millisecond
 
 // killMinTimeout is relayKill9's shortest timeout: its lease plus the start
-// of a process and a takeover, with room for a loaded machine.
+// of a process and a takeover, with room for a loaded machine (an actor
+// process to start, a lease to run out on the database clock, a takeover:
+// below this it cannot pass).
 const killMinTimeout = 3 * time.Second
 
 func relayKill9(ctx context.Context, e *Env) error {

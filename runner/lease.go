@@ -10,11 +10,6 @@ import (
 )
 
 // Leases (spec/lease.go).
-func init() {
-	bind("selfTakeover", selfTakeover)
-	bind("relayClockSkew", relayClockSkew)
-	bind("batchSelfTakeover", batchSelfTakeover)
-}
 
 // batchSelfTakeover: relay A claims two intents in one round (RunOnce)
 // and publishes both; at its first pass of AfterPublishBeforeMark (armed

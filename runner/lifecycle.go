@@ -9,7 +9,6 @@ import (
 )
 
 // Several events per order (spec/consumer.go).
-func init() { bind("orderLifecycle", orderLifecycle) }
 
 // lifecyclePartitions is the partition count of orderLifecycle's topic:
 // keyed by order id 1..4, kgo's murmur2 partitioner puts the orders on

@@ -13,14 +13,6 @@ import (
 
 // Order placement (spec/placement.go): the order transaction, idempotency
 // keys and stock, driven over HTTP as a client would.
-func init() {
-	bind("placement", placement)
-	bind("idempotentReplay", idempotentReplay)
-	bind("keyReuseOtherBody", keyReuseOtherBody)
-	bind("concurrentDuplicates", concurrentDuplicates)
-	bind("insufficientStock", insufficientStock)
-	bind("noOversell", noOversell)
-}
 
 // counts are the rows the order transaction writes.
 type counts struct{ orders, lines, idem, outbox, stock int64 }

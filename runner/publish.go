@@ -12,7 +12,6 @@ import (
 )
 
 // Publish failures (spec/publish.go).
-func init() { bind("publishFailures", publishFailures) }
 
 // failuresPublishTimeout is the relay's publish timeout in
 // publishFailures: the two unknown outcomes wait for it, and the first

@@ -8,7 +8,6 @@ import (
 )
 
 // A consumer restart after clean commits (spec/consumer.go).
-func init() { bind("consumerRestart", consumerRestart) }
 
 // consumerRestart: e-1 and e-2 published, e-2 twice (offsets 0, 1, 2);
 // consumer-1 drains them and stops cleanly; e-3 is published (offset 3);

@@ -10,10 +10,6 @@ import (
 )
 
 // The send boundary (spec/send.go); relayKill9 is in kill.go.
-func init() {
-	bind("sendBeforeMarkCrash", sendBeforeMarkCrash)
-	bind("concurrentRelays", concurrentRelays)
-}
 
 func sendBeforeMarkCrash(ctx context.Context, e *Env) error {
 	topic, placed, err := e.startChain(ctx, "crash", 1)

@@ -9,41 +9,37 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/orders"
 )
 
-// Bearer tokens (spec/tokens.go): every bad token is refused with 401 and
-// no write.
-func init() {
-	for _, tc := range tokenCases {
-		bind(tc.id, tokenScenario(tc.token))
-	}
-	bind("tokenClaims", tokenClaims)
-}
+// Bearer tokens (spec/tokens.go).
 
 // otherKey is an HS256 secret of the right size that is not the
 // service's.
 var otherKey = []byte("another-key-of-32-bytes-length!!")
 
-// tokenCases are the four ways a bearer token must be refused that have a
-// scenario each; a nil token sends none.
-var tokenCases = []struct {
-	id    string
-	token func(e *Env) *tokenSpec
-}{
-	{"tokenMissing", func(*Env) *tokenSpec { return nil }},
-	{"tokenBadSignature", func(e *Env) *tokenSpec {
-		t := e.userToken(principal)
-		t.key, t.keyName = otherKey, keyOther
-		return t
-	}},
-	{"tokenExpired", func(e *Env) *tokenSpec {
-		t := e.userToken(principal)
-		t.claims.ExpiresAt = jwt.NewNumericDate(time.Now().Add(-time.Minute))
-		return t
-	}},
-	{"tokenWrongAlg", func(e *Env) *tokenSpec {
-		t := e.userToken(principal)
-		t.method = jwt.SigningMethodHS512
-		return t
-	}},
+// The four ways a bearer token must be refused that have a scenario each,
+// each run by tokenScenario.
+
+// noToken sends no token (tokenMissing).
+func noToken(*Env) *tokenSpec { return nil }
+
+// badSignature signs with another key (tokenBadSignature).
+func badSignature(e *Env) *tokenSpec {
+	t := e.userToken(principal)
+	t.key, t.keyName = otherKey, keyOther
+	return t
+}
+
+// expiredToken expired a minute ago (tokenExpired).
+func expiredToken(e *Env) *tokenSpec {
+	t := e.userToken(principal)
+	t.claims.ExpiresAt = jwt.NewNumericDate(time.Now().Add(-time.Minute))
+	return t
+}
+
+// wrongAlgToken is signed with HS512 by the right key (tokenWrongAlg).
+func wrongAlgToken(e *Env) *tokenSpec {
+	t := e.userToken(principal)
+	t.method = jwt.SigningMethodHS512
+	return t
 }
 
 // claimCases are the tokens of tokenClaims, each signed as the service
