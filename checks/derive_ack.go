@@ -1,17 +1,12 @@
 package checks
 
-import "github.com/orderflow-audit/orderflow-audit/spec"
-
 // The ack boundary (spec/ack.go).
-func init() {
-	derive("offsetReplay", derivation{
-		metrics: func(f facts) []metricValue {
-			return []metricValue{
-				num("replay", f.m.Counts().Replays),
-				f.perIntent("inboxRejected", func(e string) metricValue { return flag("inboxRejected", f.m.Deliveries(e).Rejected > 0) }),
-				f.effects("effects"),
-			}
-		},
-		injected: faultHit(spec.AfterEffectBeforeOffsetCommit),
-	})
+var offsetReplay = derivation{
+	metrics: func(f facts) []metricValue {
+		return []metricValue{
+			num("replay", f.m.Counts().Replays),
+			f.perIntent("inboxRejected", func(e string) metricValue { return flag("inboxRejected", f.m.Deliveries(e).Rejected > 0) }),
+			f.effects("effects"),
+		}
+	},
 }

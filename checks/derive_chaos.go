@@ -25,36 +25,34 @@ import (
 //
 // Beyond the metrics, a PASS without any fault is inconclusive
 // (scenario-not-exercised).
-func init() {
-	derive("chaos", derivation{
-		metrics: func(f facts) []metricValue {
-			n := f.m.Counts()
-			orders, _, _ := f.countOrders()
-			var missing int64
-			for in := range f.m.Intents() {
-				if f.m.Deliveries(in.EventID).Effects == 0 {
-					missing++
-				}
+var chaos = derivation{
+	metrics: func(f facts) []metricValue {
+		n := f.m.Counts()
+		orders, _, _ := f.countOrders()
+		var missing int64
+		for in := range f.m.Intents() {
+			if f.m.Deliveries(in.EventID).Effects == 0 {
+				missing++
 			}
-			unknown, resolved := f.m.UnknownPublishes()
-			commits, decided := f.m.UnknownCommits()
-			unknown, resolved = unknown+commits, resolved+decided
-			return []metricValue{
-				num("orders", orders), num("events", n.Intents), num("deliveries", n.Received+n.Replays),
-				num("duplicatesAbsorbed", n.InboxRejects), num("effects", n.Notifications), num("missing", missing),
-				f.chaosLag(), text("faults", spec.FormatFaultCounts(f.m.FaultKinds())),
-				text("unknownResolved", fmt.Sprintf("%d/%d", resolved, unknown)),
-			}
-		},
-		// A run without a fault (--only-faults none, or nothing to hit)
-		// shows the load alone: its PASS says nothing about faults.
-		exercised: func(f facts) string {
-			if len(f.m.FaultKinds()) == 0 {
-				return "no fault event of the nemesis: the load ran without faults"
-			}
-			return ""
-		},
-	})
+		}
+		unknown, resolved := f.m.UnknownPublishes()
+		commits, decided := f.m.UnknownCommits()
+		unknown, resolved = unknown+commits, resolved+decided
+		return []metricValue{
+			num("orders", orders), num("events", n.Intents), num("deliveries", n.Received+n.Replays),
+			num("duplicatesAbsorbed", n.InboxRejects), num("effects", n.Notifications), num("missing", missing),
+			f.chaosLag(), text("faults", spec.FormatFaultCounts(f.m.FaultKinds())),
+			text("unknownResolved", fmt.Sprintf("%d/%d", resolved, unknown)),
+		}
+	},
+	// A run without a fault (--only-faults none, or nothing to hit)
+	// shows the load alone: its PASS says nothing about faults.
+	exercised: func(f facts) string {
+		if len(f.m.FaultKinds()) == 0 {
+			return "no fault event of the nemesis: the load ran without faults"
+		}
+		return ""
+	},
 }
 
 // chaosLag is the lag of the one group that received records.

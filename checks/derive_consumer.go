@@ -3,67 +3,66 @@ package checks
 import "github.com/orderflow-audit/orderflow-audit/spec"
 
 // The consumer beyond the ack boundary (spec/consumer.go).
-func init() {
-	// orderLifecycle: orders = orders committed; intents = outbox rows;
-	// partitions = distinct partitions holding a record; splitOrders =
-	// orders with records on two partitions; outOfOrder = effects after an
-	// effect of a higher version of their order; effects = notifications.
-	derive("orderLifecycle", derivation{
-		metrics: func(f facts) []metricValue {
-			n := f.m.Counts()
-			var orders int64
-			for o := range f.m.Orders() {
-				if o.Row {
-					orders++
-				}
+// orderLifecycle: orders = orders committed; intents = outbox rows;
+// partitions = distinct partitions holding a record; splitOrders =
+// orders with records on two partitions; outOfOrder = effects after an
+// effect of a higher version of their order; effects = notifications.
+var orderLifecycle = derivation{
+	metrics: func(f facts) []metricValue {
+		n := f.m.Counts()
+		var orders int64
+		for o := range f.m.Orders() {
+			if o.Row {
+				orders++
 			}
-			return []metricValue{num("orders", orders), num("intents", n.Intents), num("partitions", n.Partitions),
-				num("splitOrders", n.SplitAggregates), num("outOfOrder", n.EffectsOutOfOrder), num("effects", n.Notifications)}
-		},
-		exercised: func(f facts) string {
-			if f.m.Counts().Partitions < 2 {
-				return "every record is on one partition: no order between partitions was at stake"
-			}
-			return ""
-		},
-	})
-	// effectDbError: rolledBack = effect_rolled_back events; commitUnknown
-	// = commit_unknown events; committedAtFailure = the offset the group
-	// had committed when the trigger's fault was recorded (its record
-	// unsettled); replays; effects = notifications; lag = end offsets minus
-	// the group's last commits.
-	derive("effectDbError", derivation{
-		metrics: func(f facts) []metricValue {
-			n := f.m.Counts()
-			return []metricValue{num("rolledBack", n.RolledBackEffects), num("commitUnknown", n.UnknownCommits), committedAtFailure(f),
-				num("replays", n.Replays), num("effects", n.Notifications), num("lag", n.Lag)}
-		},
-		injected: faultHit(spec.EffectCommitKilled, spec.EffectInsertError),
-	})
-	// replayCrash: rolledBack; committedAtFailure as in effectDbError;
-	// resumedAt = consumer-2's first receive; effects; lag.
-	derive("replayCrash", derivation{
-		metrics: func(f facts) []metricValue {
-			n := f.m.Counts()
-			return []metricValue{num("rolledBack", n.RolledBackEffects), committedAtFailure(f), resumedAt(f), num("effects", n.Notifications),
-				num("lag", n.Lag)}
-		},
-		injected: faultHit(spec.EffectInsertError, spec.AfterEffectBeforeOffsetCommit),
-	})
-	// consumerRestart: duplicates = inbox_reject events; committed =
-	// consumer-1's last offset_commit; resumedAt = consumer-2's first
-	// receive; replays; effects; lag.
-	derive("consumerRestart", derivation{
-		metrics: func(f facts) []metricValue {
-			n := f.m.Counts()
-			committed := unknown("committed", "consumer-1 committed no offset")
-			if ps := f.m.Member("consumer-1"); len(ps) == 1 && ps[0].LastCommitted >= 0 {
-				committed = num("committed", ps[0].LastCommitted)
-			}
-			return []metricValue{num("duplicates", n.InboxRejects), committed, resumedAt(f), num("replays", n.Replays),
-				num("effects", n.Notifications), num("lag", n.Lag)}
-		},
-	})
+		}
+		return []metricValue{num("orders", orders), num("intents", n.Intents), num("partitions", n.Partitions),
+			num("splitOrders", n.SplitAggregates), num("outOfOrder", n.EffectsOutOfOrder), num("effects", n.Notifications)}
+	},
+	exercised: func(f facts) string {
+		if f.m.Counts().Partitions < 2 {
+			return "every record is on one partition: no order between partitions was at stake"
+		}
+		return ""
+	},
+}
+
+// effectDbError: rolledBack = effect_rolled_back events; commitUnknown
+// = commit_unknown events; committedAtFailure = the offset the group
+// had committed when the trigger's fault was recorded (its record
+// unsettled); replays; effects = notifications; lag = end offsets minus
+// the group's last commits.
+var effectDbError = derivation{
+	metrics: func(f facts) []metricValue {
+		n := f.m.Counts()
+		return []metricValue{num("rolledBack", n.RolledBackEffects), num("commitUnknown", n.UnknownCommits), committedAtFailure(f),
+			num("replays", n.Replays), num("effects", n.Notifications), num("lag", n.Lag)}
+	},
+}
+
+// replayCrash: rolledBack; committedAtFailure as in effectDbError;
+// resumedAt = consumer-2's first receive; effects; lag.
+var replayCrash = derivation{
+	metrics: func(f facts) []metricValue {
+		n := f.m.Counts()
+		return []metricValue{num("rolledBack", n.RolledBackEffects), committedAtFailure(f), resumedAt(f), num("effects", n.Notifications),
+			num("lag", n.Lag)}
+	},
+}
+
+// consumerRestart: duplicates = inbox_reject events; committed =
+// consumer-1's last offset_commit; resumedAt = consumer-2's first
+// receive; replays; effects; lag.
+var consumerRestart = derivation{
+	metrics: func(f facts) []metricValue {
+		n := f.m.Counts()
+		committed := unknown("committed", "consumer-1 committed no offset")
+		if ps := f.m.Member("consumer-1"); len(ps) == 1 && ps[0].LastCommitted >= 0 {
+			committed = num("committed", ps[0].LastCommitted)
+		}
+		return []metricValue{num("duplicates", n.InboxRejects), committed, resumedAt(f), num("replays", n.Replays),
+			num("effects", n.Notifications), num("lag", n.Lag)}
+	},
 }
 
 // committedAtFailure: the offset the group had committed when the trigger's

@@ -1,77 +1,77 @@
 package checks
 
 // Leases (spec/lease.go).
-func init() {
-	// selfTakeover, of the scenario's intent e: sameClaimId = its first
-	// two claims have one claim_id; takeoverVersion = the claim_version of
-	// the first claim of e after the first by the same claim_id (0 if
-	// none); stolen = claims of e by another claim_id than the first's;
-	// staleMark = rows of the last mark with claim_version 1.
-	derive("selfTakeover", derivation{metrics: func(f facts) []metricValue {
-		return []metricValue{
-			f.perIntent("sameClaimId", func(e string) metricValue {
-				ids := claimIDs(f, e)
-				if len(ids) < 2 {
-					return unknown("sameClaimId", "fewer than two claims of "+e)
-				}
-				return flag("sameClaimId", ids[0] == ids[1])
-			}),
-			f.perIntent("takeoverVersion", func(e string) metricValue {
-				var first string
-				for _, t := range f.m.Tokens(e) {
-					switch {
-					case !t.Claimed:
-					case first == "":
-						first = t.ID
-					case t.ID == first:
-						return num("takeoverVersion", t.Version)
-					}
-				}
-				return num("takeoverVersion", 0)
-			}),
-			f.perIntent("stolen", func(e string) metricValue {
-				ids := claimIDs(f, e)
-				var n int64
-				for _, id := range ids {
-					if id != ids[0] {
-						n++
-					}
-				}
-				return num("stolen", n)
-			}),
-			f.lastMarkRows("staleMark", 1), f.deliveries("deliveries"), f.effects("effects"), f.rowState("state"),
-		}
-	}})
-	// batchSelfTakeover: staleMarks = marks that hit no row, marks =
-	// marks that hit one, over every token of every intent (a token's
-	// last mark).
-	derive("batchSelfTakeover", derivation{metrics: func(f facts) []metricValue {
-		sent, _ := f.sent()
-		n := f.m.Counts()
-		var stale, hit int64
-		for in := range f.m.Intents() {
-			for _, t := range f.m.Tokens(in.EventID) {
+// selfTakeover, of the scenario's intent e: sameClaimId = its first
+// two claims have one claim_id; takeoverVersion = the claim_version of
+// the first claim of e after the first by the same claim_id (0 if
+// none); stolen = claims of e by another claim_id than the first's;
+// staleMark = rows of the last mark with claim_version 1.
+var selfTakeover = derivation{metrics: func(f facts) []metricValue {
+	return []metricValue{
+		f.perIntent("sameClaimId", func(e string) metricValue {
+			ids := claimIDs(f, e)
+			if len(ids) < 2 {
+				return unknown("sameClaimId", "fewer than two claims of "+e)
+			}
+			return flag("sameClaimId", ids[0] == ids[1])
+		}),
+		f.perIntent("takeoverVersion", func(e string) metricValue {
+			var first string
+			for _, t := range f.m.Tokens(e) {
 				switch {
-				case !t.Marked:
-				case t.MarkRows == 0:
-					stale++
-				default:
-					hit++
+				case !t.Claimed:
+				case first == "":
+					first = t.ID
+				case t.ID == first:
+					return num("takeoverVersion", t.Version)
 				}
 			}
+			return num("takeoverVersion", 0)
+		}),
+		f.perIntent("stolen", func(e string) metricValue {
+			ids := claimIDs(f, e)
+			var n int64
+			for _, id := range ids {
+				if id != ids[0] {
+					n++
+				}
+			}
+			return num("stolen", n)
+		}),
+		f.lastMarkRows("staleMark", 1), f.deliveries("deliveries"), f.effects("effects"), f.rowState("state"),
+	}
+}}
+
+// batchSelfTakeover: staleMarks = marks that hit no row, marks =
+// marks that hit one, over every token of every intent (a token's
+// last mark).
+var batchSelfTakeover = derivation{metrics: func(f facts) []metricValue {
+	sent, _ := f.sent()
+	n := f.m.Counts()
+	var stale, hit int64
+	for in := range f.m.Intents() {
+		for _, t := range f.m.Tokens(in.EventID) {
+			switch {
+			case !t.Marked:
+			case t.MarkRows == 0:
+				stale++
+			default:
+				hit++
+			}
 		}
-		return []metricValue{num("claims", n.Claims), num("selfTakeovers", n.SelfTakeovers), num("staleMarks", stale),
-			num("marks", hit), num("sent", sent), num("effects", n.Notifications)}
-	}})
-	// relayClockSkew: leasesOffClock = claims breaking lease-off-claim;
-	// steals = takeovers by another claim_id than the row's holder.
-	derive("relayClockSkew", derivation{metrics: func(f facts) []metricValue {
-		sent, _ := f.sent()
-		n := f.m.Counts()
-		return []metricValue{num("claims", n.Claims), num("leasesOffClock", n.LeasesOffClaim),
-			num("steals", n.Takeovers-n.SelfTakeovers), num("sent", sent), num("effects", n.Notifications)}
-	}})
-}
+	}
+	return []metricValue{num("claims", n.Claims), num("selfTakeovers", n.SelfTakeovers), num("staleMarks", stale),
+		num("marks", hit), num("sent", sent), num("effects", n.Notifications)}
+}}
+
+// relayClockSkew: leasesOffClock = claims breaking lease-off-claim;
+// steals = takeovers by another claim_id than the row's holder.
+var relayClockSkew = derivation{metrics: func(f facts) []metricValue {
+	sent, _ := f.sent()
+	n := f.m.Counts()
+	return []metricValue{num("claims", n.Claims), num("leasesOffClock", n.LeasesOffClaim),
+		num("steals", n.Takeovers-n.SelfTakeovers), num("sent", sent), num("effects", n.Notifications)}
+}}
 
 // claimIDs returns the claim ids of the claims of e, in claim order.
 func claimIDs(f facts, e string) []string {

@@ -10,59 +10,58 @@ import (
 )
 
 // The send boundary (spec/send.go).
-func init() {
-	derive("sendBeforeMarkCrash", derivation{
-		metrics: func(f facts) []metricValue {
-			return []metricValue{f.deliveries("deliveries"), f.effects("businessEffects"),
-				f.lastMarkRows("oldTokenCas", 1), f.rowState("state")}
-		},
-		injected: faultHit(spec.AfterPublishBeforeMark),
-	})
-	// concurrentRelays: overlap = a claim was made while another relay
-	// held a live claim; without one the scenario did not show what it is
-	// for (inconclusive).
-	derive("concurrentRelays", derivation{
-		metrics: func(f facts) []metricValue {
-			sent, _ := f.sent()
-			n := f.m.Counts()
-			return []metricValue{num("claims", n.Claims), num("doubleClaims", n.DoubleClaims), flag("overlap", n.Overlaps > 0),
-				num("sent", sent), num("effects", n.Notifications)}
-		},
-		exercised: func(f facts) string {
-			if f.m.Counts().Overlaps > 0 {
-				return ""
-			}
-			return "no claim was made while another relay held a live claim: the two relays never held claims at the same time"
-		},
-	})
-	// relayKill9: killed = a fault event at after-publish-before-mark
-	// exists; takeoverVersion = claim_version of the first claim of e with
-	// another claim_id than e's first claim (0 if none); deliveries,
-	// businessEffects, state as in sendBeforeMarkCrash.
-	derive("relayKill9", derivation{metrics: func(f facts) []metricValue {
-		killed := slices.Contains(f.m.Faults(), string(spec.AfterPublishBeforeMark))
-		return []metricValue{
-			flag("killed", killed),
-			f.perIntent("takeoverVersion", func(e string) metricValue {
-				var v int64
-				var first string
-				for _, t := range f.m.Tokens(e) {
-					if !t.Claimed {
-						continue
-					}
-					if first == "" {
-						first = t.ID
-					} else if t.ID != first {
-						v = t.Version
-						break
-					}
-				}
-				return num("takeoverVersion", v)
-			}),
-			f.deliveries("deliveries"), f.effects("businessEffects"), f.rowState("state"),
-		}
-	}})
+var sendBeforeMarkCrash = derivation{
+	metrics: func(f facts) []metricValue {
+		return []metricValue{f.deliveries("deliveries"), f.effects("businessEffects"),
+			f.lastMarkRows("oldTokenCas", 1), f.rowState("state")}
+	},
 }
+
+// concurrentRelays: overlap = a claim was made while another relay
+// held a live claim; without one the scenario did not show what it is
+// for (inconclusive).
+var concurrentRelays = derivation{
+	metrics: func(f facts) []metricValue {
+		sent, _ := f.sent()
+		n := f.m.Counts()
+		return []metricValue{num("claims", n.Claims), num("doubleClaims", n.DoubleClaims), flag("overlap", n.Overlaps > 0),
+			num("sent", sent), num("effects", n.Notifications)}
+	},
+	exercised: func(f facts) string {
+		if f.m.Counts().Overlaps > 0 {
+			return ""
+		}
+		return "no claim was made while another relay held a live claim: the two relays never held claims at the same time"
+	},
+}
+
+// relayKill9: killed = a fault event at after-publish-before-mark
+// exists; takeoverVersion = claim_version of the first claim of e with
+// another claim_id than e's first claim (0 if none); deliveries,
+// businessEffects, state as in sendBeforeMarkCrash.
+var relayKill9 = derivation{metrics: func(f facts) []metricValue {
+	killed := slices.Contains(f.m.Faults(), string(spec.AfterPublishBeforeMark))
+	return []metricValue{
+		flag("killed", killed),
+		f.perIntent("takeoverVersion", func(e string) metricValue {
+			var v int64
+			var first string
+			for _, t := range f.m.Tokens(e) {
+				if !t.Claimed {
+					continue
+				}
+				if first == "" {
+					first = t.ID
+				} else if t.ID != first {
+					v = t.Version
+					break
+				}
+			}
+			return num("takeoverVersion", v)
+		}),
+		f.deliveries("deliveries"), f.effects("businessEffects"), f.rowState("state"),
+	}
+}}
 
 // lastMarkRows: the rows of the last mark of the scenario's intent with
 // claim_version version (a stale mark, once a newer claim exists).

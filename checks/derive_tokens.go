@@ -5,28 +5,26 @@ import "github.com/orderflow-audit/orderflow-audit/spec"
 // Bearer tokens (spec/tokens.go): the answer's status and every write the
 // request made (rows of orders, lines, idempotency records, intents, and
 // stock moved away from its seed).
-func init() {
-	tokens := derivation{metrics: func(f facts) []metricValue {
-		return []metricValue{f.requestStatus("status", 0), num("writes", f.writes())}
-	}}
-	for _, id := range []string{"tokenMissing", "tokenBadSignature", "tokenExpired", "tokenWrongAlg"} {
-		derive(id, tokens)
-	}
-	// tokenClaims: each metric but writes is the answer to the client's
-	// request whose idempotency key is the metric's name.
-	derive("tokenClaims", derivation{metrics: func(f facts) []metricValue {
-		s, _ := spec.Lookup("tokenClaims")
-		var out []metricValue
-		for _, name := range s.MetricNames() {
-			if name == "writes" {
-				out = append(out, num("writes", f.writes()))
-				continue
-			}
-			out = append(out, f.answerTo(name))
+// badToken derives tokenMissing, tokenBadSignature, tokenExpired and
+// tokenWrongAlg.
+var badToken = derivation{metrics: func(f facts) []metricValue {
+	return []metricValue{f.requestStatus("status", 0), num("writes", f.writes())}
+}}
+
+// tokenClaims: each metric but writes is the answer to the client's
+// request whose idempotency key is the metric's name.
+var tokenClaims = derivation{metrics: func(f facts) []metricValue {
+	s, _ := spec.Lookup("tokenClaims")
+	var out []metricValue
+	for _, name := range s.MetricNames() {
+		if name == "writes" {
+			out = append(out, num("writes", f.writes()))
+			continue
 		}
-		return out
-	}})
-}
+		out = append(out, f.answerTo(name))
+	}
+	return out
+}}
 
 // writes counts the rows of orders, lines, idempotency records and intents
 // at the end, and how far each seeded SKU's stock moved from its seed.

@@ -41,8 +41,10 @@ type facts struct {
 type derivation struct {
 	metrics func(f facts) []metricValue
 	// injected says why the events do not show the scenario's fault
-	// injection ("" when they do); nil for scenarios without one. Without
-	// it a boundary scenario's acceptance would hold vacuously.
+	// injection ("" when they do), for a fault the events show otherwise
+	// than by a fault event at its point; nil takes the spec's faults
+	// (injection). Without it a boundary scenario's acceptance would hold
+	// vacuously.
 	injected func(f facts) string
 	// exercised says why the events do not show the situation the
 	// scenario exists to provoke ("" when they do), such as two relays
@@ -58,15 +60,55 @@ type derivation struct {
 	conditions func(f facts) []string
 }
 
-// derivations maps scenario ids to their derivation; the derive_*.go files
-// fill it from init.
-var derivations = map[string]derivation{}
+// derivations binds every scenario id of the spec to its derivation
+// (derive_<topic>.go), in the spec's run order; TestEveryScenarioDerived
+// holds the two to each other.
+var derivations = map[string]derivation{
+	// U79: derive_placement.go, derive_tokens.go, derive_business.go
+	"placement":            placement,
+	"idempotentReplay":     idempotentReplay,
+	"keyReuseOtherBody":    keyReuseOtherBody,
+	"concurrentDuplicates": concurrentDuplicates,
+	"insufficientStock":    insufficientStock,
+	"noOversell":           noOversell,
+	"tokenMissing":         badToken,
+	"tokenBadSignature":    badToken,
+	"tokenExpired":         badToken,
+	"tokenWrongAlg":        badToken,
+	"twoUsersOneKey":       twoUsersOneKey,
+	"orderAmounts":         orderAmounts,
+	"tokenClaims":          tokenClaims,
+	// U80: derive_commit.go, derive_chain.go, derive_send.go, derive_ack.go
+	"txBoundaryRollback":  txBoundaryRollback,
+	"normalChain":         normalChain,
+	"sendBeforeMarkCrash": sendBeforeMarkCrash,
+	"offsetReplay":        offsetReplay,
+	"businessInvariants":  businessInvariants,
+	// EXT: derive_send.go, derive_commit.go, derive_chaos.go,
+	// derive_consumer.go, derive_lease.go, derive_publish.go
+	"concurrentRelays":  concurrentRelays,
+	"orderCrashWindow":  orderCrashWindow,
+	"relayKill9":        relayKill9,
+	"chaos":             chaos,
+	"orderLifecycle":    orderLifecycle,
+	"effectDbError":     effectDbError,
+	"replayCrash":       replayCrash,
+	"consumerRestart":   consumerRestart,
+	"selfTakeover":      selfTakeover,
+	"batchSelfTakeover": batchSelfTakeover,
+	"relayClockSkew":    relayClockSkew,
+	"publishFailures":   publishFailures,
+}
 
-func derive(id string, d derivation) {
-	if _, dup := derivations[id]; dup {
-		panic("checks: scenario " + id + " derived twice")
+// injection returns what decides whether the events show scenario s's
+// fault injection: d.injected when the derivation has its own, otherwise
+// a fault event at each point the spec requires of every run of s
+// (spec.Scenario.RequiredFaults).
+func (d derivation) injection(s spec.Scenario) func(f facts) string {
+	if d.injected != nil {
+		return d.injected
 	}
-	derivations[id] = d
+	return faultHit(s.RequiredFaults()...)
 }
 
 // faultHit requires a fault event at each of points.

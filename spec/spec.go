@@ -121,6 +121,23 @@ func (s Scenario) AcceptText() string {
 	return strings.Join(parts, " ")
 }
 
+// RequiredFaults returns the points of the scenario's faults that every
+// run of it must show fired, in declaration order: all but a nemesis's (a
+// seeded schedule draws them, none is promised) and one whose fault needs
+// a planted bug (NeedsPlant: without it the point cannot fire). The
+// verifier fails a PASS whose events lack one (fault-not-injected).
+func (s Scenario) RequiredFaults() []Point {
+	var out []Point
+	for _, r := range s.Faults {
+		f, _ := LookupFault(r)
+		if strings.HasPrefix(string(r.Point), NemesisPrefix) || f.NeedsPlant != "" || slices.Contains(out, r.Point) {
+			continue
+		}
+		out = append(out, r.Point)
+	}
+	return out
+}
+
 // BrokerControlled tells whether the scenario injects a fault by telling
 // the broker to fail a request (it then needs the embedded broker).
 func (s Scenario) BrokerControlled() bool {

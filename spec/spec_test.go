@@ -122,3 +122,26 @@ func TestPlantsExposedByDeclaredScenarios(t *testing.T) {
 		t.Errorf("ParsePlant(typo) = %v; want an error listing the valid bugs", err)
 	}
 }
+
+// TestRequiredFaults: a run must show every declared fault but a nemesis's
+// and one only a planted bug opens.
+func TestRequiredFaults(t *testing.T) {
+	for _, c := range []struct {
+		id   string
+		want []Point
+	}{
+		{"effectDbError", []Point{EffectCommitKilled, EffectInsertError}},
+		{"relayKill9", []Point{AfterPublishBeforeMark}},
+		{"orderCrashWindow", nil},
+		{"chaos", nil},
+		{"normalChain", nil},
+	} {
+		s, ok := Lookup(c.id)
+		if !ok {
+			t.Fatalf("no scenario %s", c.id)
+		}
+		if got := s.RequiredFaults(); !slices.Equal(got, c.want) {
+			t.Errorf("%s.RequiredFaults() = %v; want %v", c.id, got, c.want)
+		}
+	}
+}
