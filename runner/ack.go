@@ -7,6 +7,7 @@ import (
 
 	"github.com/orderflow-audit/orderflow-audit/runner/fault"
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/consumer"
+	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
 // The ack boundary (spec/ack.go).
@@ -27,7 +28,7 @@ func offsetReplay(ctx context.Context, e *Env) error {
 
 	group := "notify-" + e.RunID
 	faults1 := &fault.Injector{}
-	faults1.Arm(fault.AfterEffectBeforeOffsetCommit, fault.Crash, 1)
+	faults1.Arm(spec.AfterEffectBeforeOffsetCommit, fault.Crash, 1)
 	c1, err := e.Consumer(ctx, "consumer-1", topic, group, faults1)
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/runner/fault"
+	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
 // The commit boundary (spec/commit.go).
@@ -106,7 +107,7 @@ func orderCrashWindow(ctx context.Context, e *Env) error {
 	if err := e.SeedStock(ctx, defaultSKU, 10); err != nil {
 		return err
 	}
-	e.Faults.Arm(fault.AfterOrderCommitBeforeOutbox, fault.Crash, 1)
+	e.Faults.Arm(spec.AfterOrderCommitBeforeOutbox, fault.Crash, 1)
 	cl, err := e.Orders()
 	if err != nil {
 		return err
@@ -116,9 +117,9 @@ func orderCrashWindow(ctx context.Context, e *Env) error {
 	}
 	// The order service does not record its own simulated death; the
 	// scenario, which armed the point, records that it fired.
-	if e.Faults.Hits(fault.AfterOrderCommitBeforeOutbox) > 0 {
+	if e.Faults.Hits(spec.AfterOrderCommitBeforeOutbox) > 0 {
 		if err := e.Emit(evidence.Event{
-			Kind: evidence.KindFault, Point: string(fault.AfterOrderCommitBeforeOutbox),
+			Kind: evidence.KindFault, Point: string(spec.AfterOrderCommitBeforeOutbox),
 			Detail: "order service crashed after its order committed, before the intent was written",
 		}); err != nil {
 			return err

@@ -57,7 +57,7 @@ func effectDbError(ctx context.Context, e *Env) error {
 		return err
 	}
 	faults := &fault.Injector{}
-	faults.ArmFunc(fault.EffectCommitKilled, 1, func() error { return e.killTxConnection(ctx, killed) })
+	faults.ArmFunc(spec.EffectCommitKilled, 1, func() error { return e.killTxConnection(ctx, killed) })
 	group := "notify-" + e.RunID
 	c, err := e.Consumer(ctx, "consumer-1", topic, group, faults)
 	if err != nil {
@@ -170,7 +170,7 @@ func replayCrash(ctx context.Context, e *Env) error {
 	}
 	group := "notify-" + e.RunID
 	faults := &fault.Injector{}
-	faults.Arm(fault.AfterEffectBeforeOffsetCommit, fault.Crash, 1)
+	faults.Arm(spec.AfterEffectBeforeOffsetCommit, fault.Crash, 1)
 	c1, err := e.Consumer(ctx, "consumer-1", topic, group, faults)
 	if err != nil {
 		return err

@@ -8,7 +8,7 @@ import (
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/runner/actor"
-	"github.com/orderflow-audit/orderflow-audit/runner/fault"
+	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
 // killLease is relay A's lease: short, so that it runs out by itself on the
@@ -38,7 +38,7 @@ func relayKill9(ctx context.Context, e *Env) error {
 	}
 	proc, err := actor.Start(ctx, e.exe, actor.Spec{
 		Role: actor.Relay, DB: e.Scratch.Name, LogPath: logPath, RunID: e.RunID, Scenario: e.Scenario.ID,
-		Actor: "relay-a", ClaimID: claimIDA, Faults: []string{string(fault.AfterPublishBeforeMark) + ":kill"},
+		Actor: "relay-a", ClaimID: claimIDA, Faults: []string{string(spec.AfterPublishBeforeMark) + ":kill"},
 		Plant: string(e.Plant), Brokers: e.Kafka.Brokers, Topic: topic, Lease: killLease, Once: true,
 	}, actor.Env(e.Server.DSNFor(e.Scratch.Name), nil)) // a relay needs no JWT secret
 	if err != nil {
@@ -108,7 +108,7 @@ func (e *Env) recordKill(pid int, exit actor.Exit, logPath, eventID string) (atP
 	}
 	if st == stepPublished {
 		return true, true, e.Emit(evidence.Event{
-			Kind: evidence.KindFault, Point: string(fault.AfterPublishBeforeMark), EventID: eventID,
+			Kind: evidence.KindFault, Point: string(spec.AfterPublishBeforeMark), EventID: eventID,
 			Detail: fmt.Sprintf("relay-a process (pid %d) ended by SIGKILL", pid),
 		})
 	}
@@ -118,12 +118,12 @@ func (e *Env) recordKill(pid int, exit actor.Exit, logPath, eventID string) (atP
 		Kind:  evidence.KindFault,
 		Point: st.point,
 		Detail: fmt.Sprintf("relay-a process (pid %d) ended by SIGKILL from outside the scenario %s; the armed point %s was not reached",
-			pid, st.text, fault.AfterPublishBeforeMark),
+			pid, st.text, spec.AfterPublishBeforeMark),
 	}
 	if claim != nil {
 		ev.EventID, ev.ClaimVersion, ev.ClaimID = eventID, claim.ClaimVersion, claim.ClaimID
 	}
-	e.Result.Failf("relay-a was killed by SIGKILL %s, not at %s (killed from outside)", st.text, fault.AfterPublishBeforeMark)
+	e.Result.Failf("relay-a was killed by SIGKILL %s, not at %s (killed from outside)", st.text, spec.AfterPublishBeforeMark)
 	return false, claim != nil, e.Emit(ev)
 }
 
@@ -134,8 +134,8 @@ type step struct{ point, text string }
 // Steps of relay A's round, as its log shows them.
 var (
 	stepNone      = step{"before-claim", "before claiming"}
-	stepClaimed   = step{string(fault.AfterClaimBeforePublish), "after claiming, before publishing"}
-	stepPublished = step{string(fault.AfterPublishBeforeMark), "after publishing, before marking"}
+	stepClaimed   = step{string(spec.AfterClaimBeforePublish), "after claiming, before publishing"}
+	stepPublished = step{string(spec.AfterPublishBeforeMark), "after publishing, before marking"}
 	// A failed publish is followed by no mark: the relay leaves the claim.
 	stepPublishFailed = step{"after-failed-publish", "after a failed publish"}
 	stepMarked        = step{"after-mark", "after marking"}

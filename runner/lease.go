@@ -7,6 +7,7 @@ import (
 
 	"github.com/orderflow-audit/orderflow-audit/runner/fault"
 	"github.com/orderflow-audit/orderflow-audit/runner/sut"
+	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
 // Leases (spec/lease.go).
@@ -31,7 +32,7 @@ func batchSelfTakeover(ctx context.Context, e *Env) error {
 		return err
 	}
 	var takeover sut.Claimed
-	inj.ArmFunc(fault.AfterPublishBeforeMark, 1, func() error {
+	inj.ArmFunc(spec.AfterPublishBeforeMark, 1, func() error {
 		row, err := e.readOutbox(ctx, first)
 		if err != nil {
 			return err
@@ -47,7 +48,7 @@ func batchSelfTakeover(ctx context.Context, e *Env) error {
 	if err != nil {
 		return err
 	}
-	if inj.Hits(fault.AfterPublishBeforeMark) != 1 || takeover.EventID == "" {
+	if inj.Hits(spec.AfterPublishBeforeMark) != 1 || takeover.EventID == "" {
 		return fmt.Errorf("relay A's round claimed %d intents and never reached its batch mark with them published", len(res.Claimed))
 	}
 	if _, _, err := a.Publish(ctx, takeover); err != nil {

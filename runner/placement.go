@@ -9,6 +9,7 @@ import (
 
 	"github.com/orderflow-audit/orderflow-audit/runner/fault"
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/orders"
+	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
 // Order placement (spec/placement.go): the order transaction, idempotency
@@ -163,7 +164,7 @@ func answered(results []orders.Result) int {
 // concurrentDuplicates sends 10 requests with one key at once to two
 // replicas of the order service, 5 each. Each replica lets one request of
 // a key in at a time (its in-flight guard); the first request of each
-// replica that finds no idempotency record waits at fault.IdemChecked for
+// replica that finds no idempotency record waits at spec.IdemChecked for
 // the other's, so that two order transactions with one key race in the
 // database, where only the unique key on (principal, idem_key) stops the
 // second.
@@ -180,8 +181,8 @@ func concurrentDuplicates(ctx context.Context, e *Env) error {
 	if e.Faults == nil {
 		e.Faults = &fault.Injector{}
 	}
-	e.Faults.ArmFunc(fault.IdemChecked, 2, barrier(2, 2*time.Second))
-	defer e.Faults.Disarm(fault.IdemChecked)
+	e.Faults.ArmFunc(spec.IdemChecked, 2, barrier(2, 2*time.Second))
+	defer e.Faults.Disarm(spec.IdemChecked)
 	results, err := e.concurrently(n, func(i int) (orders.Result, error) {
 		return e.placeOne(ctx, []*orders.Client{cl, cl2}[i%2], "dup-key", 1)
 	})

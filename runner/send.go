@@ -7,6 +7,7 @@ import (
 
 	"github.com/orderflow-audit/orderflow-audit/runner/fault"
 	"github.com/orderflow-audit/orderflow-audit/runner/sut"
+	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
 // The send boundary (spec/send.go); relayKill9 is in kill.go.
@@ -20,7 +21,7 @@ func sendBeforeMarkCrash(ctx context.Context, e *Env) error {
 
 	// Relay A claims v1, publishes, and dies before its mark.
 	faultsA := &fault.Injector{}
-	faultsA.Arm(fault.AfterPublishBeforeMark, fault.Crash, 1)
+	faultsA.Arm(spec.AfterPublishBeforeMark, fault.Crash, 1)
 	a, err := e.Relay("relay-a", topic, faultsA)
 	if err != nil {
 		return err
@@ -109,16 +110,16 @@ func concurrentRelays(ctx context.Context, e *Env) error {
 	}
 	held := make([][]sut.Claimed, len(relays))
 	var errB error
-	inA.ArmFunc(fault.ClaimLocked, 1, func() error {
+	inA.ArmFunc(spec.ClaimLocked, 1, func() error {
 		held[1], errB = relays[1].Claim(ctx, n/len(relays))
 		return errB
 	})
 	if held[0], err = relays[0].Claim(ctx, n/len(relays)); err != nil {
 		return err
 	}
-	inA.Disarm(fault.ClaimLocked)
+	inA.Disarm(spec.ClaimLocked)
 	// Overlap: B's claim ran while A's was open, and both got rows.
-	overlap := inA.Hits(fault.ClaimLocked) == 1 && len(held[0]) > 0 && len(held[1]) > 0
+	overlap := inA.Hits(spec.ClaimLocked) == 1 && len(held[0]) > 0 && len(held[1]) > 0
 	// While every row is held, relay B tries to claim them all: a claim
 	// that honours live leases gets none, whatever the timing of phase 1.
 	again, err := relays[1].Claim(ctx, n)
