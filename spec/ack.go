@@ -12,7 +12,10 @@ var ackScenarios = []Scenario{{
 		Recovery:  "new member of the same group replays",
 		Accepted:  "1 replay, inbox rejects it, 1 effect",
 	},
-	Metrics: []Metric{{"replay", "1"}, {"inboxRejected", "true"}, {"effects", "1"}},
-	Needs:   []Feature{FeatureFaultHooks},
-},
-}
+	Metrics: []Metric{
+		{Name: "replay", Accept: "1", Means: "replays (runner: the records consumer-2 received)"},
+		{Name: "inboxRejected", Accept: "true", Means: "`true` when an `inbox_reject` for e exists"},
+		{Name: "effects", Accept: "1", Means: "effects(e)"},
+	},
+	Needs: []Feature{FeatureFaultHooks},
+}}

@@ -46,6 +46,14 @@ type Metric struct {
 	// Accept is the value the scenario needs to pass; "" means the metric
 	// is reported but does not decide the status.
 	Accept string
+	// Means says what the value counts or shows, for the runner (from the
+	// database, the broker and what the actors returned) and the verifier
+	// (from the event logs) alike, or "runner: ...; verifier: ..." where
+	// they measure it apart. docs/scenarios.md prints it.
+	Means string
+	// Example is, for a metric without Accept, the value a clean run of
+	// the reference shows; the README's example lines print it.
+	Example string
 }
 
 // Design is the row of the boundary table (docs/design.md) that a U80 boundary
@@ -64,8 +72,18 @@ type Scenario struct {
 	Boundary string
 	// Faults are the faults the scenario injects, each a row of the fault
 	// table (Faults).
-	Faults      []FaultRef
+	Faults []FaultRef
+	// Description says what the scenario does, in one sentence: the
+	// scenarios command and the evidence carry it.
 	Description string
+	// Details adds what the description leaves out (sizes, timeouts, the
+	// order of steps), for docs/scenarios.md only.
+	Details string
+	// Also says in words what the scenario needs beyond its line (the
+	// conditions its runner function and its derivation check outside the
+	// metrics) and when the verifier finds its PASS inconclusive;
+	// docs/scenarios.md prints it beside the accepted values.
+	Also string
 	// Design is set on the scenario that stands for its boundary in the
 	// boundary table.
 	Design *Design
@@ -77,6 +95,18 @@ type Scenario struct {
 	// OptIn keeps the scenario out of the default selection: it runs only
 	// when --scenarios names it (a long or randomized experiment).
 	OptIn bool
+}
+
+// withDetails returns s with its Details.
+func (s Scenario) withDetails(details string) Scenario {
+	s.Details = details
+	return s
+}
+
+// withAlso returns s with its Also.
+func (s Scenario) withAlso(also string) Scenario {
+	s.Also = also
+	return s
 }
 
 // FaultPoints returns the points of the scenario's faults, in declaration

@@ -28,6 +28,17 @@ func TestScenariosWellFormed(t *testing.T) {
 				t.Errorf("%s: bad or repeated metric name %q", s.ID, m.Name)
 			}
 			names[m.Name] = true
+			if m.Means == "" || strings.Contains(m.Means, "|") {
+				t.Errorf("%s: metric %s needs a meaning (Means) without a |", s.ID, m.Name)
+			}
+			// The README's example line needs a value for each metric of
+			// the default selection: the accepted one, or an example.
+			if m.Accept != "" && m.Example != "" || m.Accept == "" && m.Example == "" && !s.OptIn {
+				t.Errorf("%s: metric %s needs either Accept or Example (Accept %q, Example %q)", s.ID, m.Name, m.Accept, m.Example)
+			}
+		}
+		if strings.Contains(s.Description+s.Details+s.Also, "|") {
+			t.Errorf("%s: a | in the description, details or also would break docs/scenarios.md's table", s.ID)
 		}
 		for _, f := range s.Faults {
 			if _, ok := LookupFault(f); !ok {
