@@ -10,10 +10,16 @@
 // package (runner, checks, evidence, reports) may import it.
 //
 // Adding a scenario: add one entry to the topic file it belongs to (or a
-// new topic file), one runner function bound to its id (runner/), and one
-// verifier derivation bound to its id (checks/). Tests in those packages
-// fail while one of the three is missing.
+// new topic file, with its slice in table), one runner function in the
+// runs table of runner/scenario.go, and one verifier derivation in the
+// derivations table of checks/metrics.go; tests in those packages fail
+// while one of the three is missing. Then `go generate ./spec` writes the
+// files generated from the spec (docs/scenarios.md's tables, the README's
+// example lines and count, the planted bugs' constants): see
+// cmd/specgen.
 package spec
+
+//go:generate go run ./cmd/specgen
 
 import (
 	"fmt"
