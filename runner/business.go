@@ -17,8 +17,8 @@ import (
 // otherUser is the second principal of twoUsersOneKey.
 const otherUser = "bob"
 
-// twoUsersOneKey: alice and bob send the same order with the same
-// Idempotency-Key, then each sends it again.
+// twoUsersOneKey runs the scenario twoUsersOneKey of spec/placement.go, which
+// says what it does and what its metrics mean.
 func twoUsersOneKey(ctx context.Context, e *Env) error {
 	cl, err := e.setupOrders(ctx, 10)
 	if err != nil {
@@ -90,9 +90,8 @@ var (
 	}
 )
 
-// orderAmounts places three orders of one, two and three lines of SKUs
-// priced differently, and checks each amount against the prices seeded
-// and against its own lines.
+// orderAmounts runs the scenario orderAmounts of spec/placement.go, which
+// says what it does and what its metrics mean.
 func orderAmounts(ctx context.Context, e *Env) error {
 	price := map[string]int64{}
 	for _, p := range amountPrices {

@@ -39,11 +39,8 @@ END`
 
 var eventIDRE = regexp.MustCompile(`^e-[0-9]+$`)
 
-// effectDbError: 3 orders, one partition. The consumer's connection is
-// killed before the COMMIT of e-1's effect transaction (its outcome is
-// unknown to the consumer); a trigger refuses e-2's effect insert after
-// its inbox insert. Each time the transaction is gone as a whole, the
-// offset stays where it was, and the replay makes the one effect.
+// effectDbError runs the scenario effectDbError of spec/consumer.go, which
+// says what it does and what its metrics mean.
 func effectDbError(ctx context.Context, e *Env) error {
 	topic, placed, err := e.startChain(ctx, "dberr", 3)
 	if err != nil {
@@ -148,14 +145,11 @@ func (e *Env) measureEffectDbError(ctx context.Context, topic, group string, st 
 	return nil
 }
 
-// replayCrash: 2 orders, one partition, one batch. A trigger refuses e-1's
-// effect insert: the consumer rolls the transaction back and rewinds; its
-// next poll hands it both records again, and it stops (a simulated crash)
-// after e-1's replayed effect committed, before that offset commit. The
-// group must still be at e-1: consumer-2 resumes there (its inbox rejects
-// e-1) and applies e-2. A consumer that commits past the failed record
-// before its replay settled it (skipping it, or committing the batch it
-// rewound) leaves e-2, or e-1, without its effect.
+// replayCrash runs the scenario replayCrash of spec/consumer.go, which
+// says what it does and what its metrics mean.
+// A consumer that commits past the failed record before its replay
+// settled it (skipping it, or committing the batch it rewound) leaves
+// e-2, or e-1, without its effect.
 func replayCrash(ctx context.Context, e *Env) error {
 	topic, placed, err := e.startChain(ctx, "rcrash", 2)
 	if err != nil {

@@ -22,9 +22,8 @@ var lifecycleSteps = []struct {
 	version  int64
 }{{"PLACED", "PAID", 2}, {"PAID", "SHIPPED", 3}}
 
-// orderLifecycle: 4 orders placed, paid, shipped (12 intents) on a topic
-// of 3 partitions; one relay round publishes them in id order; one
-// consumer applies them.
+// orderLifecycle runs the scenario orderLifecycle of spec/consumer.go, which
+// says what it does and what its metrics mean.
 func orderLifecycle(ctx context.Context, e *Env) error {
 	const n = 4
 	topic, err := e.topicN(ctx, "", lifecyclePartitions)

@@ -9,9 +9,8 @@ import (
 
 // A consumer restart after clean commits (spec/consumer.go).
 
-// consumerRestart: e-1 and e-2 published, e-2 twice (offsets 0, 1, 2);
-// consumer-1 drains them and stops cleanly; e-3 is published (offset 3);
-// consumer-2 of the same group takes over from the committed offset.
+// consumerRestart runs the scenario consumerRestart of spec/consumer.go, which
+// says what it does and what its metrics mean.
 func consumerRestart(ctx context.Context, e *Env) error {
 	topic, err := e.Topic(ctx, "")
 	if err != nil {

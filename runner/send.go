@@ -12,6 +12,8 @@ import (
 
 // The send boundary (spec/send.go); relayKill9 is in kill.go.
 
+// sendBeforeMarkCrash runs the scenario sendBeforeMarkCrash of spec/send.go, which
+// says what it does and what its metrics mean.
 func sendBeforeMarkCrash(ctx context.Context, e *Env) error {
 	topic, placed, err := e.startChain(ctx, "crash", 1)
 	if err != nil {
@@ -79,11 +81,13 @@ func sendBeforeMarkCrash(ctx context.Context, e *Env) error {
 	return nil
 }
 
-// concurrentRelays is one function of five phases (both relays claim at
-// once and hold, one claims again while everything is held, both publish
-// and mark what they hold, a sweep, the measurement) because each phase
-// checks what the previous ones claimed: split, the parts would pass the
-// held claims back and forth.
+// concurrentRelays runs the scenario concurrentRelays of spec/send.go, which
+// says what it does and what its metrics mean.
+// It is one function of five phases (both relays claim at once and hold,
+// one claims again while everything is held, both publish and mark what
+// they hold, a sweep, the measurement) because each phase checks what the
+// previous ones claimed: split, the parts would pass the held claims back
+// and forth.
 func concurrentRelays(ctx context.Context, e *Env) error {
 	const n = 8
 	topic, _, err := e.startChain(ctx, "race", n)

@@ -58,6 +58,9 @@ var claimCases = []struct {
 	{"wrongAudience", func(t *tokenSpec) { t.claims.Audience = jwt.ClaimStrings{"billing"} }},
 }
 
+// tokenScenario runs a scenario of one bad token of spec/tokens.go
+// (tokenMissing, tokenBadSignature, tokenExpired, tokenWrongAlg): one
+// request with the token token makes.
 func tokenScenario(token func(*Env) *tokenSpec) func(context.Context, *Env) error {
 	return func(ctx context.Context, e *Env) error {
 		cl, err := e.setupOrders(ctx, 10)
@@ -93,7 +96,9 @@ func claimCase(name string) func(*tokenSpec) {
 	return func(*tokenSpec) {}
 }
 
-// tokenClaims sends the five tokens of claimCases, one request each.
+// tokenClaims runs the scenario tokenClaims of spec/tokens.go, which
+// says what it does and what its metrics mean.
+// It sends the five tokens of claimCases, one request each.
 func tokenClaims(ctx context.Context, e *Env) error {
 	cl, err := e.setupOrders(ctx, 10)
 	if err != nil {
