@@ -1,6 +1,9 @@
 package checks
 
 // The ack boundary (spec/ack.go).
+
+// offsetReplay derives the scenario offsetReplay of spec/ack.go: its metrics
+// as the spec's meanings define them, from the replay.
 var offsetReplay = derivation{
 	metrics: func(f facts) []metricValue {
 		return []metricValue{

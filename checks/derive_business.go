@@ -8,11 +8,17 @@ import (
 
 // Orders of several users and several lines (spec/placement.go), from the
 // client's records (order_request) and the orders committed.
+
+// twoUsersOneKey derives the scenario twoUsersOneKey of spec/placement.go:
+// its metrics as the spec's meanings define them, from the replay.
 var twoUsersOneKey = derivation{metrics: func(f facts) []metricValue {
 	orders, _, _ := f.countOrders()
 	ids, own, cross := f.answersByUser()
 	return []metricValue{num("orders", orders), num("distinctOrderIds", ids), num("ownReplays", own), num("crossAnswers", cross)}
 }}
+
+// orderAmounts derives the scenario orderAmounts of spec/placement.go: its
+// metrics as the spec's meanings define them, from the replay.
 var orderAmounts = derivation{metrics: func(f facts) []metricValue {
 	orders, lines, _ := f.countOrders()
 	return []metricValue{num("orders", orders), num("lines", lines), f.amountTotal("amountCents"), f.amountsOff("amountsOff")}

@@ -3,6 +3,9 @@ package checks
 import "strings"
 
 // The chain without faults (spec/chain.go).
+
+// normalChain derives the scenario normalChain of spec/chain.go: its metrics
+// as the spec's meanings define them, from the replay.
 var normalChain = derivation{metrics: func(f facts) []metricValue {
 	return []metricValue{
 		f.perIntent("outboxTx", func(e string) metricValue {
@@ -22,6 +25,10 @@ var normalChain = derivation{metrics: func(f facts) []metricValue {
 		}),
 	}
 }}
+
+// businessInvariants derives the scenario businessInvariants of
+// spec/chain.go: its metrics as the spec's meanings define them, from the
+// replay.
 var businessInvariants = derivation{metrics: func(f facts) []metricValue {
 	sent, linked := f.sent()
 	n := f.m.Counts()

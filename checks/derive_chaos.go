@@ -7,24 +7,10 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
-// The chaos scenario (spec/chaos.go), recomputed from the events:
-//
-//   - orders: orders committed (order_committed); events: outbox intents;
-//   - deliveries: receive events (every delivery, replays included);
-//     duplicatesAbsorbed: inbox_reject events; effects: distinct effects;
-//   - missing: intents with no effect (liveness after healing);
-//   - lag: over the partitions a record was seen on (published or
-//     received), the end (highest offset + 1) minus the group's last
-//     committed offset;
-//   - faults: the nemesis's fault events by kind;
-//   - unknownResolved: outcomes unknown to the actor that met them,
-//     settled by what happened after, over all of them: publishes of
-//     unknown outcome whose outcome the records received settle, and
-//     effect commits of unknown outcome a later inbox decision of their
-//     row settles (model/chaos.go).
-//
-// Beyond the metrics, a PASS without any fault is inconclusive
-// (scenario-not-exercised).
+// The chaos scenario (spec/chaos.go).
+
+// chaos derives the scenario chaos of spec/chaos.go: its metrics as the
+// spec's meanings define them, from the replay.
 var chaos = derivation{
 	metrics: func(f facts) []metricValue {
 		n := f.m.Counts()

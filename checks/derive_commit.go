@@ -3,6 +3,10 @@ package checks
 import "fmt"
 
 // The commit boundary (spec/commit.go).
+
+// txBoundaryRollback derives the scenario txBoundaryRollback of
+// spec/commit.go: its metrics as the spec's meanings define them, from the
+// replay.
 var txBoundaryRollback = derivation{
 	metrics: func(f facts) []metricValue {
 		_, _, idem := f.countOrders()
@@ -25,16 +29,17 @@ var txBoundaryRollback = derivation{
 	},
 	conditions: rolledBackWhole,
 }
+
+// orderCrashWindow derives the scenario orderCrashWindow of spec/commit.go:
+// its metrics as the spec's meanings define them, from the replay.
 var orderCrashWindow = derivation{metrics: func(f facts) []metricValue {
 	orders, _, _ := f.countOrders()
 	return []metricValue{num("orders", orders), num("outbox", f.m.Counts().Intents),
 		f.invariant("ordersWithoutIntent", "order-without-intent")}
 }}
 
-// rolledBackWhole is what the runner checks of txBoundaryRollback beyond
-// its line: the client got 500, the order service rolled back on the
-// duplicate key (MySQL error 1062) of a decoy's event id, and no order or
-// order line is left.
+// rolledBackWhole recomputes what txBoundaryRollback needs beyond its
+// line (its Also in spec/commit.go), each failed condition in words.
 func rolledBackWhole(f facts) []string {
 	var out []string
 	if st := f.requestStatus("status", 0); !st.ok {

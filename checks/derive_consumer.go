@@ -3,10 +3,9 @@ package checks
 import "github.com/orderflow-audit/orderflow-audit/spec"
 
 // The consumer beyond the ack boundary (spec/consumer.go).
-// orderLifecycle: orders = orders committed; intents = outbox rows;
-// partitions = distinct partitions holding a record; splitOrders =
-// orders with records on two partitions; outOfOrder = effects after an
-// effect of a higher version of their order; effects = notifications.
+
+// orderLifecycle derives the scenario orderLifecycle of spec/consumer.go:
+// its metrics as the spec's meanings define them, from the replay.
 var orderLifecycle = derivation{
 	metrics: func(f facts) []metricValue {
 		n := f.m.Counts()
@@ -27,11 +26,8 @@ var orderLifecycle = derivation{
 	},
 }
 
-// effectDbError: rolledBack = effect_rolled_back events; commitUnknown
-// = commit_unknown events; committedAtFailure = the offset the group
-// had committed when the trigger's fault was recorded (its record
-// unsettled); replays; effects = notifications; lag = end offsets minus
-// the group's last commits.
+// effectDbError derives the scenario effectDbError of spec/consumer.go: its
+// metrics as the spec's meanings define them, from the replay.
 var effectDbError = derivation{
 	metrics: func(f facts) []metricValue {
 		n := f.m.Counts()
@@ -40,8 +36,8 @@ var effectDbError = derivation{
 	},
 }
 
-// replayCrash: rolledBack; committedAtFailure as in effectDbError;
-// resumedAt = consumer-2's first receive; effects; lag.
+// replayCrash derives the scenario replayCrash of spec/consumer.go: its
+// metrics as the spec's meanings define them, from the replay.
 var replayCrash = derivation{
 	metrics: func(f facts) []metricValue {
 		n := f.m.Counts()
@@ -50,9 +46,8 @@ var replayCrash = derivation{
 	},
 }
 
-// consumerRestart: duplicates = inbox_reject events; committed =
-// consumer-1's last offset_commit; resumedAt = consumer-2's first
-// receive; replays; effects; lag.
+// consumerRestart derives the scenario consumerRestart of spec/consumer.go:
+// its metrics as the spec's meanings define them, from the replay.
 var consumerRestart = derivation{
 	metrics: func(f facts) []metricValue {
 		n := f.m.Counts()

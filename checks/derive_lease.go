@@ -1,11 +1,9 @@
 package checks
 
 // Leases (spec/lease.go).
-// selfTakeover, of the scenario's intent e: sameClaimId = its first
-// two claims have one claim_id; takeoverVersion = the claim_version of
-// the first claim of e after the first by the same claim_id (0 if
-// none); stolen = claims of e by another claim_id than the first's;
-// staleMark = rows of the last mark with claim_version 1.
+
+// selfTakeover derives the scenario selfTakeover of spec/lease.go: its
+// metrics as the spec's meanings define them, from the replay.
 var selfTakeover = derivation{metrics: func(f facts) []metricValue {
 	return []metricValue{
 		f.perIntent("sameClaimId", func(e string) metricValue {
@@ -42,9 +40,8 @@ var selfTakeover = derivation{metrics: func(f facts) []metricValue {
 	}
 }}
 
-// batchSelfTakeover: staleMarks = marks that hit no row, marks =
-// marks that hit one, over every token of every intent (a token's
-// last mark).
+// batchSelfTakeover derives the scenario batchSelfTakeover of spec/lease.go:
+// its metrics as the spec's meanings define them, from the replay.
 var batchSelfTakeover = derivation{metrics: func(f facts) []metricValue {
 	sent, _ := f.sent()
 	n := f.m.Counts()
@@ -64,8 +61,8 @@ var batchSelfTakeover = derivation{metrics: func(f facts) []metricValue {
 		num("marks", hit), num("sent", sent), num("effects", n.Notifications)}
 }}
 
-// relayClockSkew: leasesOffClock = claims breaking lease-off-claim;
-// steals = takeovers by another claim_id than the row's holder.
+// relayClockSkew derives the scenario relayClockSkew of spec/lease.go: its
+// metrics as the spec's meanings define them, from the replay.
 var relayClockSkew = derivation{metrics: func(f facts) []metricValue {
 	sent, _ := f.sent()
 	n := f.m.Counts()

@@ -3,11 +3,18 @@ package checks
 import "fmt"
 
 // Order placement (spec/placement.go).
+
+// placement derives the scenario placement of spec/placement.go: its metrics
+// as the spec's meanings define them, from the replay.
 var placement = derivation{metrics: func(f facts) []metricValue {
 	orders, _, idem := f.countOrders()
 	return []metricValue{f.requestStatus("status", 0), num("orders", orders), num("stock", f.stockSum()),
 		num("idemRows", idem), num("outbox", f.m.Counts().Intents)}
 }}
+
+// idempotentReplay derives the scenario idempotentReplay of
+// spec/placement.go: its metrics as the spec's meanings define them, from
+// the replay.
 var idempotentReplay = derivation{metrics: func(f facts) []metricValue {
 	orders, _, idem := f.countOrders()
 	same := unknown("sameOrder", "fewer than two answers")
@@ -24,6 +31,10 @@ var idempotentReplay = derivation{metrics: func(f facts) []metricValue {
 	return []metricValue{f.requestStatus("status", 0), f.requestStatus("replayStatus", 1), same,
 		num("orders", orders), num("idemRows", idem)}
 }}
+
+// keyReuseOtherBody derives the scenario keyReuseOtherBody of
+// spec/placement.go: its metrics as the spec's meanings define them, from
+// the replay.
 var keyReuseOtherBody = derivation{
 	metrics: func(f facts) []metricValue {
 		orders, _, idem := f.countOrders()
@@ -43,6 +54,10 @@ var keyReuseOtherBody = derivation{
 		return nil
 	},
 }
+
+// concurrentDuplicates derives the scenario concurrentDuplicates of
+// spec/placement.go: its metrics as the spec's meanings define them, from
+// the replay.
 var concurrentDuplicates = derivation{
 	metrics: func(f facts) []metricValue {
 		orders, _, idem := f.countOrders()
@@ -51,10 +66,17 @@ var concurrentDuplicates = derivation{
 	},
 	conditions: onlyStatuses(201, 409), // the runner: a duplicate gets 201 or 409
 }
+
+// insufficientStock derives the scenario insufficientStock of
+// spec/placement.go: its metrics as the spec's meanings define them, from
+// the replay.
 var insufficientStock = derivation{metrics: func(f facts) []metricValue {
 	orders, _, idem := f.countOrders()
 	return []metricValue{f.requestStatus("status", 0), num("stock", f.stockSum()), num("orders", orders), num("idemRows", idem)}
 }}
+
+// noOversell derives the scenario noOversell of spec/placement.go: its
+// metrics as the spec's meanings define them, from the replay.
 var noOversell = derivation{
 	metrics: func(f facts) []metricValue {
 		return []metricValue{num("requests", f.answerCount()), num("accepted", f.answeredWith(201)),

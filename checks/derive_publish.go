@@ -1,11 +1,9 @@
 package checks
 
 // Publish failures (spec/publish.go).
-// publishFailures: refused = publish events with an error; unknown =
-// publish_unknown events; marksAfterFailure = marks that hit a row
-// after their claim's last publish failed; retried = takeovers by the
-// claim id that held the row; records = distinct records received;
-// duplicatesAbsorbed = inbox_reject events.
+
+// publishFailures derives the scenario publishFailures of spec/publish.go:
+// its metrics as the spec's meanings define them, from the replay.
 var publishFailures = derivation{
 	metrics: func(f facts) []metricValue {
 		sent, _ := f.sent()

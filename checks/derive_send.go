@@ -10,6 +10,10 @@ import (
 )
 
 // The send boundary (spec/send.go).
+
+// sendBeforeMarkCrash derives the scenario sendBeforeMarkCrash of
+// spec/send.go: its metrics as the spec's meanings define them, from the
+// replay.
 var sendBeforeMarkCrash = derivation{
 	metrics: func(f facts) []metricValue {
 		return []metricValue{f.deliveries("deliveries"), f.effects("businessEffects"),
@@ -17,9 +21,8 @@ var sendBeforeMarkCrash = derivation{
 	},
 }
 
-// concurrentRelays: overlap = a claim was made while another relay
-// held a live claim; without one the scenario did not show what it is
-// for (inconclusive).
+// concurrentRelays derives the scenario concurrentRelays of spec/send.go:
+// its metrics as the spec's meanings define them, from the replay.
 var concurrentRelays = derivation{
 	metrics: func(f facts) []metricValue {
 		sent, _ := f.sent()
@@ -35,10 +38,8 @@ var concurrentRelays = derivation{
 	},
 }
 
-// relayKill9: killed = a fault event at after-publish-before-mark
-// exists; takeoverVersion = claim_version of the first claim of e with
-// another claim_id than e's first claim (0 if none); deliveries,
-// businessEffects, state as in sendBeforeMarkCrash.
+// relayKill9 derives the scenario relayKill9 of spec/send.go: its metrics as
+// the spec's meanings define them, from the replay.
 var relayKill9 = derivation{metrics: func(f facts) []metricValue {
 	killed := slices.Contains(f.m.Faults(), string(spec.AfterPublishBeforeMark))
 	return []metricValue{

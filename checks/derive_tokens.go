@@ -2,17 +2,18 @@ package checks
 
 import "github.com/orderflow-audit/orderflow-audit/spec"
 
-// Bearer tokens (spec/tokens.go): the answer's status and every write the
-// request made (rows of orders, lines, idempotency records, intents, and
-// stock moved away from its seed).
-// badToken derives tokenMissing, tokenBadSignature, tokenExpired and
-// tokenWrongAlg.
+// Bearer tokens (spec/tokens.go).
+
+// badToken derives the scenarios of one bad token of spec/tokens.go
+// (tokenMissing, tokenBadSignature, tokenExpired, tokenWrongAlg).
 var badToken = derivation{metrics: func(f facts) []metricValue {
 	return []metricValue{f.requestStatus("status", 0), num("writes", f.writes())}
 }}
 
-// tokenClaims: each metric but writes is the answer to the client's
-// request whose idempotency key is the metric's name.
+// tokenClaims derives the scenario tokenClaims of spec/tokens.go: its
+// metrics as the spec's meanings define them, from the replay.
+// Each metric but writes is the answer to the client's request whose
+// idempotency key is the metric's name.
 var tokenClaims = derivation{metrics: func(f facts) []metricValue {
 	s, _ := spec.Lookup("tokenClaims")
 	var out []metricValue

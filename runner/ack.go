@@ -12,8 +12,8 @@ import (
 
 // The ack boundary (spec/ack.go).
 
-// offsetReplay runs the scenario offsetReplay of spec/ack.go, which
-// says what it does and what its metrics mean.
+// offsetReplay runs the scenario offsetReplay of spec/ack.go, which says
+// what it does and what its metrics mean.
 func offsetReplay(ctx context.Context, e *Env) error {
 	topic, placed, err := e.startChain(ctx, "replay", 1)
 	if err != nil {

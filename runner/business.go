@@ -17,8 +17,8 @@ import (
 // otherUser is the second principal of twoUsersOneKey.
 const otherUser = "bob"
 
-// twoUsersOneKey runs the scenario twoUsersOneKey of spec/placement.go, which
-// says what it does and what its metrics mean.
+// twoUsersOneKey runs the scenario twoUsersOneKey of spec/placement.go,
+// which says what it does and what its metrics mean.
 func twoUsersOneKey(ctx context.Context, e *Env) error {
 	cl, err := e.setupOrders(ctx, 10)
 	if err != nil {

@@ -31,8 +31,8 @@ func (e *Env) placeCommitted(ctx context.Context, cl *orders.Client, key string)
 	return res.Order, nil
 }
 
-// normalChain runs the scenario normalChain of spec/chain.go, which
-// says what it does and what its metrics mean.
+// normalChain runs the scenario normalChain of spec/chain.go, which says
+// what it does and what its metrics mean.
 func normalChain(ctx context.Context, e *Env) error {
 	topic, placed, err := e.startChain(ctx, "normal", 1)
 	if err != nil {
@@ -113,8 +113,8 @@ func normalChain(ctx context.Context, e *Env) error {
 	return nil
 }
 
-// businessInvariants runs the scenario businessInvariants of spec/chain.go, which
-// says what it does and what its metrics mean.
+// businessInvariants runs the scenario businessInvariants of spec/chain.go,
+// which says what it does and what its metrics mean.
 func businessInvariants(ctx context.Context, e *Env) error {
 	const n = 3
 	topic, _, err := e.startChain(ctx, "inv", n)

@@ -37,8 +37,8 @@ func (e *Env) seedDecoy(ctx context.Context) (string, outboxRow, error) {
 	})
 }
 
-// txBoundaryRollback runs the scenario txBoundaryRollback of spec/commit.go, which
-// says what it does and what its metrics mean.
+// txBoundaryRollback runs the scenario txBoundaryRollback of spec/commit.go,
+// which says what it does and what its metrics mean.
 func txBoundaryRollback(ctx context.Context, e *Env) error {
 	const stock = 10
 	if err := e.SeedStock(ctx, defaultSKU, stock); err != nil {
@@ -105,8 +105,8 @@ func txBoundaryRollback(ctx context.Context, e *Env) error {
 	return nil
 }
 
-// orderCrashWindow runs the scenario orderCrashWindow of spec/commit.go, which
-// says what it does and what its metrics mean.
+// orderCrashWindow runs the scenario orderCrashWindow of spec/commit.go,
+// which says what it does and what its metrics mean.
 func orderCrashWindow(ctx context.Context, e *Env) error {
 	if err := e.SeedStock(ctx, defaultSKU, 10); err != nil {
 		return err

@@ -145,8 +145,8 @@ func (e *Env) measureEffectDbError(ctx context.Context, topic, group string, st 
 	return nil
 }
 
-// replayCrash runs the scenario replayCrash of spec/consumer.go, which
-// says what it does and what its metrics mean.
+// replayCrash runs the scenario replayCrash of spec/consumer.go, which says
+// what it does and what its metrics mean.
 // A consumer that commits past the failed record before its replay
 // settled it (skipping it, or committing the batch it rewound) leaves
 // e-2, or e-1, without its effect.

@@ -21,8 +21,8 @@ const killLease = 400 * time.Millisecond
 // below this it cannot pass).
 const killMinTimeout = 3 * time.Second
 
-// relayKill9 runs the scenario relayKill9 of spec/send.go, which
-// says what it does and what its metrics mean.
+// relayKill9 runs the scenario relayKill9 of spec/send.go, which says what
+// it does and what its metrics mean.
 func relayKill9(ctx context.Context, e *Env) error {
 	if e.exe == "" {
 		return errors.New("no executable to start an actor process from")

@@ -12,8 +12,8 @@ import (
 
 // Leases (spec/lease.go).
 
-// batchSelfTakeover runs the scenario batchSelfTakeover of spec/lease.go, which
-// says what it does and what its metrics mean.
+// batchSelfTakeover runs the scenario batchSelfTakeover of spec/lease.go,
+// which says what it does and what its metrics mean.
 func batchSelfTakeover(ctx context.Context, e *Env) error {
 	topic, placed, err := e.startChain(ctx, "batchself", 2)
 	if err != nil {
@@ -69,8 +69,8 @@ func batchSelfTakeover(ctx context.Context, e *Env) error {
 	return nil
 }
 
-// selfTakeover runs the scenario selfTakeover of spec/lease.go, which
-// says what it does and what its metrics mean.
+// selfTakeover runs the scenario selfTakeover of spec/lease.go, which says
+// what it does and what its metrics mean.
 func selfTakeover(ctx context.Context, e *Env) error {
 	topic, placed, err := e.startChain(ctx, "self", 1)
 	if err != nil {

@@ -47,8 +47,8 @@ func (e *Env) setupOrders(ctx context.Context, stock int64) (*orders.Client, err
 	return e.Orders()
 }
 
-// placement runs the scenario placement of spec/placement.go, which
-// says what it does and what its metrics mean.
+// placement runs the scenario placement of spec/placement.go, which says
+// what it does and what its metrics mean.
 func placement(ctx context.Context, e *Env) error {
 	cl, err := e.setupOrders(ctx, 10)
 	if err != nil {
@@ -70,8 +70,8 @@ func placement(ctx context.Context, e *Env) error {
 	return nil
 }
 
-// idempotentReplay runs the scenario idempotentReplay of spec/placement.go, which
-// says what it does and what its metrics mean.
+// idempotentReplay runs the scenario idempotentReplay of spec/placement.go,
+// which says what it does and what its metrics mean.
 func idempotentReplay(ctx context.Context, e *Env) error {
 	cl, err := e.setupOrders(ctx, 10)
 	if err != nil {
@@ -99,8 +99,8 @@ func idempotentReplay(ctx context.Context, e *Env) error {
 	return nil
 }
 
-// keyReuseOtherBody runs the scenario keyReuseOtherBody of spec/placement.go, which
-// says what it does and what its metrics mean.
+// keyReuseOtherBody runs the scenario keyReuseOtherBody of
+// spec/placement.go, which says what it does and what its metrics mean.
 func keyReuseOtherBody(ctx context.Context, e *Env) error {
 	cl, err := e.setupOrders(ctx, 10)
 	if err != nil {
@@ -167,8 +167,8 @@ func answered(results []orders.Result) int {
 	return n
 }
 
-// concurrentDuplicates runs the scenario concurrentDuplicates of spec/placement.go, which
-// says what it does and what its metrics mean.
+// concurrentDuplicates runs the scenario concurrentDuplicates of
+// spec/placement.go, which says what it does and what its metrics mean.
 func concurrentDuplicates(ctx context.Context, e *Env) error {
 	const n = 10
 	cl, err := e.setupOrders(ctx, 100)
@@ -233,8 +233,8 @@ func barrier(n int, wait time.Duration) func() error {
 	}
 }
 
-// insufficientStock runs the scenario insufficientStock of spec/placement.go, which
-// says what it does and what its metrics mean.
+// insufficientStock runs the scenario insufficientStock of
+// spec/placement.go, which says what it does and what its metrics mean.
 func insufficientStock(ctx context.Context, e *Env) error {
 	cl, err := e.setupOrders(ctx, 1)
 	if err != nil {
@@ -255,8 +255,8 @@ func insufficientStock(ctx context.Context, e *Env) error {
 	return nil
 }
 
-// noOversell runs the scenario noOversell of spec/placement.go, which
-// says what it does and what its metrics mean.
+// noOversell runs the scenario noOversell of spec/placement.go, which says
+// what it does and what its metrics mean.
 func noOversell(ctx context.Context, e *Env) error {
 	const n, stock = 20, 10
 	cl, err := e.setupOrders(ctx, stock)

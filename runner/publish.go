@@ -28,8 +28,8 @@ type brokerFault struct {
 	what    string
 }
 
-// publishFailures runs the scenario publishFailures of spec/publish.go, which
-// says what it does and what its metrics mean.
+// publishFailures runs the scenario publishFailures of spec/publish.go,
+// which says what it does and what its metrics mean.
 // The broker fails the intents in the order the relay publishes them, so
 // that the unanswered request comes last.
 func publishFailures(ctx context.Context, e *Env) error {

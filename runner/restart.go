@@ -9,8 +9,8 @@ import (
 
 // A consumer restart after clean commits (spec/consumer.go).
 
-// consumerRestart runs the scenario consumerRestart of spec/consumer.go, which
-// says what it does and what its metrics mean.
+// consumerRestart runs the scenario consumerRestart of spec/consumer.go,
+// which says what it does and what its metrics mean.
 func consumerRestart(ctx context.Context, e *Env) error {
 	topic, err := e.Topic(ctx, "")
 	if err != nil {

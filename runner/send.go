@@ -12,8 +12,8 @@ import (
 
 // The send boundary (spec/send.go); relayKill9 is in kill.go.
 
-// sendBeforeMarkCrash runs the scenario sendBeforeMarkCrash of spec/send.go, which
-// says what it does and what its metrics mean.
+// sendBeforeMarkCrash runs the scenario sendBeforeMarkCrash of spec/send.go,
+// which says what it does and what its metrics mean.
 func sendBeforeMarkCrash(ctx context.Context, e *Env) error {
 	topic, placed, err := e.startChain(ctx, "crash", 1)
 	if err != nil {

@@ -96,8 +96,8 @@ func claimCase(name string) func(*tokenSpec) {
 	return func(*tokenSpec) {}
 }
 
-// tokenClaims runs the scenario tokenClaims of spec/tokens.go, which
-// says what it does and what its metrics mean.
+// tokenClaims runs the scenario tokenClaims of spec/tokens.go, which says
+// what it does and what its metrics mean.
 // It sends the five tokens of claimCases, one request each.
 func tokenClaims(ctx context.Context, e *Env) error {
 	cl, err := e.setupOrders(ctx, 10)
