@@ -10,7 +10,11 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
-// The ack boundary (spec/ack.go).
+// ackRuns are the scenarios this file runs, by id (runs). The ack boundary
+// (spec/ack.go).
+var ackRuns = map[string]runFunc{
+	"offsetReplay": offsetReplay,
+}
 
 // offsetReplay runs the scenario offsetReplay of spec/ack.go, which says
 // what it does and what its metrics mean.

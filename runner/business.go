@@ -10,9 +10,13 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/orders"
 )
 
-// Orders of several users and several lines (spec/placement.go): an
-// idempotency key belongs to its user, and an order's amount is what its
-// lines cost.
+// businessRuns are the scenarios this file runs, by id (runs). Orders of
+// several users and several lines (spec/placement.go): an idempotency key
+// belongs to its user, and an order's amount is what its lines cost.
+var businessRuns = map[string]runFunc{
+	"twoUsersOneKey": twoUsersOneKey,
+	"orderAmounts":   orderAmounts,
+}
 
 // otherUser is the second principal of twoUsersOneKey.
 const otherUser = "bob"

@@ -11,7 +11,12 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/orders"
 )
 
-// The chain without faults (spec/chain.go).
+// chainRuns are the scenarios this file runs, by id (runs). The chain
+// without faults (spec/chain.go).
+var chainRuns = map[string]runFunc{
+	"normalChain":        normalChain,
+	"businessInvariants": businessInvariants,
+}
 
 // placeOne places one order of qty of the default SKU for the default
 // principal with idempotency key key.

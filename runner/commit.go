@@ -9,7 +9,12 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
-// The commit boundary (spec/commit.go).
+// commitRuns are the scenarios this file runs, by id (runs). The commit
+// boundary (spec/commit.go).
+var commitRuns = map[string]runFunc{
+	"txBoundaryRollback": txBoundaryRollback,
+	"orderCrashWindow":   orderCrashWindow,
+}
 
 // seedDecoy inserts a decoy outbox row whose event id is the one the next
 // order's intent will take, records it, and returns it as read back.

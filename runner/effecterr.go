@@ -14,8 +14,12 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
-// Database errors inside the consumer's effect transaction
-// (spec/consumer.go).
+// effectErrorRuns are the scenarios this file runs, by id (runs). Database
+// errors inside the consumer's effect transaction (spec/consumer.go).
+var effectErrorRuns = map[string]runFunc{
+	"effectDbError": effectDbError,
+	"replayCrash":   replayCrash,
+}
 
 // The trigger effectDbError puts on notification: it refuses the effect
 // insert of one event id (interpolated: DDL takes no placeholders, and the

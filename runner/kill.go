@@ -11,6 +11,12 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
+// killRuns are the scenarios this file runs, by id (runs): relayKill9 of
+// the send boundary (spec/send.go).
+var killRuns = map[string]runFunc{
+	"relayKill9": relayKill9,
+}
+
 // killLease is relay A's lease: short, so that it runs out by itself on the
 // database clock instead of being aged by SQL.
 const killLease = 400 * time.Millisecond

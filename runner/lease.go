@@ -10,7 +10,13 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
-// Leases (spec/lease.go).
+// leaseRuns are the scenarios this file runs, by id (runs). Leases
+// (spec/lease.go).
+var leaseRuns = map[string]runFunc{
+	"selfTakeover":      selfTakeover,
+	"batchSelfTakeover": batchSelfTakeover,
+	"relayClockSkew":    relayClockSkew,
+}
 
 // batchSelfTakeover runs the scenario batchSelfTakeover of spec/lease.go,
 // which says what it does and what its metrics mean.

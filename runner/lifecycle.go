@@ -8,7 +8,11 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 )
 
-// Several events per order (spec/consumer.go).
+// lifecycleRuns are the scenarios this file runs, by id (runs). Several
+// events per order (spec/consumer.go).
+var lifecycleRuns = map[string]runFunc{
+	"orderLifecycle": orderLifecycle,
+}
 
 // lifecyclePartitions is the partition count of orderLifecycle's topic:
 // keyed by order id 1..4, kgo's murmur2 partitioner puts the orders on

@@ -12,8 +12,17 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
-// Order placement (spec/placement.go): the order transaction, idempotency
-// keys and stock, driven over HTTP as a client would.
+// placementRuns are the scenarios this file runs, by id (runs). Order
+// placement (spec/placement.go): the order transaction, idempotency keys and
+// stock, driven over HTTP as a client would.
+var placementRuns = map[string]runFunc{
+	"placement":            placement,
+	"idempotentReplay":     idempotentReplay,
+	"keyReuseOtherBody":    keyReuseOtherBody,
+	"concurrentDuplicates": concurrentDuplicates,
+	"insufficientStock":    insufficientStock,
+	"noOversell":           noOversell,
+}
 
 // counts are the rows the order transaction writes.
 type counts struct{ orders, lines, idem, outbox, stock int64 }

@@ -11,7 +11,11 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
-// Publish failures (spec/publish.go).
+// publishRuns are the scenarios this file runs, by id (runs). Publish
+// failures (spec/publish.go).
+var publishRuns = map[string]runFunc{
+	"publishFailures": publishFailures,
+}
 
 // failuresPublishTimeout is the relay's publish timeout in
 // publishFailures: the two unknown outcomes wait for it, and the first

@@ -7,7 +7,11 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/runner/sut"
 )
 
-// A consumer restart after clean commits (spec/consumer.go).
+// restartRuns are the scenarios this file runs, by id (runs). A consumer
+// restart after clean commits (spec/consumer.go).
+var restartRuns = map[string]runFunc{
+	"consumerRestart": consumerRestart,
+}
 
 // consumerRestart runs the scenario consumerRestart of spec/consumer.go,
 // which says what it does and what its metrics mean.

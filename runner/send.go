@@ -10,7 +10,12 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
-// The send boundary (spec/send.go); relayKill9 is in kill.go.
+// sendRuns are the scenarios this file runs, by id (runs). The send boundary
+// (spec/send.go).
+var sendRuns = map[string]runFunc{
+	"sendBeforeMarkCrash": sendBeforeMarkCrash,
+	"concurrentRelays":    concurrentRelays,
+}
 
 // sendBeforeMarkCrash runs the scenario sendBeforeMarkCrash of spec/send.go,
 // which says what it does and what its metrics mean.

@@ -9,7 +9,15 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/orders"
 )
 
-// Bearer tokens (spec/tokens.go).
+// tokenRuns are the scenarios this file runs, by id (runs). Bearer tokens
+// (spec/tokens.go).
+var tokenRuns = map[string]runFunc{
+	"tokenMissing":      tokenScenario(noToken),
+	"tokenBadSignature": tokenScenario(badSignature),
+	"tokenExpired":      tokenScenario(expiredToken),
+	"tokenWrongAlg":     tokenScenario(wrongAlgToken),
+	"tokenClaims":       tokenClaims,
+}
 
 // otherKey is an HS256 secret of the right size that is not the
 // service's.
