@@ -6,23 +6,21 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/checks/model"
 )
 
-// Orders of several users and several lines (spec/placement.go), from the
-// client's records (order_request) and the orders committed.
-
-// twoUsersOneKey derives the scenario twoUsersOneKey of spec/placement.go:
-// its metrics as the spec's meanings define them, from the replay.
-var twoUsersOneKey = derivation{metrics: func(f facts) []metricValue {
-	orders, _, _ := f.countOrders()
-	ids, own, cross := f.answersByUser()
-	return []metricValue{num("orders", orders), num("distinctOrderIds", ids), num("ownReplays", own), num("crossAnswers", cross)}
-}}
-
-// orderAmounts derives the scenario orderAmounts of spec/placement.go: its
-// metrics as the spec's meanings define them, from the replay.
-var orderAmounts = derivation{metrics: func(f facts) []metricValue {
-	orders, lines, _ := f.countOrders()
-	return []metricValue{num("orders", orders), num("lines", lines), f.amountTotal("amountCents"), f.amountsOff("amountsOff")}
-}}
+// businessDerivations are the derivations of this file's scenarios, by id
+// (derivations). Orders of several users and several lines
+// (spec/placement.go), from the client's records (order_request) and the
+// orders committed.
+var businessDerivations = map[string]derivation{
+	"twoUsersOneKey": {metrics: func(f facts) []metricValue {
+		orders, _, _ := f.countOrders()
+		ids, own, cross := f.answersByUser()
+		return []metricValue{num("orders", orders), num("distinctOrderIds", ids), num("ownReplays", own), num("crossAnswers", cross)}
+	}},
+	"orderAmounts": {metrics: func(f facts) []metricValue {
+		orders, lines, _ := f.countOrders()
+		return []metricValue{num("orders", orders), num("lines", lines), f.amountTotal("amountCents"), f.amountsOff("amountsOff")}
+	}},
+}
 
 // answersByUser reads the client's 2xx answers: how many distinct orders
 // they named, how many repeated the order of the same user's first 2xx

@@ -2,41 +2,37 @@ package checks
 
 import "fmt"
 
-// The commit boundary (spec/commit.go).
-
-// txBoundaryRollback derives the scenario txBoundaryRollback of
-// spec/commit.go: its metrics as the spec's meanings define them, from the
-// replay.
-var txBoundaryRollback = derivation{
-	metrics: func(f facts) []metricValue {
-		_, _, idem := f.countOrders()
-		rollback := true
-		for in := range f.m.Intents() {
-			if in.AggregateID != -1 {
-				rollback = false
+// commitDerivations are the derivations of this file's scenarios, by id
+// (derivations). The commit boundary (spec/commit.go).
+var commitDerivations = map[string]derivation{
+	"txBoundaryRollback": {
+		metrics: func(f facts) []metricValue {
+			_, _, idem := f.countOrders()
+			rollback := true
+			for in := range f.m.Intents() {
+				if in.AggregateID != -1 {
+					rollback = false
+				}
 			}
-		}
-		return []metricValue{f.seededStock("stock"), num("idemRows", idem), flag("outboxRollback", rollback),
-			flag("seedUntouched", f.seedUntouched())}
-	},
-	injected: func(f facts) string {
-		for _, id := range f.m.RolledBack() {
-			if in, ok := f.m.Intent(id); ok && in.Decoy {
-				return ""
+			return []metricValue{f.seededStock("stock"), num("idemRows", idem), flag("outboxRollback", rollback),
+				flag("seedUntouched", f.seedUntouched())}
+		},
+		injected: func(f facts) string {
+			for _, id := range f.m.RolledBack() {
+				if in, ok := f.m.Intent(id); ok && in.Decoy {
+					return ""
+				}
 			}
-		}
-		return "no order transaction rolled back on a seeded decoy's event id (the unique conflict)"
+			return "no order transaction rolled back on a seeded decoy's event id (the unique conflict)"
+		},
+		conditions: rolledBackWhole,
 	},
-	conditions: rolledBackWhole,
+	"orderCrashWindow": {metrics: func(f facts) []metricValue {
+		orders, _, _ := f.countOrders()
+		return []metricValue{num("orders", orders), num("outbox", f.m.Counts().Intents),
+			f.invariant("ordersWithoutIntent", "order-without-intent")}
+	}},
 }
-
-// orderCrashWindow derives the scenario orderCrashWindow of spec/commit.go:
-// its metrics as the spec's meanings define them, from the replay.
-var orderCrashWindow = derivation{metrics: func(f facts) []metricValue {
-	orders, _, _ := f.countOrders()
-	return []metricValue{num("orders", orders), num("outbox", f.m.Counts().Intents),
-		f.invariant("ordersWithoutIntent", "order-without-intent")}
-}}
 
 // rolledBackWhole recomputes what txBoundaryRollback needs beyond its
 // line (its Also in spec/commit.go), each failed condition in words.

@@ -2,61 +2,52 @@ package checks
 
 import "github.com/orderflow-audit/orderflow-audit/spec"
 
-// The consumer beyond the ack boundary (spec/consumer.go).
-
-// orderLifecycle derives the scenario orderLifecycle of spec/consumer.go:
-// its metrics as the spec's meanings define them, from the replay.
-var orderLifecycle = derivation{
-	metrics: func(f facts) []metricValue {
-		n := f.m.Counts()
-		var orders int64
-		for o := range f.m.Orders() {
-			if o.Row {
-				orders++
+// consumerDerivations are the derivations of this file's scenarios, by id
+// (derivations). The consumer beyond the ack boundary (spec/consumer.go).
+var consumerDerivations = map[string]derivation{
+	"orderLifecycle": {
+		metrics: func(f facts) []metricValue {
+			n := f.m.Counts()
+			var orders int64
+			for o := range f.m.Orders() {
+				if o.Row {
+					orders++
+				}
 			}
-		}
-		return []metricValue{num("orders", orders), num("intents", n.Intents), num("partitions", n.Partitions),
-			num("splitOrders", n.SplitAggregates), num("outOfOrder", n.EffectsOutOfOrder), num("effects", n.Notifications)}
+			return []metricValue{num("orders", orders), num("intents", n.Intents), num("partitions", n.Partitions),
+				num("splitOrders", n.SplitAggregates), num("outOfOrder", n.EffectsOutOfOrder), num("effects", n.Notifications)}
+		},
+		exercised: func(f facts) string {
+			if f.m.Counts().Partitions < 2 {
+				return "every record is on one partition: no order between partitions was at stake"
+			}
+			return ""
+		},
 	},
-	exercised: func(f facts) string {
-		if f.m.Counts().Partitions < 2 {
-			return "every record is on one partition: no order between partitions was at stake"
-		}
-		return ""
+	"effectDbError": {
+		metrics: func(f facts) []metricValue {
+			n := f.m.Counts()
+			return []metricValue{num("rolledBack", n.RolledBackEffects), num("commitUnknown", n.UnknownCommits), committedAtFailure(f),
+				num("replays", n.Replays), num("effects", n.Notifications), num("lag", n.Lag)}
+		},
 	},
-}
-
-// effectDbError derives the scenario effectDbError of spec/consumer.go: its
-// metrics as the spec's meanings define them, from the replay.
-var effectDbError = derivation{
-	metrics: func(f facts) []metricValue {
-		n := f.m.Counts()
-		return []metricValue{num("rolledBack", n.RolledBackEffects), num("commitUnknown", n.UnknownCommits), committedAtFailure(f),
-			num("replays", n.Replays), num("effects", n.Notifications), num("lag", n.Lag)}
+	"replayCrash": {
+		metrics: func(f facts) []metricValue {
+			n := f.m.Counts()
+			return []metricValue{num("rolledBack", n.RolledBackEffects), committedAtFailure(f), resumedAt(f), num("effects", n.Notifications),
+				num("lag", n.Lag)}
+		},
 	},
-}
-
-// replayCrash derives the scenario replayCrash of spec/consumer.go: its
-// metrics as the spec's meanings define them, from the replay.
-var replayCrash = derivation{
-	metrics: func(f facts) []metricValue {
-		n := f.m.Counts()
-		return []metricValue{num("rolledBack", n.RolledBackEffects), committedAtFailure(f), resumedAt(f), num("effects", n.Notifications),
-			num("lag", n.Lag)}
-	},
-}
-
-// consumerRestart derives the scenario consumerRestart of spec/consumer.go:
-// its metrics as the spec's meanings define them, from the replay.
-var consumerRestart = derivation{
-	metrics: func(f facts) []metricValue {
-		n := f.m.Counts()
-		committed := unknown("committed", "consumer-1 committed no offset")
-		if ps := f.m.Member("consumer-1"); len(ps) == 1 && ps[0].LastCommitted >= 0 {
-			committed = num("committed", ps[0].LastCommitted)
-		}
-		return []metricValue{num("duplicates", n.InboxRejects), committed, resumedAt(f), num("replays", n.Replays),
-			num("effects", n.Notifications), num("lag", n.Lag)}
+	"consumerRestart": {
+		metrics: func(f facts) []metricValue {
+			n := f.m.Counts()
+			committed := unknown("committed", "consumer-1 committed no offset")
+			if ps := f.m.Member("consumer-1"); len(ps) == 1 && ps[0].LastCommitted >= 0 {
+				committed = num("committed", ps[0].LastCommitted)
+			}
+			return []metricValue{num("duplicates", n.InboxRejects), committed, resumedAt(f), num("replays", n.Replays),
+				num("effects", n.Notifications), num("lag", n.Lag)}
+		},
 	},
 }
 

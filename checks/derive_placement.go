@@ -2,85 +2,66 @@ package checks
 
 import "fmt"
 
-// Order placement (spec/placement.go).
-
-// placement derives the scenario placement of spec/placement.go: its metrics
-// as the spec's meanings define them, from the replay.
-var placement = derivation{metrics: func(f facts) []metricValue {
-	orders, _, idem := f.countOrders()
-	return []metricValue{f.requestStatus("status", 0), num("orders", orders), num("stock", f.stockSum()),
-		num("idemRows", idem), num("outbox", f.m.Counts().Intents)}
-}}
-
-// idempotentReplay derives the scenario idempotentReplay of
-// spec/placement.go: its metrics as the spec's meanings define them, from
-// the replay.
-var idempotentReplay = derivation{metrics: func(f facts) []metricValue {
-	orders, _, idem := f.countOrders()
-	same := unknown("sameOrder", "fewer than two answers")
-	if cl := f.m.ClientRequests(); len(cl) >= 2 {
-		// The client's record: the same order and, byte for byte,
-		// the same answer.
-		a, b := cl[0], cl[1]
-		same = flag("sameOrder", a.OrderID != nil && b.OrderID != nil && *a.OrderID == *b.OrderID &&
-			a.BodySHA256 != "" && a.BodySHA256 == b.BodySHA256)
-	} else if reqs := f.m.Requests(); len(reqs) >= 2 {
-		a, b := reqs[0].OrderID, reqs[1].OrderID
-		same = flag("sameOrder", a != nil && b != nil && *a == *b)
-	}
-	return []metricValue{f.requestStatus("status", 0), f.requestStatus("replayStatus", 1), same,
-		num("orders", orders), num("idemRows", idem)}
-}}
-
-// keyReuseOtherBody derives the scenario keyReuseOtherBody of
-// spec/placement.go: its metrics as the spec's meanings define them, from
-// the replay.
-var keyReuseOtherBody = derivation{
-	metrics: func(f facts) []metricValue {
+// placementDerivations are the derivations of this file's scenarios, by id
+// (derivations). Order placement (spec/placement.go).
+var placementDerivations = map[string]derivation{
+	"placement": {metrics: func(f facts) []metricValue {
 		orders, _, idem := f.countOrders()
-		return []metricValue{f.requestStatus("status", 1), num("orders", orders), num("idemRows", idem)}
-	},
-	// The runner: the reuse wrote no row. Every row the replay holds
-	// comes from an order_committed (or an intent written apart).
-	conditions: func(f facts) []string {
-		n := 0
-		for range f.m.Orders() {
-			n++
-		}
-		if intents := f.m.Counts().Intents; n > 1 || intents > 1 {
-			return []string{fmt.Sprintf("the request that reused the key with another body wrote rows: %d orders and %d intents committed, want 1",
-				n, intents)}
-		}
-		return nil
-	},
-}
-
-// concurrentDuplicates derives the scenario concurrentDuplicates of
-// spec/placement.go: its metrics as the spec's meanings define them, from
-// the replay.
-var concurrentDuplicates = derivation{
-	metrics: func(f facts) []metricValue {
+		return []metricValue{f.requestStatus("status", 0), num("orders", orders), num("stock", f.stockSum()),
+			num("idemRows", idem), num("outbox", f.m.Counts().Intents)}
+	}},
+	"idempotentReplay": {metrics: func(f facts) []metricValue {
 		orders, _, idem := f.countOrders()
-		return []metricValue{num("requests", f.answerCount()), num("orders", orders),
-			num("distinctOrderIds", f.okOrders()), num("created", idem)}
+		same := unknown("sameOrder", "fewer than two answers")
+		if cl := f.m.ClientRequests(); len(cl) >= 2 {
+			// The client's record: the same order and, byte for byte,
+			// the same answer.
+			a, b := cl[0], cl[1]
+			same = flag("sameOrder", a.OrderID != nil && b.OrderID != nil && *a.OrderID == *b.OrderID &&
+				a.BodySHA256 != "" && a.BodySHA256 == b.BodySHA256)
+		} else if reqs := f.m.Requests(); len(reqs) >= 2 {
+			a, b := reqs[0].OrderID, reqs[1].OrderID
+			same = flag("sameOrder", a != nil && b != nil && *a == *b)
+		}
+		return []metricValue{f.requestStatus("status", 0), f.requestStatus("replayStatus", 1), same,
+			num("orders", orders), num("idemRows", idem)}
+	}},
+	"keyReuseOtherBody": {
+		metrics: func(f facts) []metricValue {
+			orders, _, idem := f.countOrders()
+			return []metricValue{f.requestStatus("status", 1), num("orders", orders), num("idemRows", idem)}
+		},
+		// The runner: the reuse wrote no row. Every row the replay holds
+		// comes from an order_committed (or an intent written apart).
+		conditions: func(f facts) []string {
+			n := 0
+			for range f.m.Orders() {
+				n++
+			}
+			if intents := f.m.Counts().Intents; n > 1 || intents > 1 {
+				return []string{fmt.Sprintf("the request that reused the key with another body wrote rows: %d orders and %d intents committed, want 1",
+					n, intents)}
+			}
+			return nil
+		},
 	},
-	conditions: onlyStatuses(201, 409), // the runner: a duplicate gets 201 or 409
-}
-
-// insufficientStock derives the scenario insufficientStock of
-// spec/placement.go: its metrics as the spec's meanings define them, from
-// the replay.
-var insufficientStock = derivation{metrics: func(f facts) []metricValue {
-	orders, _, idem := f.countOrders()
-	return []metricValue{f.requestStatus("status", 0), num("stock", f.stockSum()), num("orders", orders), num("idemRows", idem)}
-}}
-
-// noOversell derives the scenario noOversell of spec/placement.go: its
-// metrics as the spec's meanings define them, from the replay.
-var noOversell = derivation{
-	metrics: func(f facts) []metricValue {
-		return []metricValue{num("requests", f.answerCount()), num("accepted", f.answeredWith(201)),
-			num("rejected", f.answeredWith(409)), f.seededStock("stock")}
+	"concurrentDuplicates": {
+		metrics: func(f facts) []metricValue {
+			orders, _, idem := f.countOrders()
+			return []metricValue{num("requests", f.answerCount()), num("orders", orders),
+				num("distinctOrderIds", f.okOrders()), num("created", idem)}
+		},
+		conditions: onlyStatuses(201, 409), // the runner: a duplicate gets 201 or 409
 	},
-	conditions: onlyStatuses(201, 409), // the runner: an order gets 201 or 409
+	"insufficientStock": {metrics: func(f facts) []metricValue {
+		orders, _, idem := f.countOrders()
+		return []metricValue{f.requestStatus("status", 0), num("stock", f.stockSum()), num("orders", orders), num("idemRows", idem)}
+	}},
+	"noOversell": {
+		metrics: func(f facts) []metricValue {
+			return []metricValue{num("requests", f.answerCount()), num("accepted", f.answeredWith(201)),
+				num("rejected", f.answeredWith(409)), f.seededStock("stock")}
+		},
+		conditions: onlyStatuses(201, 409), // the runner: an order gets 201 or 409
+	},
 }

@@ -9,60 +9,53 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
-// The send boundary (spec/send.go).
-
-// sendBeforeMarkCrash derives the scenario sendBeforeMarkCrash of
-// spec/send.go: its metrics as the spec's meanings define them, from the
-// replay.
-var sendBeforeMarkCrash = derivation{
-	metrics: func(f facts) []metricValue {
-		return []metricValue{f.deliveries("deliveries"), f.effects("businessEffects"),
-			f.lastMarkRows("oldTokenCas", 1), f.rowState("state")}
+// sendDerivations are the derivations of this file's scenarios, by id
+// (derivations). The send boundary (spec/send.go).
+var sendDerivations = map[string]derivation{
+	"sendBeforeMarkCrash": {
+		metrics: func(f facts) []metricValue {
+			return []metricValue{f.deliveries("deliveries"), f.effects("businessEffects"),
+				f.lastMarkRows("oldTokenCas", 1), f.rowState("state")}
+		},
 	},
-}
-
-// concurrentRelays derives the scenario concurrentRelays of spec/send.go:
-// its metrics as the spec's meanings define them, from the replay.
-var concurrentRelays = derivation{
-	metrics: func(f facts) []metricValue {
-		sent, _ := f.sent()
-		n := f.m.Counts()
-		return []metricValue{num("claims", n.Claims), num("doubleClaims", n.DoubleClaims), flag("overlap", n.Overlaps > 0),
-			num("sent", sent), num("effects", n.Notifications)}
-	},
-	exercised: func(f facts) string {
-		if f.m.Counts().Overlaps > 0 {
-			return ""
-		}
-		return "no claim was made while another relay held a live claim: the two relays never held claims at the same time"
-	},
-}
-
-// relayKill9 derives the scenario relayKill9 of spec/send.go: its metrics as
-// the spec's meanings define them, from the replay.
-var relayKill9 = derivation{metrics: func(f facts) []metricValue {
-	killed := slices.Contains(f.m.Faults(), string(spec.AfterPublishBeforeMark))
-	return []metricValue{
-		flag("killed", killed),
-		f.perIntent("takeoverVersion", func(e string) metricValue {
-			var v int64
-			var first string
-			for _, t := range f.m.Tokens(e) {
-				if !t.Claimed {
-					continue
-				}
-				if first == "" {
-					first = t.ID
-				} else if t.ID != first {
-					v = t.Version
-					break
-				}
+	"concurrentRelays": {
+		metrics: func(f facts) []metricValue {
+			sent, _ := f.sent()
+			n := f.m.Counts()
+			return []metricValue{num("claims", n.Claims), num("doubleClaims", n.DoubleClaims), flag("overlap", n.Overlaps > 0),
+				num("sent", sent), num("effects", n.Notifications)}
+		},
+		exercised: func(f facts) string {
+			if f.m.Counts().Overlaps > 0 {
+				return ""
 			}
-			return num("takeoverVersion", v)
-		}),
-		f.deliveries("deliveries"), f.effects("businessEffects"), f.rowState("state"),
-	}
-}}
+			return "no claim was made while another relay held a live claim: the two relays never held claims at the same time"
+		},
+	},
+	"relayKill9": {metrics: func(f facts) []metricValue {
+		killed := slices.Contains(f.m.Faults(), string(spec.AfterPublishBeforeMark))
+		return []metricValue{
+			flag("killed", killed),
+			f.perIntent("takeoverVersion", func(e string) metricValue {
+				var v int64
+				var first string
+				for _, t := range f.m.Tokens(e) {
+					if !t.Claimed {
+						continue
+					}
+					if first == "" {
+						first = t.ID
+					} else if t.ID != first {
+						v = t.Version
+						break
+					}
+				}
+				return num("takeoverVersion", v)
+			}),
+			f.deliveries("deliveries"), f.effects("businessEffects"), f.rowState("state"),
+		}
+	}},
+}
 
 // lastMarkRows: the rows of the last mark of the scenario's intent with
 // claim_version version (a stale mark, once a newer claim exists).

@@ -2,29 +2,33 @@ package checks
 
 import "github.com/orderflow-audit/orderflow-audit/spec"
 
-// Bearer tokens (spec/tokens.go).
+// tokenDerivations are the derivations of this file's scenarios, by id
+// (derivations). Bearer tokens (spec/tokens.go).
+var tokenDerivations = map[string]derivation{
+	"tokenMissing":      badToken,
+	"tokenBadSignature": badToken,
+	"tokenExpired":      badToken,
+	"tokenWrongAlg":     badToken,
+	// Each metric but writes is the answer to the client's request whose
+	// idempotency key is the metric's name.
+	"tokenClaims": {metrics: func(f facts) []metricValue {
+		s, _ := spec.Lookup("tokenClaims")
+		var out []metricValue
+		for _, name := range s.MetricNames() {
+			if name == "writes" {
+				out = append(out, num("writes", f.writes()))
+				continue
+			}
+			out = append(out, f.answerTo(name))
+		}
+		return out
+	}},
+}
 
 // badToken derives the scenarios of one bad token of spec/tokens.go
 // (tokenMissing, tokenBadSignature, tokenExpired, tokenWrongAlg).
 var badToken = derivation{metrics: func(f facts) []metricValue {
 	return []metricValue{f.requestStatus("status", 0), num("writes", f.writes())}
-}}
-
-// tokenClaims derives the scenario tokenClaims of spec/tokens.go: its
-// metrics as the spec's meanings define them, from the replay.
-// Each metric but writes is the answer to the client's request whose
-// idempotency key is the metric's name.
-var tokenClaims = derivation{metrics: func(f facts) []metricValue {
-	s, _ := spec.Lookup("tokenClaims")
-	var out []metricValue
-	for _, name := range s.MetricNames() {
-		if name == "writes" {
-			out = append(out, num("writes", f.writes()))
-			continue
-		}
-		out = append(out, f.answerTo(name))
-	}
-	return out
 }}
 
 // writes counts the rows of orders, lines, idempotency records and intents

@@ -60,44 +60,28 @@ type derivation struct {
 	conditions func(f facts) []string
 }
 
-// derivations binds every scenario id of the spec to its derivation
-// (derive_<topic>.go), in the spec's run order; TestEveryScenarioDerived
-// holds the two to each other.
-var derivations = map[string]derivation{
-	// U79: derive_placement.go, derive_tokens.go, derive_business.go
-	"placement":            placement,
-	"idempotentReplay":     idempotentReplay,
-	"keyReuseOtherBody":    keyReuseOtherBody,
-	"concurrentDuplicates": concurrentDuplicates,
-	"insufficientStock":    insufficientStock,
-	"noOversell":           noOversell,
-	"tokenMissing":         badToken,
-	"tokenBadSignature":    badToken,
-	"tokenExpired":         badToken,
-	"tokenWrongAlg":        badToken,
-	"twoUsersOneKey":       twoUsersOneKey,
-	"orderAmounts":         orderAmounts,
-	"tokenClaims":          tokenClaims,
-	// U80: derive_commit.go, derive_chain.go, derive_send.go, derive_ack.go
-	"txBoundaryRollback":  txBoundaryRollback,
-	"normalChain":         normalChain,
-	"sendBeforeMarkCrash": sendBeforeMarkCrash,
-	"offsetReplay":        offsetReplay,
-	"businessInvariants":  businessInvariants,
-	// EXT: derive_send.go, derive_commit.go, derive_chaos.go,
-	// derive_consumer.go, derive_lease.go, derive_publish.go
-	"concurrentRelays":  concurrentRelays,
-	"orderCrashWindow":  orderCrashWindow,
-	"relayKill9":        relayKill9,
-	"chaos":             chaos,
-	"orderLifecycle":    orderLifecycle,
-	"effectDbError":     effectDbError,
-	"replayCrash":       replayCrash,
-	"consumerRestart":   consumerRestart,
-	"selfTakeover":      selfTakeover,
-	"batchSelfTakeover": batchSelfTakeover,
-	"relayClockSkew":    relayClockSkew,
-	"publishFailures":   publishFailures,
+// derivations binds every scenario id of the spec to its derivation, which
+// computes the scenario's metrics from the replay as its spec entry's
+// meanings (spec.Metric.Means) define them. Each derive_<topic>.go file holds the table of its own scenarios
+// (ackDerivations, ...); derivations joins those tables, and an id in two
+// of them panics at start. TestEveryScenarioDerived holds derivations and
+// the spec to each other.
+var derivations = joinDerivations(placementDerivations, tokenDerivations, businessDerivations, commitDerivations,
+	chainDerivations, sendDerivations, ackDerivations, chaosDerivations, consumerDerivations, leaseDerivations,
+	publishDerivations)
+
+// joinDerivations joins the topic files' tables.
+func joinDerivations(tables ...map[string]derivation) map[string]derivation {
+	out := map[string]derivation{}
+	for _, t := range tables {
+		for id, d := range t {
+			if _, dup := out[id]; dup {
+				panic("checks: scenario " + id + " is in two derivation tables")
+			}
+			out[id] = d
+		}
+	}
+	return out
 }
 
 // injection returns what decides whether the events show scenario s's
