@@ -1,6 +1,10 @@
 package spec
 
 import (
+	"go/ast"
+	"go/parser"
+	gotoken "go/token"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -153,6 +157,64 @@ func TestRequiredFaults(t *testing.T) {
 		}
 		if got := s.RequiredFaults(); !slices.Equal(got, c.want) {
 			t.Errorf("%s.RequiredFaults() = %v; want %v", c.id, got, c.want)
+		}
+	}
+}
+
+// TestEveryTopicInTable: every package-level []Scenario slice of a topic
+// file is named in table, so that no declared scenario is left out of
+// All (and then out of the runner's and the verifier's completeness
+// tests too).
+func TestEveryTopicInTable(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := gotoken.NewFileSet()
+	var topics, inTable []string
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			g, ok := d.(*ast.GenDecl)
+			if !ok || g.Tok != gotoken.VAR {
+				continue
+			}
+			for _, s := range g.Specs {
+				vs := s.(*ast.ValueSpec)
+				for i, id := range vs.Names {
+					if id.Name == "table" && i < len(vs.Values) {
+						ast.Inspect(vs.Values[i], func(n ast.Node) bool {
+							if x, ok := n.(*ast.Ident); ok {
+								inTable = append(inTable, x.Name)
+							}
+							return true
+						})
+					}
+					if i < len(vs.Values) {
+						if lit, ok := vs.Values[i].(*ast.CompositeLit); ok {
+							if at, ok := lit.Type.(*ast.ArrayType); ok {
+								if el, ok := at.Elt.(*ast.Ident); ok && el.Name == "Scenario" {
+									topics = append(topics, id.Name)
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	if len(topics) == 0 {
+		t.Fatal("found no topic slice: the test no longer reads the topic files")
+	}
+	for _, topic := range topics {
+		if !slices.Contains(inTable, topic) {
+			t.Errorf("%s declares scenarios but is not in table (spec/spec.go)", topic)
 		}
 	}
 }
