@@ -1,10 +1,9 @@
 package checks
 
-import "github.com/orderflow-audit/orderflow-audit/spec"
-
-// The ack boundary (spec/ack.go).
-func init() {
-	derive("offsetReplay", derivation{
+// ackDerivations are the derivations of this file's scenarios, by id
+// (derivations). The ack boundary (spec/ack.go).
+var ackDerivations = map[string]derivation{
+	"offsetReplay": {
 		metrics: func(f facts) []metricValue {
 			return []metricValue{
 				num("replay", f.m.Counts().Replays),
@@ -12,6 +11,5 @@ func init() {
 				f.effects("effects"),
 			}
 		},
-		injected: faultHit(spec.AfterEffectBeforeOffsetCommit),
-	})
+	},
 }

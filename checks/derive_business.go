@@ -6,18 +6,20 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/checks/model"
 )
 
-// Orders of several users and several lines (spec/placement.go), from the
-// client's records (order_request) and the orders committed.
-func init() {
-	derive("twoUsersOneKey", derivation{metrics: func(f facts) []metricValue {
+// businessDerivations are the derivations of this file's scenarios, by id
+// (derivations). Orders of several users and several lines
+// (spec/placement.go), from the client's records (order_request) and the
+// orders committed.
+var businessDerivations = map[string]derivation{
+	"twoUsersOneKey": {metrics: func(f facts) []metricValue {
 		orders, _, _ := f.countOrders()
 		ids, own, cross := f.answersByUser()
 		return []metricValue{num("orders", orders), num("distinctOrderIds", ids), num("ownReplays", own), num("crossAnswers", cross)}
-	}})
-	derive("orderAmounts", derivation{metrics: func(f facts) []metricValue {
+	}},
+	"orderAmounts": {metrics: func(f facts) []metricValue {
 		orders, lines, _ := f.countOrders()
 		return []metricValue{num("orders", orders), num("lines", lines), f.amountTotal("amountCents"), f.amountsOff("amountsOff")}
-	}})
+	}},
 }
 
 // answersByUser reads the client's 2xx answers: how many distinct orders

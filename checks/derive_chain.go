@@ -2,9 +2,10 @@ package checks
 
 import "strings"
 
-// The chain without faults (spec/chain.go).
-func init() {
-	derive("normalChain", derivation{metrics: func(f facts) []metricValue {
+// chainDerivations are the derivations of this file's scenarios, by id
+// (derivations). The chain without faults (spec/chain.go).
+var chainDerivations = map[string]derivation{
+	"normalChain": {metrics: func(f facts) []metricValue {
 		return []metricValue{
 			f.perIntent("outboxTx", func(e string) metricValue {
 				states := f.m.ObservedStates(e)
@@ -22,8 +23,8 @@ func init() {
 				return text("duplicateBlocked", "none")
 			}),
 		}
-	}})
-	derive("businessInvariants", derivation{metrics: func(f facts) []metricValue {
+	}},
+	"businessInvariants": {metrics: func(f facts) []metricValue {
 		sent, linked := f.sent()
 		n := f.m.Counts()
 		return []metricValue{
@@ -35,5 +36,5 @@ func init() {
 			f.invariant("duplicatedEffects", "duplicated-effects"),
 			f.invariant("orphanEffects", "orphan-effects"),
 		}
-	}})
+	}},
 }

@@ -7,26 +7,10 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
-// The chaos scenario (spec/chaos.go), recomputed from the events:
-//
-//   - orders: orders committed (order_committed); events: outbox intents;
-//   - deliveries: receive events (every delivery, replays included);
-//     duplicatesAbsorbed: inbox_reject events; effects: distinct effects;
-//   - missing: intents with no effect (liveness after healing);
-//   - lag: over the partitions a record was seen on (published or
-//     received), the end (highest offset + 1) minus the group's last
-//     committed offset;
-//   - faults: the nemesis's fault events by kind;
-//   - unknownResolved: outcomes unknown to the actor that met them,
-//     settled by what happened after, over all of them: publishes of
-//     unknown outcome whose outcome the records received settle, and
-//     effect commits of unknown outcome a later inbox decision of their
-//     row settles (model/chaos.go).
-//
-// Beyond the metrics, a PASS without any fault is inconclusive
-// (scenario-not-exercised).
-func init() {
-	derive("chaos", derivation{
+// chaosDerivations are the derivations of this file's scenarios, by id
+// (derivations). The chaos scenario (spec/chaos.go).
+var chaosDerivations = map[string]derivation{
+	"chaos": {
 		metrics: func(f facts) []metricValue {
 			n := f.m.Counts()
 			orders, _, _ := f.countOrders()
@@ -54,7 +38,7 @@ func init() {
 			}
 			return ""
 		},
-	})
+	},
 }
 
 // chaosLag is the lag of the one group that received records.

@@ -2,9 +2,10 @@ package checks
 
 import "fmt"
 
-// The commit boundary (spec/commit.go).
-func init() {
-	derive("txBoundaryRollback", derivation{
+// commitDerivations are the derivations of this file's scenarios, by id
+// (derivations). The commit boundary (spec/commit.go).
+var commitDerivations = map[string]derivation{
+	"txBoundaryRollback": {
 		metrics: func(f facts) []metricValue {
 			_, _, idem := f.countOrders()
 			rollback := true
@@ -25,18 +26,16 @@ func init() {
 			return "no order transaction rolled back on a seeded decoy's event id (the unique conflict)"
 		},
 		conditions: rolledBackWhole,
-	})
-	derive("orderCrashWindow", derivation{metrics: func(f facts) []metricValue {
+	},
+	"orderCrashWindow": {metrics: func(f facts) []metricValue {
 		orders, _, _ := f.countOrders()
 		return []metricValue{num("orders", orders), num("outbox", f.m.Counts().Intents),
 			f.invariant("ordersWithoutIntent", "order-without-intent")}
-	}})
+	}},
 }
 
-// rolledBackWhole is what the runner checks of txBoundaryRollback beyond
-// its line: the client got 500, the order service rolled back on the
-// duplicate key (MySQL error 1062) of a decoy's event id, and no order or
-// order line is left.
+// rolledBackWhole recomputes what txBoundaryRollback needs beyond its
+// line (its Also in spec/commit.go), each failed condition in words.
 func rolledBackWhole(f facts) []string {
 	var out []string
 	if st := f.requestStatus("status", 0); !st.ok {

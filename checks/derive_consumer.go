@@ -2,13 +2,10 @@ package checks
 
 import "github.com/orderflow-audit/orderflow-audit/spec"
 
-// The consumer beyond the ack boundary (spec/consumer.go).
-func init() {
-	// orderLifecycle: orders = orders committed; intents = outbox rows;
-	// partitions = distinct partitions holding a record; splitOrders =
-	// orders with records on two partitions; outOfOrder = effects after an
-	// effect of a higher version of their order; effects = notifications.
-	derive("orderLifecycle", derivation{
+// consumerDerivations are the derivations of this file's scenarios, by id
+// (derivations). The consumer beyond the ack boundary (spec/consumer.go).
+var consumerDerivations = map[string]derivation{
+	"orderLifecycle": {
 		metrics: func(f facts) []metricValue {
 			n := f.m.Counts()
 			var orders int64
@@ -26,34 +23,22 @@ func init() {
 			}
 			return ""
 		},
-	})
-	// effectDbError: rolledBack = effect_rolled_back events; commitUnknown
-	// = commit_unknown events; committedAtFailure = the offset the group
-	// had committed when the trigger's fault was recorded (its record
-	// unsettled); replays; effects = notifications; lag = end offsets minus
-	// the group's last commits.
-	derive("effectDbError", derivation{
+	},
+	"effectDbError": {
 		metrics: func(f facts) []metricValue {
 			n := f.m.Counts()
 			return []metricValue{num("rolledBack", n.RolledBackEffects), num("commitUnknown", n.UnknownCommits), committedAtFailure(f),
 				num("replays", n.Replays), num("effects", n.Notifications), num("lag", n.Lag)}
 		},
-		injected: faultHit(spec.EffectCommitKilled, spec.EffectInsertError),
-	})
-	// replayCrash: rolledBack; committedAtFailure as in effectDbError;
-	// resumedAt = consumer-2's first receive; effects; lag.
-	derive("replayCrash", derivation{
+	},
+	"replayCrash": {
 		metrics: func(f facts) []metricValue {
 			n := f.m.Counts()
 			return []metricValue{num("rolledBack", n.RolledBackEffects), committedAtFailure(f), resumedAt(f), num("effects", n.Notifications),
 				num("lag", n.Lag)}
 		},
-		injected: faultHit(spec.EffectInsertError, spec.AfterEffectBeforeOffsetCommit),
-	})
-	// consumerRestart: duplicates = inbox_reject events; committed =
-	// consumer-1's last offset_commit; resumedAt = consumer-2's first
-	// receive; replays; effects; lag.
-	derive("consumerRestart", derivation{
+	},
+	"consumerRestart": {
 		metrics: func(f facts) []metricValue {
 			n := f.m.Counts()
 			committed := unknown("committed", "consumer-1 committed no offset")
@@ -63,7 +48,7 @@ func init() {
 			return []metricValue{num("duplicates", n.InboxRejects), committed, resumedAt(f), num("replays", n.Replays),
 				num("effects", n.Notifications), num("lag", n.Lag)}
 		},
-	})
+	},
 }
 
 // committedAtFailure: the offset the group had committed when the trigger's

@@ -1,13 +1,9 @@
 package checks
 
-// Leases (spec/lease.go).
-func init() {
-	// selfTakeover, of the scenario's intent e: sameClaimId = its first
-	// two claims have one claim_id; takeoverVersion = the claim_version of
-	// the first claim of e after the first by the same claim_id (0 if
-	// none); stolen = claims of e by another claim_id than the first's;
-	// staleMark = rows of the last mark with claim_version 1.
-	derive("selfTakeover", derivation{metrics: func(f facts) []metricValue {
+// leaseDerivations are the derivations of this file's scenarios, by id
+// (derivations). Leases (spec/lease.go).
+var leaseDerivations = map[string]derivation{
+	"selfTakeover": {metrics: func(f facts) []metricValue {
 		return []metricValue{
 			f.perIntent("sameClaimId", func(e string) metricValue {
 				ids := claimIDs(f, e)
@@ -41,11 +37,8 @@ func init() {
 			}),
 			f.lastMarkRows("staleMark", 1), f.deliveries("deliveries"), f.effects("effects"), f.rowState("state"),
 		}
-	}})
-	// batchSelfTakeover: staleMarks = marks that hit no row, marks =
-	// marks that hit one, over every token of every intent (a token's
-	// last mark).
-	derive("batchSelfTakeover", derivation{metrics: func(f facts) []metricValue {
+	}},
+	"batchSelfTakeover": {metrics: func(f facts) []metricValue {
 		sent, _ := f.sent()
 		n := f.m.Counts()
 		var stale, hit int64
@@ -62,15 +55,13 @@ func init() {
 		}
 		return []metricValue{num("claims", n.Claims), num("selfTakeovers", n.SelfTakeovers), num("staleMarks", stale),
 			num("marks", hit), num("sent", sent), num("effects", n.Notifications)}
-	}})
-	// relayClockSkew: leasesOffClock = claims breaking lease-off-claim;
-	// steals = takeovers by another claim_id than the row's holder.
-	derive("relayClockSkew", derivation{metrics: func(f facts) []metricValue {
+	}},
+	"relayClockSkew": {metrics: func(f facts) []metricValue {
 		sent, _ := f.sent()
 		n := f.m.Counts()
 		return []metricValue{num("claims", n.Claims), num("leasesOffClock", n.LeasesOffClaim),
 			num("steals", n.Takeovers-n.SelfTakeovers), num("sent", sent), num("effects", n.Notifications)}
-	}})
+	}},
 }
 
 // claimIDs returns the claim ids of the claims of e, in claim order.

@@ -2,14 +2,15 @@ package checks
 
 import "fmt"
 
-// Order placement (spec/placement.go).
-func init() {
-	derive("placement", derivation{metrics: func(f facts) []metricValue {
+// placementDerivations are the derivations of this file's scenarios, by id
+// (derivations). Order placement (spec/placement.go).
+var placementDerivations = map[string]derivation{
+	"placement": {metrics: func(f facts) []metricValue {
 		orders, _, idem := f.countOrders()
 		return []metricValue{f.requestStatus("status", 0), num("orders", orders), num("stock", f.stockSum()),
 			num("idemRows", idem), num("outbox", f.m.Counts().Intents)}
-	}})
-	derive("idempotentReplay", derivation{metrics: func(f facts) []metricValue {
+	}},
+	"idempotentReplay": {metrics: func(f facts) []metricValue {
 		orders, _, idem := f.countOrders()
 		same := unknown("sameOrder", "fewer than two answers")
 		if cl := f.m.ClientRequests(); len(cl) >= 2 {
@@ -24,8 +25,8 @@ func init() {
 		}
 		return []metricValue{f.requestStatus("status", 0), f.requestStatus("replayStatus", 1), same,
 			num("orders", orders), num("idemRows", idem)}
-	}})
-	derive("keyReuseOtherBody", derivation{
+	}},
+	"keyReuseOtherBody": {
 		metrics: func(f facts) []metricValue {
 			orders, _, idem := f.countOrders()
 			return []metricValue{f.requestStatus("status", 1), num("orders", orders), num("idemRows", idem)}
@@ -43,24 +44,24 @@ func init() {
 			}
 			return nil
 		},
-	})
-	derive("concurrentDuplicates", derivation{
+	},
+	"concurrentDuplicates": {
 		metrics: func(f facts) []metricValue {
 			orders, _, idem := f.countOrders()
 			return []metricValue{num("requests", f.answerCount()), num("orders", orders),
 				num("distinctOrderIds", f.okOrders()), num("created", idem)}
 		},
 		conditions: onlyStatuses(201, 409), // the runner: a duplicate gets 201 or 409
-	})
-	derive("insufficientStock", derivation{metrics: func(f facts) []metricValue {
+	},
+	"insufficientStock": {metrics: func(f facts) []metricValue {
 		orders, _, idem := f.countOrders()
 		return []metricValue{f.requestStatus("status", 0), num("stock", f.stockSum()), num("orders", orders), num("idemRows", idem)}
-	}})
-	derive("noOversell", derivation{
+	}},
+	"noOversell": {
 		metrics: func(f facts) []metricValue {
 			return []metricValue{num("requests", f.answerCount()), num("accepted", f.answeredWith(201)),
 				num("rejected", f.answeredWith(409)), f.seededStock("stock")}
 		},
 		conditions: onlyStatuses(201, 409), // the runner: an order gets 201 or 409
-	})
+	},
 }

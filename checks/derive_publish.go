@@ -1,15 +1,9 @@
 package checks
 
-import "github.com/orderflow-audit/orderflow-audit/spec"
-
-// Publish failures (spec/publish.go).
-func init() {
-	// publishFailures: refused = publish events with an error; unknown =
-	// publish_unknown events; marksAfterFailure = marks that hit a row
-	// after their claim's last publish failed; retried = takeovers by the
-	// claim id that held the row; records = distinct records received;
-	// duplicatesAbsorbed = inbox_reject events.
-	derive("publishFailures", derivation{
+// publishDerivations are the derivations of this file's scenarios, by id
+// (derivations). Publish failures (spec/publish.go).
+var publishDerivations = map[string]derivation{
+	"publishFailures": {
 		metrics: func(f facts) []metricValue {
 			sent, _ := f.sent()
 			n := f.m.Counts()
@@ -17,6 +11,5 @@ func init() {
 				num("marksAfterFailure", n.MarksAfterFailure), num("retried", n.SelfTakeovers), num("records", n.Received),
 				num("effects", n.Notifications), num("duplicatesAbsorbed", n.InboxRejects), num("sent", sent)}
 		},
-		injected: faultHit(spec.PublishRefused, spec.PublishTimeout, spec.PublishAckLost),
-	})
+	},
 }

@@ -9,19 +9,16 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
-// The send boundary (spec/send.go).
-func init() {
-	derive("sendBeforeMarkCrash", derivation{
+// sendDerivations are the derivations of this file's scenarios, by id
+// (derivations). The send boundary (spec/send.go).
+var sendDerivations = map[string]derivation{
+	"sendBeforeMarkCrash": {
 		metrics: func(f facts) []metricValue {
 			return []metricValue{f.deliveries("deliveries"), f.effects("businessEffects"),
 				f.lastMarkRows("oldTokenCas", 1), f.rowState("state")}
 		},
-		injected: faultHit(spec.AfterPublishBeforeMark),
-	})
-	// concurrentRelays: overlap = a claim was made while another relay
-	// held a live claim; without one the scenario did not show what it is
-	// for (inconclusive).
-	derive("concurrentRelays", derivation{
+	},
+	"concurrentRelays": {
 		metrics: func(f facts) []metricValue {
 			sent, _ := f.sent()
 			n := f.m.Counts()
@@ -34,12 +31,8 @@ func init() {
 			}
 			return "no claim was made while another relay held a live claim: the two relays never held claims at the same time"
 		},
-	})
-	// relayKill9: killed = a fault event at after-publish-before-mark
-	// exists; takeoverVersion = claim_version of the first claim of e with
-	// another claim_id than e's first claim (0 if none); deliveries,
-	// businessEffects, state as in sendBeforeMarkCrash.
-	derive("relayKill9", derivation{metrics: func(f facts) []metricValue {
+	},
+	"relayKill9": {metrics: func(f facts) []metricValue {
 		killed := slices.Contains(f.m.Faults(), string(spec.AfterPublishBeforeMark))
 		return []metricValue{
 			flag("killed", killed),
@@ -61,7 +54,7 @@ func init() {
 			}),
 			f.deliveries("deliveries"), f.effects("businessEffects"), f.rowState("state"),
 		}
-	}})
+	}},
 }
 
 // lastMarkRows: the rows of the last mark of the scenario's intent with

@@ -2,19 +2,16 @@ package checks
 
 import "github.com/orderflow-audit/orderflow-audit/spec"
 
-// Bearer tokens (spec/tokens.go): the answer's status and every write the
-// request made (rows of orders, lines, idempotency records, intents, and
-// stock moved away from its seed).
-func init() {
-	tokens := derivation{metrics: func(f facts) []metricValue {
-		return []metricValue{f.requestStatus("status", 0), num("writes", f.writes())}
-	}}
-	for _, id := range []string{"tokenMissing", "tokenBadSignature", "tokenExpired", "tokenWrongAlg"} {
-		derive(id, tokens)
-	}
-	// tokenClaims: each metric but writes is the answer to the client's
-	// request whose idempotency key is the metric's name.
-	derive("tokenClaims", derivation{metrics: func(f facts) []metricValue {
+// tokenDerivations are the derivations of this file's scenarios, by id
+// (derivations). Bearer tokens (spec/tokens.go).
+var tokenDerivations = map[string]derivation{
+	"tokenMissing":      badToken,
+	"tokenBadSignature": badToken,
+	"tokenExpired":      badToken,
+	"tokenWrongAlg":     badToken,
+	// Each metric but writes is the answer to the client's request whose
+	// idempotency key is the metric's name.
+	"tokenClaims": {metrics: func(f facts) []metricValue {
 		s, _ := spec.Lookup("tokenClaims")
 		var out []metricValue
 		for _, name := range s.MetricNames() {
@@ -25,8 +22,14 @@ func init() {
 			out = append(out, f.answerTo(name))
 		}
 		return out
-	}})
+	}},
 }
+
+// badToken derives the scenarios of one bad token of spec/tokens.go
+// (tokenMissing, tokenBadSignature, tokenExpired, tokenWrongAlg).
+var badToken = derivation{metrics: func(f facts) []metricValue {
+	return []metricValue{f.requestStatus("status", 0), num("writes", f.writes())}
+}}
 
 // writes counts the rows of orders, lines, idempotency records and intents
 // at the end, and how far each seeded SKU's stock moved from its seed.

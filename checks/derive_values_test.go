@@ -85,10 +85,8 @@ func derivedMetrics(t *testing.T, id string, events ...evidence.Event) (string, 
 		}
 		parts = append(parts, v.name+"="+value)
 	}
-	var why string
-	if d.injected != nil {
-		why = d.injected(facts{m: m})
-	}
+	s, _ := spec.Lookup(id)
+	why := d.injection(s)(facts{m: m})
 	return strings.Join(parts, " "), why
 }
 
@@ -213,6 +211,12 @@ func TestFaultInjectionShown(t *testing.T) {
 		{"every broker fault", "publishFailures", []evidence.Event{brokerFault(spec.PublishRefused), brokerFault(spec.PublishTimeout),
 			brokerFault(spec.PublishAckLost)}, true},
 		{"two of the broker faults", "publishFailures", []evidence.Event{brokerFault(spec.PublishRefused), brokerFault(spec.PublishAckLost)}, false},
+		// The spec's faults decide, not a list in the derivation: the kill
+		// must show too, and a point only a planted bug opens, or a
+		// nemesis's, need not.
+		{"a kill without its fault event", "relayKill9", []evidence.Event{committed(1, 9)}, false},
+		{"a window only a planted bug opens", "orderCrashWindow", []evidence.Event{committed(1, 9)}, true},
+		{"a schedule that drew no fault", "chaos", []evidence.Event{committed(1, 9)}, true},
 	} {
 		if _, why := derivedMetrics(t, c.scenario, c.events...); (why == "") != c.shown {
 			t.Errorf("%s: injection check says %q; want shown=%v", c.name, why, c.shown)

@@ -41,8 +41,10 @@ type facts struct {
 type derivation struct {
 	metrics func(f facts) []metricValue
 	// injected says why the events do not show the scenario's fault
-	// injection ("" when they do); nil for scenarios without one. Without
-	// it a boundary scenario's acceptance would hold vacuously.
+	// injection ("" when they do), for a fault the events show otherwise
+	// than by a fault event at its point; nil takes the spec's faults
+	// (injection). Without it a boundary scenario's acceptance would hold
+	// vacuously.
 	injected func(f facts) string
 	// exercised says why the events do not show the situation the
 	// scenario exists to provoke ("" when they do), such as two relays
@@ -58,15 +60,39 @@ type derivation struct {
 	conditions func(f facts) []string
 }
 
-// derivations maps scenario ids to their derivation; the derive_*.go files
-// fill it from init.
-var derivations = map[string]derivation{}
+// derivations binds every scenario id of the spec to its derivation, which
+// computes the scenario's metrics from the replay as its spec entry's
+// meanings (spec.Metric.Means) define them. Each derive_<topic>.go file holds the table of its own scenarios
+// (ackDerivations, ...); derivations joins those tables, and an id in two
+// of them panics at start. TestEveryScenarioDerived holds derivations and
+// the spec to each other.
+var derivations = joinDerivations(placementDerivations, tokenDerivations, businessDerivations, commitDerivations,
+	chainDerivations, sendDerivations, ackDerivations, chaosDerivations, consumerDerivations, leaseDerivations,
+	publishDerivations)
 
-func derive(id string, d derivation) {
-	if _, dup := derivations[id]; dup {
-		panic("checks: scenario " + id + " derived twice")
+// joinDerivations joins the topic files' tables.
+func joinDerivations(tables ...map[string]derivation) map[string]derivation {
+	out := map[string]derivation{}
+	for _, t := range tables {
+		for id, d := range t {
+			if _, dup := out[id]; dup {
+				panic("checks: scenario " + id + " is in two derivation tables")
+			}
+			out[id] = d
+		}
 	}
-	derivations[id] = d
+	return out
+}
+
+// injection returns what decides whether the events show scenario s's
+// fault injection: d.injected when the derivation has its own, otherwise
+// a fault event at each point the spec requires of every run of s
+// (spec.Scenario.RequiredFaults).
+func (d derivation) injection(s spec.Scenario) func(f facts) string {
+	if d.injected != nil {
+		return d.injected
+	}
+	return faultHit(s.RequiredFaults()...)
 }
 
 // faultHit requires a fault event at each of points.

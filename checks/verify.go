@@ -348,8 +348,8 @@ func (c *checker) metrics(sc *evidence.Scenario, s spec.Scenario, d derivation, 
 				"the metrics are not in line order")
 		}
 	}
-	if d.injected != nil && sc.Status == evidence.StatusPass {
-		if why := d.injected(f); why != "" {
+	if sc.Status == evidence.StatusPass {
+		if why := d.injection(s)(f); why != "" {
 			c.endState(Reason{Rule: "fault-not-injected", Status: Fail, Scenario: id,
 				Message: "the scenario claims PASS at the " + s.Boundary + " boundary, but the events do not show its fault injection: " + why})
 		}

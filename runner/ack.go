@@ -7,13 +7,17 @@ import (
 
 	"github.com/orderflow-audit/orderflow-audit/runner/fault"
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/consumer"
+	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
-// The ack boundary (spec/ack.go).
-func init() {
-	bind("offsetReplay", offsetReplay)
+// ackRuns are the scenarios this file runs, by id (runs). The ack boundary
+// (spec/ack.go).
+var ackRuns = map[string]runFunc{
+	"offsetReplay": offsetReplay,
 }
 
+// offsetReplay runs the scenario offsetReplay of spec/ack.go, which says
+// what it does and what its metrics mean.
 func offsetReplay(ctx context.Context, e *Env) error {
 	topic, placed, err := e.startChain(ctx, "replay", 1)
 	if err != nil {
@@ -30,7 +34,7 @@ func offsetReplay(ctx context.Context, e *Env) error {
 
 	group := "notify-" + e.RunID
 	faults1 := &fault.Injector{}
-	faults1.Arm(fault.AfterEffectBeforeOffsetCommit, fault.Crash, 1)
+	faults1.Arm(spec.AfterEffectBeforeOffsetCommit, fault.Crash, 1)
 	c1, err := e.Consumer(ctx, "consumer-1", topic, group, faults1)
 	if err != nil {
 		return err

@@ -10,19 +10,19 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/orders"
 )
 
-// Orders of several users and several lines (spec/placement.go): an
-// idempotency key belongs to its user, and an order's amount is what its
-// lines cost.
-func init() {
-	bind("twoUsersOneKey", twoUsersOneKey)
-	bind("orderAmounts", orderAmounts)
+// businessRuns are the scenarios this file runs, by id (runs). Orders of
+// several users and several lines (spec/placement.go): an idempotency key
+// belongs to its user, and an order's amount is what its lines cost.
+var businessRuns = map[string]runFunc{
+	"twoUsersOneKey": twoUsersOneKey,
+	"orderAmounts":   orderAmounts,
 }
 
 // otherUser is the second principal of twoUsersOneKey.
 const otherUser = "bob"
 
-// twoUsersOneKey: alice and bob send the same order with the same
-// Idempotency-Key, then each sends it again.
+// twoUsersOneKey runs the scenario twoUsersOneKey of spec/placement.go,
+// which says what it does and what its metrics mean.
 func twoUsersOneKey(ctx context.Context, e *Env) error {
 	cl, err := e.setupOrders(ctx, 10)
 	if err != nil {
@@ -94,9 +94,8 @@ var (
 	}
 )
 
-// orderAmounts places three orders of one, two and three lines of SKUs
-// priced differently, and checks each amount against the prices seeded
-// and against its own lines.
+// orderAmounts runs the scenario orderAmounts of spec/placement.go, which
+// says what it does and what its metrics mean.
 func orderAmounts(ctx context.Context, e *Env) error {
 	price := map[string]int64{}
 	for _, p := range amountPrices {

@@ -11,10 +11,11 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/orders"
 )
 
-// The chain without faults (spec/chain.go).
-func init() {
-	bind("normalChain", normalChain)
-	bind("businessInvariants", businessInvariants)
+// chainRuns are the scenarios this file runs, by id (runs). The chain
+// without faults (spec/chain.go).
+var chainRuns = map[string]runFunc{
+	"normalChain":        normalChain,
+	"businessInvariants": businessInvariants,
 }
 
 // placeOne places one order of qty of the default SKU for the default
@@ -35,6 +36,8 @@ func (e *Env) placeCommitted(ctx context.Context, cl *orders.Client, key string)
 	return res.Order, nil
 }
 
+// normalChain runs the scenario normalChain of spec/chain.go, which says
+// what it does and what its metrics mean.
 func normalChain(ctx context.Context, e *Env) error {
 	topic, placed, err := e.startChain(ctx, "normal", 1)
 	if err != nil {
@@ -115,6 +118,8 @@ func normalChain(ctx context.Context, e *Env) error {
 	return nil
 }
 
+// businessInvariants runs the scenario businessInvariants of spec/chain.go,
+// which says what it does and what its metrics mean.
 func businessInvariants(ctx context.Context, e *Env) error {
 	const n = 3
 	topic, _, err := e.startChain(ctx, "inv", n)

@@ -6,12 +6,14 @@ import (
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/runner/fault"
+	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
-// The commit boundary (spec/commit.go).
-func init() {
-	bind("txBoundaryRollback", txBoundaryRollback)
-	bind("orderCrashWindow", orderCrashWindow)
+// commitRuns are the scenarios this file runs, by id (runs). The commit
+// boundary (spec/commit.go).
+var commitRuns = map[string]runFunc{
+	"txBoundaryRollback": txBoundaryRollback,
+	"orderCrashWindow":   orderCrashWindow,
 }
 
 // seedDecoy inserts a decoy outbox row whose event id is the one the next
@@ -40,6 +42,8 @@ func (e *Env) seedDecoy(ctx context.Context) (string, outboxRow, error) {
 	})
 }
 
+// txBoundaryRollback runs the scenario txBoundaryRollback of spec/commit.go,
+// which says what it does and what its metrics mean.
 func txBoundaryRollback(ctx context.Context, e *Env) error {
 	const stock = 10
 	if err := e.SeedStock(ctx, defaultSKU, stock); err != nil {
@@ -106,11 +110,13 @@ func txBoundaryRollback(ctx context.Context, e *Env) error {
 	return nil
 }
 
+// orderCrashWindow runs the scenario orderCrashWindow of spec/commit.go,
+// which says what it does and what its metrics mean.
 func orderCrashWindow(ctx context.Context, e *Env) error {
 	if err := e.SeedStock(ctx, defaultSKU, 10); err != nil {
 		return err
 	}
-	e.Faults.Arm(fault.AfterOrderCommitBeforeOutbox, fault.Crash, 1)
+	e.Faults.Arm(spec.AfterOrderCommitBeforeOutbox, fault.Crash, 1)
 	cl, err := e.Orders()
 	if err != nil {
 		return err
@@ -120,9 +126,9 @@ func orderCrashWindow(ctx context.Context, e *Env) error {
 	}
 	// The order service does not record its own simulated death; the
 	// scenario, which armed the point, records that it fired.
-	if e.Faults.Hits(fault.AfterOrderCommitBeforeOutbox) > 0 {
+	if e.Faults.Hits(spec.AfterOrderCommitBeforeOutbox) > 0 {
 		if err := e.Emit(evidence.Event{
-			Kind: evidence.KindFault, Point: string(fault.AfterOrderCommitBeforeOutbox),
+			Kind: evidence.KindFault, Point: string(spec.AfterOrderCommitBeforeOutbox),
 			Detail: "order service crashed after its order committed, before the intent was written",
 		}); err != nil {
 			return err

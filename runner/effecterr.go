@@ -14,11 +14,11 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
-// Database errors inside the consumer's effect transaction
-// (spec/consumer.go).
-func init() {
-	bind("effectDbError", effectDbError)
-	bind("replayCrash", replayCrash)
+// effectErrorRuns are the scenarios this file runs, by id (runs). Database
+// errors inside the consumer's effect transaction (spec/consumer.go).
+var effectErrorRuns = map[string]runFunc{
+	"effectDbError": effectDbError,
+	"replayCrash":   replayCrash,
 }
 
 // The trigger effectDbError puts on notification: it refuses the effect
@@ -43,11 +43,8 @@ END`
 
 var eventIDRE = regexp.MustCompile(`^e-[0-9]+$`)
 
-// effectDbError: 3 orders, one partition. The consumer's connection is
-// killed before the COMMIT of e-1's effect transaction (its outcome is
-// unknown to the consumer); a trigger refuses e-2's effect insert after
-// its inbox insert. Each time the transaction is gone as a whole, the
-// offset stays where it was, and the replay makes the one effect.
+// effectDbError runs the scenario effectDbError of spec/consumer.go, which
+// says what it does and what its metrics mean.
 func effectDbError(ctx context.Context, e *Env) error {
 	topic, placed, err := e.startChain(ctx, "dberr", 3)
 	if err != nil {
@@ -61,7 +58,7 @@ func effectDbError(ctx context.Context, e *Env) error {
 		return err
 	}
 	faults := &fault.Injector{}
-	faults.ArmFunc(fault.EffectCommitKilled, 1, func() error { return e.killTxConnection(ctx, killed) })
+	faults.ArmFunc(spec.EffectCommitKilled, 1, func() error { return e.killTxConnection(ctx, killed) })
 	group := "notify-" + e.RunID
 	c, err := e.Consumer(ctx, "consumer-1", topic, group, faults)
 	if err != nil {
@@ -152,14 +149,11 @@ func (e *Env) measureEffectDbError(ctx context.Context, topic, group string, st 
 	return nil
 }
 
-// replayCrash: 2 orders, one partition, one batch. A trigger refuses e-1's
-// effect insert: the consumer rolls the transaction back and rewinds; its
-// next poll hands it both records again, and it stops (a simulated crash)
-// after e-1's replayed effect committed, before that offset commit. The
-// group must still be at e-1: consumer-2 resumes there (its inbox rejects
-// e-1) and applies e-2. A consumer that commits past the failed record
-// before its replay settled it (skipping it, or committing the batch it
-// rewound) leaves e-2, or e-1, without its effect.
+// replayCrash runs the scenario replayCrash of spec/consumer.go, which says
+// what it does and what its metrics mean.
+// A consumer that commits past the failed record before its replay
+// settled it (skipping it, or committing the batch it rewound) leaves
+// e-2, or e-1, without its effect.
 func replayCrash(ctx context.Context, e *Env) error {
 	topic, placed, err := e.startChain(ctx, "rcrash", 2)
 	if err != nil {
@@ -174,7 +168,7 @@ func replayCrash(ctx context.Context, e *Env) error {
 	}
 	group := "notify-" + e.RunID
 	faults := &fault.Injector{}
-	faults.Arm(fault.AfterEffectBeforeOffsetCommit, fault.Crash, 1)
+	faults.Arm(spec.AfterEffectBeforeOffsetCommit, fault.Crash, 1)
 	c1, err := e.Consumer(ctx, "consumer-1", topic, group, faults)
 	if err != nil {
 		return err

@@ -15,9 +15,9 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/checks"
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/runner"
-	"github.com/orderflow-audit/orderflow-audit/runner/fault"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra/infratest"
+	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
 // snapshot reads every file under dir (relative path -> content), to show
@@ -339,8 +339,8 @@ func TestActorKilledFromOutside(t *testing.T) {
 	if len(points) != 1 || !strings.HasPrefix(points[0], "before-claim: ") || !strings.Contains(points[0], "SIGKILL from outside") {
 		t.Errorf("fault events %q; want one kill at before-claim", points)
 	}
-	if slices.ContainsFunc(points, func(p string) bool { return strings.HasPrefix(p, string(fault.AfterPublishBeforeMark)) }) {
-		t.Errorf("a fault at %s is recorded, which never happened", fault.AfterPublishBeforeMark)
+	if slices.ContainsFunc(points, func(p string) bool { return strings.HasPrefix(p, string(spec.AfterPublishBeforeMark)) }) {
+		t.Errorf("a fault at %s is recorded, which never happened", spec.AfterPublishBeforeMark)
 	}
 	// The verifier agrees: the scenario failed as recorded, and nothing
 	// in the evidence contradicts its events.

@@ -8,14 +8,13 @@ import (
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/runner/actor"
-	"github.com/orderflow-audit/orderflow-audit/runner/fault"
+	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
-func init() {
-	bind("relayKill9", relayKill9)
-	// An actor process to start, a lease to run out on the database
-	// clock, a takeover: below this it cannot pass.
-	minTimeouts["relayKill9"] = killMinTimeout
+// killRuns are the scenarios this file runs, by id (runs): relayKill9 of
+// the send boundary (spec/send.go).
+var killRuns = map[string]runFunc{
+	"relayKill9": relayKill9,
 }
 
 // killLease is relay A's lease: short, so that it runs out by itself on the
@@ -23,9 +22,13 @@ func init() {
 const killLease = 400 * time.Millisecond
 
 // killMinTimeout is relayKill9's shortest timeout: its lease plus the start
-// of a process and a takeover, with room for a loaded machine.
+// of a process and a takeover, with room for a loaded machine (an actor
+// process to start, a lease to run out on the database clock, a takeover:
+// below this it cannot pass).
 const killMinTimeout = 3 * time.Second
 
+// relayKill9 runs the scenario relayKill9 of spec/send.go, which says what
+// it does and what its metrics mean.
 func relayKill9(ctx context.Context, e *Env) error {
 	if e.exe == "" {
 		return errors.New("no executable to start an actor process from")
@@ -43,7 +46,7 @@ func relayKill9(ctx context.Context, e *Env) error {
 	}
 	proc, err := actor.Start(ctx, e.exe, actor.Spec{
 		Role: actor.Relay, DB: e.Scratch.Name, LogPath: logPath, RunID: e.RunID, Scenario: e.Scenario.ID,
-		Actor: "relay-a", ClaimID: claimIDA, Faults: []string{string(fault.AfterPublishBeforeMark) + ":kill"},
+		Actor: "relay-a", ClaimID: claimIDA, Faults: []string{string(spec.AfterPublishBeforeMark) + ":kill"},
 		Plant: string(e.Plant), Brokers: e.Kafka.Brokers, Topic: topic, Lease: killLease, Once: true,
 	}, actor.Env(e.Server.DSNFor(e.Scratch.Name), nil)) // a relay needs no JWT secret
 	if err != nil {
@@ -113,7 +116,7 @@ func (e *Env) recordKill(pid int, exit actor.Exit, logPath, eventID string) (atP
 	}
 	if st == stepPublished {
 		return true, true, e.Emit(evidence.Event{
-			Kind: evidence.KindFault, Point: string(fault.AfterPublishBeforeMark), EventID: eventID,
+			Kind: evidence.KindFault, Point: string(spec.AfterPublishBeforeMark), EventID: eventID,
 			Detail: fmt.Sprintf("relay-a process (pid %d) ended by SIGKILL", pid),
 		})
 	}
@@ -123,12 +126,12 @@ func (e *Env) recordKill(pid int, exit actor.Exit, logPath, eventID string) (atP
 		Kind:  evidence.KindFault,
 		Point: st.point,
 		Detail: fmt.Sprintf("relay-a process (pid %d) ended by SIGKILL from outside the scenario %s; the armed point %s was not reached",
-			pid, st.text, fault.AfterPublishBeforeMark),
+			pid, st.text, spec.AfterPublishBeforeMark),
 	}
 	if claim != nil {
 		ev.EventID, ev.ClaimVersion, ev.ClaimID = eventID, claim.ClaimVersion, claim.ClaimID
 	}
-	e.Result.Failf("relay-a was killed by SIGKILL %s, not at %s (killed from outside)", st.text, fault.AfterPublishBeforeMark)
+	e.Result.Failf("relay-a was killed by SIGKILL %s, not at %s (killed from outside)", st.text, spec.AfterPublishBeforeMark)
 	return false, claim != nil, e.Emit(ev)
 }
 
@@ -139,8 +142,8 @@ type step struct{ point, text string }
 // Steps of relay A's round, as its log shows them.
 var (
 	stepNone      = step{"before-claim", "before claiming"}
-	stepClaimed   = step{string(fault.AfterClaimBeforePublish), "after claiming, before publishing"}
-	stepPublished = step{string(fault.AfterPublishBeforeMark), "after publishing, before marking"}
+	stepClaimed   = step{string(spec.AfterClaimBeforePublish), "after claiming, before publishing"}
+	stepPublished = step{string(spec.AfterPublishBeforeMark), "after publishing, before marking"}
 	// A failed publish is followed by no mark: the relay leaves the claim.
 	stepPublishFailed = step{"after-failed-publish", "after a failed publish"}
 	stepMarked        = step{"after-mark", "after marking"}

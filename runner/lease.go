@@ -7,23 +7,19 @@ import (
 
 	"github.com/orderflow-audit/orderflow-audit/runner/fault"
 	"github.com/orderflow-audit/orderflow-audit/runner/sut"
+	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
-// Leases (spec/lease.go).
-func init() {
-	bind("selfTakeover", selfTakeover)
-	bind("relayClockSkew", relayClockSkew)
-	bind("batchSelfTakeover", batchSelfTakeover)
+// leaseRuns are the scenarios this file runs, by id (runs). Leases
+// (spec/lease.go).
+var leaseRuns = map[string]runFunc{
+	"selfTakeover":      selfTakeover,
+	"batchSelfTakeover": batchSelfTakeover,
+	"relayClockSkew":    relayClockSkew,
 }
 
-// batchSelfTakeover: relay A claims two intents in one round (RunOnce)
-// and publishes both; at its first pass of AfterPublishBeforeMark (armed
-// to act, not to crash) the first row's lease is aged by SQL and A takes
-// that row over itself (v2, the same claim_id). A's batch mark, one
-// compare-and-set over both rows with v1, must then hit the second row
-// only: a mark that checks less than the whole token, or that keeps
-// what a partial compare-and-set changed, reports the first as marked.
-// A publishes the first again under v2 and marks it.
+// batchSelfTakeover runs the scenario batchSelfTakeover of spec/lease.go,
+// which says what it does and what its metrics mean.
 func batchSelfTakeover(ctx context.Context, e *Env) error {
 	topic, placed, err := e.startChain(ctx, "batchself", 2)
 	if err != nil {
@@ -36,7 +32,7 @@ func batchSelfTakeover(ctx context.Context, e *Env) error {
 		return err
 	}
 	var takeover sut.Claimed
-	inj.ArmFunc(fault.AfterPublishBeforeMark, 1, func() error {
+	inj.ArmFunc(spec.AfterPublishBeforeMark, 1, func() error {
 		row, err := e.readOutbox(ctx, first)
 		if err != nil {
 			return err
@@ -52,7 +48,7 @@ func batchSelfTakeover(ctx context.Context, e *Env) error {
 	if err != nil {
 		return err
 	}
-	if inj.Hits(fault.AfterPublishBeforeMark) != 1 || takeover.EventID == "" {
+	if inj.Hits(spec.AfterPublishBeforeMark) != 1 || takeover.EventID == "" {
 		return fmt.Errorf("relay A's round claimed %d intents and never reached its batch mark with them published", len(res.Claimed))
 	}
 	if _, _, err := a.Publish(ctx, takeover); err != nil {
@@ -79,11 +75,8 @@ func batchSelfTakeover(ctx context.Context, e *Env) error {
 	return nil
 }
 
-// selfTakeover: relay A claims (v1) and publishes, then stalls past its
-// lease (aged by SQL, as the clock would); A takes the row over itself
-// (v2, the same claim_id) and relay B tries to claim it through A's new
-// lease; A publishes again, its stale mark with v1 must hit nothing, its
-// mark with v2 the row.
+// selfTakeover runs the scenario selfTakeover of spec/lease.go, which says
+// what it does and what its metrics mean.
 func selfTakeover(ctx context.Context, e *Env) error {
 	topic, placed, err := e.startChain(ctx, "self", 1)
 	if err != nil {
@@ -162,11 +155,8 @@ const (
 	skewLease = 30 * time.Second
 )
 
-// relayClockSkew: relay-ahead (its clock an hour fast) and relay-behind
-// (an hour slow) each claim one of two intents; the database clock is
-// read before and after each claim, and the lease must start between the
-// two. Then each tries to claim both rows while they are held and must
-// get none; both publish and mark, and a consumer applies both.
+// relayClockSkew runs the scenario relayClockSkew of spec/lease.go, which
+// says what it does and what its metrics mean.
 func relayClockSkew(ctx context.Context, e *Env) error {
 	topic, _, err := e.startChain(ctx, "skew", 2)
 	if err != nil {

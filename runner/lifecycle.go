@@ -8,8 +8,11 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 )
 
-// Several events per order (spec/consumer.go).
-func init() { bind("orderLifecycle", orderLifecycle) }
+// lifecycleRuns are the scenarios this file runs, by id (runs). Several
+// events per order (spec/consumer.go).
+var lifecycleRuns = map[string]runFunc{
+	"orderLifecycle": orderLifecycle,
+}
 
 // lifecyclePartitions is the partition count of orderLifecycle's topic:
 // keyed by order id 1..4, kgo's murmur2 partitioner puts the orders on
@@ -23,9 +26,8 @@ var lifecycleSteps = []struct {
 	version  int64
 }{{"PLACED", "PAID", 2}, {"PAID", "SHIPPED", 3}}
 
-// orderLifecycle: 4 orders placed, paid, shipped (12 intents) on a topic
-// of 3 partitions; one relay round publishes them in id order; one
-// consumer applies them.
+// orderLifecycle runs the scenario orderLifecycle of spec/consumer.go, which
+// says what it does and what its metrics mean.
 func orderLifecycle(ctx context.Context, e *Env) error {
 	const n = 4
 	topic, err := e.topicN(ctx, "", lifecyclePartitions)

@@ -9,17 +9,19 @@ import (
 
 	"github.com/orderflow-audit/orderflow-audit/runner/fault"
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/orders"
+	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
-// Order placement (spec/placement.go): the order transaction, idempotency
-// keys and stock, driven over HTTP as a client would.
-func init() {
-	bind("placement", placement)
-	bind("idempotentReplay", idempotentReplay)
-	bind("keyReuseOtherBody", keyReuseOtherBody)
-	bind("concurrentDuplicates", concurrentDuplicates)
-	bind("insufficientStock", insufficientStock)
-	bind("noOversell", noOversell)
+// placementRuns are the scenarios this file runs, by id (runs). Order
+// placement (spec/placement.go): the order transaction, idempotency keys and
+// stock, driven over HTTP as a client would.
+var placementRuns = map[string]runFunc{
+	"placement":            placement,
+	"idempotentReplay":     idempotentReplay,
+	"keyReuseOtherBody":    keyReuseOtherBody,
+	"concurrentDuplicates": concurrentDuplicates,
+	"insufficientStock":    insufficientStock,
+	"noOversell":           noOversell,
 }
 
 // counts are the rows the order transaction writes.
@@ -54,6 +56,8 @@ func (e *Env) setupOrders(ctx context.Context, stock int64) (*orders.Client, err
 	return e.Orders()
 }
 
+// placement runs the scenario placement of spec/placement.go, which says
+// what it does and what its metrics mean.
 func placement(ctx context.Context, e *Env) error {
 	cl, err := e.setupOrders(ctx, 10)
 	if err != nil {
@@ -75,6 +79,8 @@ func placement(ctx context.Context, e *Env) error {
 	return nil
 }
 
+// idempotentReplay runs the scenario idempotentReplay of spec/placement.go,
+// which says what it does and what its metrics mean.
 func idempotentReplay(ctx context.Context, e *Env) error {
 	cl, err := e.setupOrders(ctx, 10)
 	if err != nil {
@@ -102,6 +108,8 @@ func idempotentReplay(ctx context.Context, e *Env) error {
 	return nil
 }
 
+// keyReuseOtherBody runs the scenario keyReuseOtherBody of
+// spec/placement.go, which says what it does and what its metrics mean.
 func keyReuseOtherBody(ctx context.Context, e *Env) error {
 	cl, err := e.setupOrders(ctx, 10)
 	if err != nil {
@@ -168,13 +176,8 @@ func answered(results []orders.Result) int {
 	return n
 }
 
-// concurrentDuplicates sends 10 requests with one key at once to two
-// replicas of the order service, 5 each. Each replica lets one request of
-// a key in at a time (its in-flight guard); the first request of each
-// replica that finds no idempotency record waits at fault.IdemChecked for
-// the other's, so that two order transactions with one key race in the
-// database, where only the unique key on (principal, idem_key) stops the
-// second.
+// concurrentDuplicates runs the scenario concurrentDuplicates of
+// spec/placement.go, which says what it does and what its metrics mean.
 func concurrentDuplicates(ctx context.Context, e *Env) error {
 	const n = 10
 	cl, err := e.setupOrders(ctx, 100)
@@ -188,8 +191,8 @@ func concurrentDuplicates(ctx context.Context, e *Env) error {
 	if e.Faults == nil {
 		e.Faults = &fault.Injector{}
 	}
-	e.Faults.ArmFunc(fault.IdemChecked, 2, barrier(2, 2*time.Second))
-	defer e.Faults.Disarm(fault.IdemChecked)
+	e.Faults.ArmFunc(spec.IdemChecked, 2, barrier(2, 2*time.Second))
+	defer e.Faults.Disarm(spec.IdemChecked)
 	results, err := e.concurrently(n, func(i int) (orders.Result, error) {
 		return e.placeOne(ctx, []*orders.Client{cl, cl2}[i%2], "dup-key", 1)
 	})
@@ -239,6 +242,8 @@ func barrier(n int, wait time.Duration) func() error {
 	}
 }
 
+// insufficientStock runs the scenario insufficientStock of
+// spec/placement.go, which says what it does and what its metrics mean.
 func insufficientStock(ctx context.Context, e *Env) error {
 	cl, err := e.setupOrders(ctx, 1)
 	if err != nil {
@@ -259,6 +264,8 @@ func insufficientStock(ctx context.Context, e *Env) error {
 	return nil
 }
 
+// noOversell runs the scenario noOversell of spec/placement.go, which says
+// what it does and what its metrics mean.
 func noOversell(ctx context.Context, e *Env) error {
 	const n, stock = 20, 10
 	cl, err := e.setupOrders(ctx, stock)

@@ -11,8 +11,11 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
-// Publish failures (spec/publish.go).
-func init() { bind("publishFailures", publishFailures) }
+// publishRuns are the scenarios this file runs, by id (runs). Publish
+// failures (spec/publish.go).
+var publishRuns = map[string]runFunc{
+	"publishFailures": publishFailures,
+}
 
 // failuresPublishTimeout is the relay's publish timeout in
 // publishFailures: the two unknown outcomes wait for it, and the first
@@ -29,13 +32,10 @@ type brokerFault struct {
 	what    string
 }
 
-// publishFailures: one relay round per intent, three of them, the broker
-// refusing the first, appending the second and losing its
-// acknowledgement, leaving the third unanswered (in the order the relay
-// publishes them, so that the unanswered request comes last); then the
-// leases run out (aged by SQL) and the same relay takes the three rows
-// over and publishes them again (again a round each); a consumer applies everything the broker
-// holds.
+// publishFailures runs the scenario publishFailures of spec/publish.go,
+// which says what it does and what its metrics mean.
+// The broker fails the intents in the order the relay publishes them, so
+// that the unanswered request comes last.
 func publishFailures(ctx context.Context, e *Env) error {
 	topic, placed, err := e.startChain(ctx, "pubfail", 3)
 	if err != nil {

@@ -7,12 +7,14 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/runner/sut"
 )
 
-// A consumer restart after clean commits (spec/consumer.go).
-func init() { bind("consumerRestart", consumerRestart) }
+// restartRuns are the scenarios this file runs, by id (runs). A consumer
+// restart after clean commits (spec/consumer.go).
+var restartRuns = map[string]runFunc{
+	"consumerRestart": consumerRestart,
+}
 
-// consumerRestart: e-1 and e-2 published, e-2 twice (offsets 0, 1, 2);
-// consumer-1 drains them and stops cleanly; e-3 is published (offset 3);
-// consumer-2 of the same group takes over from the committed offset.
+// consumerRestart runs the scenario consumerRestart of spec/consumer.go,
+// which says what it does and what its metrics mean.
 func consumerRestart(ctx context.Context, e *Env) error {
 	topic, err := e.Topic(ctx, "")
 	if err != nil {

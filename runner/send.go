@@ -7,14 +7,18 @@ import (
 
 	"github.com/orderflow-audit/orderflow-audit/runner/fault"
 	"github.com/orderflow-audit/orderflow-audit/runner/sut"
+	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
-// The send boundary (spec/send.go); relayKill9 is in kill.go.
-func init() {
-	bind("sendBeforeMarkCrash", sendBeforeMarkCrash)
-	bind("concurrentRelays", concurrentRelays)
+// sendRuns are the scenarios this file runs, by id (runs). The send boundary
+// (spec/send.go).
+var sendRuns = map[string]runFunc{
+	"sendBeforeMarkCrash": sendBeforeMarkCrash,
+	"concurrentRelays":    concurrentRelays,
 }
 
+// sendBeforeMarkCrash runs the scenario sendBeforeMarkCrash of spec/send.go,
+// which says what it does and what its metrics mean.
 func sendBeforeMarkCrash(ctx context.Context, e *Env) error {
 	topic, placed, err := e.startChain(ctx, "crash", 1)
 	if err != nil {
@@ -24,7 +28,7 @@ func sendBeforeMarkCrash(ctx context.Context, e *Env) error {
 
 	// Relay A claims v1, publishes, and dies before its mark.
 	faultsA := &fault.Injector{}
-	faultsA.Arm(fault.AfterPublishBeforeMark, fault.Crash, 1)
+	faultsA.Arm(spec.AfterPublishBeforeMark, fault.Crash, 1)
 	a, err := e.Relay("relay-a", topic, faultsA)
 	if err != nil {
 		return err
@@ -82,11 +86,13 @@ func sendBeforeMarkCrash(ctx context.Context, e *Env) error {
 	return nil
 }
 
-// concurrentRelays is one function of five phases (both relays claim at
-// once and hold, one claims again while everything is held, both publish
-// and mark what they hold, a sweep, the measurement) because each phase
-// checks what the previous ones claimed: split, the parts would pass the
-// held claims back and forth.
+// concurrentRelays runs the scenario concurrentRelays of spec/send.go, which
+// says what it does and what its metrics mean.
+// It is one function of five phases (both relays claim at once and hold,
+// one claims again while everything is held, both publish and mark what
+// they hold, a sweep, the measurement) because each phase checks what the
+// previous ones claimed: split, the parts would pass the held claims back
+// and forth.
 func concurrentRelays(ctx context.Context, e *Env) error {
 	const n = 8
 	topic, _, err := e.startChain(ctx, "race", n)
@@ -113,16 +119,16 @@ func concurrentRelays(ctx context.Context, e *Env) error {
 	}
 	held := make([][]sut.Claimed, len(relays))
 	var errB error
-	inA.ArmFunc(fault.ClaimLocked, 1, func() error {
+	inA.ArmFunc(spec.ClaimLocked, 1, func() error {
 		held[1], errB = relays[1].Claim(ctx, n/len(relays))
 		return errB
 	})
 	if held[0], err = relays[0].Claim(ctx, n/len(relays)); err != nil {
 		return err
 	}
-	inA.Disarm(fault.ClaimLocked)
+	inA.Disarm(spec.ClaimLocked)
 	// Overlap: B's claim ran while A's was open, and both got rows.
-	overlap := inA.Hits(fault.ClaimLocked) == 1 && len(held[0]) > 0 && len(held[1]) > 0
+	overlap := inA.Hits(spec.ClaimLocked) == 1 && len(held[0]) > 0 && len(held[1]) > 0
 	// While every row is held, relay B tries to claim them all: a claim
 	// that honours live leases gets none, whatever the timing of phase 1.
 	again, err := relays[1].Claim(ctx, n)

@@ -28,5 +28,5 @@ func MinTimeout(selected []Scenario) (time.Duration, string) {
 }
 
 // minTimeouts holds the MinTimeout of the scenarios that need more than
-// DefaultMinTimeout, by id; their topic files fill it from init.
-var minTimeouts = map[string]time.Duration{}
+// DefaultMinTimeout, by id (chaos's depends on --duration: checkChaos).
+var minTimeouts = map[string]time.Duration{"relayKill9": killMinTimeout}

@@ -9,41 +9,45 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/orders"
 )
 
-// Bearer tokens (spec/tokens.go): every bad token is refused with 401 and
-// no write.
-func init() {
-	for _, tc := range tokenCases {
-		bind(tc.id, tokenScenario(tc.token))
-	}
-	bind("tokenClaims", tokenClaims)
+// tokenRuns are the scenarios this file runs, by id (runs). Bearer tokens
+// (spec/tokens.go).
+var tokenRuns = map[string]runFunc{
+	"tokenMissing":      tokenScenario(noToken),
+	"tokenBadSignature": tokenScenario(badSignature),
+	"tokenExpired":      tokenScenario(expiredToken),
+	"tokenWrongAlg":     tokenScenario(wrongAlgToken),
+	"tokenClaims":       tokenClaims,
 }
 
 // otherKey is an HS256 secret of the right size that is not the
 // service's.
 var otherKey = []byte("another-key-of-32-bytes-length!!")
 
-// tokenCases are the four ways a bearer token must be refused that have a
-// scenario each; a nil token sends none.
-var tokenCases = []struct {
-	id    string
-	token func(e *Env) *tokenSpec
-}{
-	{"tokenMissing", func(*Env) *tokenSpec { return nil }},
-	{"tokenBadSignature", func(e *Env) *tokenSpec {
-		t := e.userToken(principal)
-		t.key, t.keyName = otherKey, keyOther
-		return t
-	}},
-	{"tokenExpired", func(e *Env) *tokenSpec {
-		t := e.userToken(principal)
-		t.claims.ExpiresAt = jwt.NewNumericDate(time.Now().Add(-time.Minute))
-		return t
-	}},
-	{"tokenWrongAlg", func(e *Env) *tokenSpec {
-		t := e.userToken(principal)
-		t.method = jwt.SigningMethodHS512
-		return t
-	}},
+// The four ways a bearer token must be refused that have a scenario each,
+// each run by tokenScenario.
+
+// noToken sends no token (tokenMissing).
+func noToken(*Env) *tokenSpec { return nil }
+
+// badSignature signs with another key (tokenBadSignature).
+func badSignature(e *Env) *tokenSpec {
+	t := e.userToken(principal)
+	t.key, t.keyName = otherKey, keyOther
+	return t
+}
+
+// expiredToken expired a minute ago (tokenExpired).
+func expiredToken(e *Env) *tokenSpec {
+	t := e.userToken(principal)
+	t.claims.ExpiresAt = jwt.NewNumericDate(time.Now().Add(-time.Minute))
+	return t
+}
+
+// wrongAlgToken is signed with HS512 by the right key (tokenWrongAlg).
+func wrongAlgToken(e *Env) *tokenSpec {
+	t := e.userToken(principal)
+	t.method = jwt.SigningMethodHS512
+	return t
 }
 
 // claimCases are the tokens of tokenClaims, each signed as the service
@@ -62,6 +66,9 @@ var claimCases = []struct {
 	{"wrongAudience", func(t *tokenSpec) { t.claims.Audience = jwt.ClaimStrings{"billing"} }},
 }
 
+// tokenScenario runs a scenario of one bad token of spec/tokens.go
+// (tokenMissing, tokenBadSignature, tokenExpired, tokenWrongAlg): one
+// request with the token token makes.
 func tokenScenario(token func(*Env) *tokenSpec) func(context.Context, *Env) error {
 	return func(ctx context.Context, e *Env) error {
 		cl, err := e.setupOrders(ctx, 10)
@@ -97,7 +104,9 @@ func claimCase(name string) func(*tokenSpec) {
 	return func(*tokenSpec) {}
 }
 
-// tokenClaims sends the five tokens of claimCases, one request each.
+// tokenClaims runs the scenario tokenClaims of spec/tokens.go, which says
+// what it does and what its metrics mean.
+// It sends the five tokens of claimCases, one request each.
 func tokenClaims(ctx context.Context, e *Env) error {
 	cl, err := e.setupOrders(ctx, 10)
 	if err != nil {

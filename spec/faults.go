@@ -1,5 +1,7 @@
 package spec
 
+import "slices"
+
 // Point is a named place in the chain where a fault is injected.
 type Point string
 
@@ -114,8 +116,13 @@ type Fault struct {
 	NeedsPlant, Unreachable string
 }
 
-// Faults is the fault table.
-var Faults = []Fault{
+// Faults is the fault table: the scripted scenarios' faults, then the
+// nemesis's (chaos.go).
+var Faults = slices.Concat(scriptedFaults, chaosFaults)
+
+// scriptedFaults are the faults the scenarios inject at a place of their
+// script.
+var scriptedFaults = []Fault{
 	{
 		FaultRef:  FaultRef{OutboxUniqueConflict, InjectSQL},
 		Actor:     ActorOrders,

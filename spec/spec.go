@@ -10,10 +10,16 @@
 // package (runner, checks, evidence, reports) may import it.
 //
 // Adding a scenario: add one entry to the topic file it belongs to (or a
-// new topic file), one runner function bound to its id (runner/), and one
-// verifier derivation bound to its id (checks/). Tests in those packages
-// fail while one of the three is missing.
+// new topic file, with its slice in table), one runner function in the
+// runs table of runner/scenario.go, and one verifier derivation in the
+// derivations table of checks/metrics.go; tests in those packages fail
+// while one of the three is missing. Then `go generate ./spec` writes the
+// files generated from the spec (docs/scenarios.md's tables, the README's
+// example lines and count, the planted bugs' constants): see
+// cmd/specgen.
 package spec
+
+//go:generate go run ./cmd/specgen
 
 import (
 	"fmt"
@@ -46,6 +52,14 @@ type Metric struct {
 	// Accept is the value the scenario needs to pass; "" means the metric
 	// is reported but does not decide the status.
 	Accept string
+	// Means says what the value counts or shows, for the runner (from the
+	// database, the broker and what the actors returned) and the verifier
+	// (from the event logs) alike, or "runner: ...; verifier: ..." where
+	// they measure it apart. docs/scenarios.md prints it.
+	Means string
+	// Example is, for a metric without Accept, the value a clean run of
+	// the reference shows; the README's example lines print it.
+	Example string
 }
 
 // Design is the row of the boundary table (docs/design.md) that a U80 boundary
@@ -64,8 +78,18 @@ type Scenario struct {
 	Boundary string
 	// Faults are the faults the scenario injects, each a row of the fault
 	// table (Faults).
-	Faults      []FaultRef
+	Faults []FaultRef
+	// Description says what the scenario does, in one sentence: the
+	// scenarios command and the evidence carry it.
 	Description string
+	// Details adds what the description leaves out (sizes, timeouts, the
+	// order of steps), for docs/scenarios.md only.
+	Details string
+	// Also says in words what the scenario needs beyond its line (the
+	// conditions its runner function and its derivation check outside the
+	// metrics) and when the verifier finds its PASS inconclusive;
+	// docs/scenarios.md prints it beside the accepted values.
+	Also string
 	// Design is set on the scenario that stands for its boundary in the
 	// boundary table.
 	Design *Design
@@ -77,6 +101,18 @@ type Scenario struct {
 	// OptIn keeps the scenario out of the default selection: it runs only
 	// when --scenarios names it (a long or randomized experiment).
 	OptIn bool
+}
+
+// withDetails returns s with its Details.
+func (s Scenario) withDetails(details string) Scenario {
+	s.Details = details
+	return s
+}
+
+// withAlso returns s with its Also.
+func (s Scenario) withAlso(also string) Scenario {
+	s.Also = also
+	return s
 }
 
 // FaultPoints returns the points of the scenario's faults, in declaration
@@ -121,6 +157,23 @@ func (s Scenario) AcceptText() string {
 	return strings.Join(parts, " ")
 }
 
+// RequiredFaults returns the points of the scenario's faults that every
+// run of it must show fired, in declaration order: all but a nemesis's (a
+// seeded schedule draws them, none is promised) and one whose fault needs
+// a planted bug (NeedsPlant: without it the point cannot fire). The
+// verifier fails a PASS whose events lack one (fault-not-injected).
+func (s Scenario) RequiredFaults() []Point {
+	var out []Point
+	for _, r := range s.Faults {
+		f, _ := LookupFault(r)
+		if strings.HasPrefix(string(r.Point), NemesisPrefix) || f.NeedsPlant != "" || slices.Contains(out, r.Point) {
+			continue
+		}
+		out = append(out, r.Point)
+	}
+	return out
+}
+
 // BrokerControlled tells whether the scenario injects a fault by telling
 // the broker to fail a request (it then needs the embedded broker).
 func (s Scenario) BrokerControlled() bool {
@@ -133,14 +186,15 @@ func (s Scenario) Killed() bool {
 	return slices.ContainsFunc(s.Faults, func(f FaultRef) bool { return f.Injection == InjectSignal })
 }
 
-var registry []Scenario
-
-// register adds scenarios; topic files call it from init.
-func register(ss ...Scenario) { registry = append(registry, ss...) }
+// table is every scenario, topic file by topic file in the order of their
+// names, each file's in declaration order. All sorts it into run order; a
+// scenario that is in no topic's slice here is declared nowhere.
+var table = slices.Concat(ackScenarios, chainScenarios, chaosScenarios, commitScenarios, consumerScenarios,
+	leaseScenarios, placementScenarios, publishScenarios, sendScenarios, tokenScenarios)
 
 // referenceOrder pins the run order of the reference lines (docs/design.md lists
 // them in this order). A scenario not listed runs after the listed ones of
-// its suite, in registration order (topic file name, then position).
+// its suite, in table order.
 var referenceOrder = []string{
 	"placement", "idempotentReplay", "keyReuseOtherBody", "concurrentDuplicates", "insufficientStock", "noOversell",
 	"tokenMissing", "tokenBadSignature", "tokenExpired", "tokenWrongAlg",
@@ -150,7 +204,7 @@ var referenceOrder = []string{
 
 // All returns every scenario in run order: U79, U80, EXT.
 func All() []Scenario {
-	out := slices.Clone(registry)
+	out := slices.Clone(table)
 	rank := func(s Scenario) (int, int) {
 		r := slices.Index(referenceOrder, s.ID)
 		if r < 0 {
@@ -181,7 +235,7 @@ func IDs() []string {
 
 // Lookup returns the scenario with id.
 func Lookup(id string) (Scenario, bool) {
-	for _, s := range registry {
+	for _, s := range table {
 		if s.ID == id {
 			return s, true
 		}

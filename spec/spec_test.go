@@ -1,6 +1,10 @@
 package spec
 
 import (
+	"go/ast"
+	"go/parser"
+	gotoken "go/token"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -28,6 +32,17 @@ func TestScenariosWellFormed(t *testing.T) {
 				t.Errorf("%s: bad or repeated metric name %q", s.ID, m.Name)
 			}
 			names[m.Name] = true
+			if m.Means == "" || strings.Contains(m.Means, "|") {
+				t.Errorf("%s: metric %s needs a meaning (Means) without a |", s.ID, m.Name)
+			}
+			// The README's example line needs a value for each metric of
+			// the default selection: the accepted one, or an example.
+			if m.Accept != "" && m.Example != "" || m.Accept == "" && m.Example == "" && !s.OptIn {
+				t.Errorf("%s: metric %s needs either Accept or Example (Accept %q, Example %q)", s.ID, m.Name, m.Accept, m.Example)
+			}
+		}
+		if strings.Contains(s.Description+s.Details+s.Also, "|") {
+			t.Errorf("%s: a | in the description, details or also would break docs/scenarios.md's table", s.ID)
 		}
 		for _, f := range s.Faults {
 			if _, ok := LookupFault(f); !ok {
@@ -120,5 +135,86 @@ func TestPlantsExposedByDeclaredScenarios(t *testing.T) {
 	}
 	if _, err := ParsePlant("typo"); err == nil || !strings.Contains(err.Error(), "mark-without-token") {
 		t.Errorf("ParsePlant(typo) = %v; want an error listing the valid bugs", err)
+	}
+}
+
+// TestRequiredFaults: a run must show every declared fault but a nemesis's
+// and one only a planted bug opens.
+func TestRequiredFaults(t *testing.T) {
+	for _, c := range []struct {
+		id   string
+		want []Point
+	}{
+		{"effectDbError", []Point{EffectCommitKilled, EffectInsertError}},
+		{"relayKill9", []Point{AfterPublishBeforeMark}},
+		{"orderCrashWindow", nil},
+		{"chaos", nil},
+		{"normalChain", nil},
+	} {
+		s, ok := Lookup(c.id)
+		if !ok {
+			t.Fatalf("no scenario %s", c.id)
+		}
+		if got := s.RequiredFaults(); !slices.Equal(got, c.want) {
+			t.Errorf("%s.RequiredFaults() = %v; want %v", c.id, got, c.want)
+		}
+	}
+}
+
+// TestEveryTopicInTable: every package-level []Scenario slice of a topic
+// file is named in table, so that no declared scenario is left out of
+// All (and then out of the runner's and the verifier's completeness
+// tests too).
+func TestEveryTopicInTable(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := gotoken.NewFileSet()
+	var topics, inTable []string
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			g, ok := d.(*ast.GenDecl)
+			if !ok || g.Tok != gotoken.VAR {
+				continue
+			}
+			for _, s := range g.Specs {
+				vs := s.(*ast.ValueSpec)
+				for i, id := range vs.Names {
+					if id.Name == "table" && i < len(vs.Values) {
+						ast.Inspect(vs.Values[i], func(n ast.Node) bool {
+							if x, ok := n.(*ast.Ident); ok {
+								inTable = append(inTable, x.Name)
+							}
+							return true
+						})
+					}
+					if i < len(vs.Values) {
+						if lit, ok := vs.Values[i].(*ast.CompositeLit); ok {
+							if at, ok := lit.Type.(*ast.ArrayType); ok {
+								if el, ok := at.Elt.(*ast.Ident); ok && el.Name == "Scenario" {
+									topics = append(topics, id.Name)
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	if len(topics) == 0 {
+		t.Fatal("found no topic slice: the test no longer reads the topic files")
+	}
+	for _, topic := range topics {
+		if !slices.Contains(inTable, topic) {
+			t.Errorf("%s declares scenarios but is not in table (spec/spec.go)", topic)
+		}
 	}
 }

@@ -11,21 +11,29 @@ const (
 )
 
 // Bearer tokens (U79): every bad token is refused with 401 and no write.
-func init() {
-	token := func(id, desc string) Scenario {
-		return Scenario{ID: id, Suite: SuiteU79, Boundary: BoundaryNone, Description: desc,
-			Metrics: []Metric{{"status", "401"}, {"writes", "0"}}, Needs: []Feature{FeatureOrderService}}
-	}
-	register(
-		token("tokenMissing", "no Authorization header: 401, zero writes"),
-		token("tokenBadSignature", "HS256 token signed with another key: 401, zero writes"),
-		token("tokenExpired", "HS256 token expired a minute ago: 401, zero writes"),
-		token("tokenWrongAlg", "token signed with HS512 by the right key (alg is not HS256): 401, zero writes"),
-		Scenario{ID: "tokenClaims", Suite: SuiteU79, Boundary: BoundaryNone,
-			Description: "five tokens of the right key but one fault each: alg none (unsigned), no exp, nbf in five minutes, " +
-				"another issuer, another audience: each 401, zero writes",
-			Metrics: []Metric{{"algNone", "401"}, {"noExp", "401"}, {"notYetValid", "401"}, {"wrongIssuer", "401"},
-				{"wrongAudience", "401"}, {"writes", "0"}},
-			Needs: []Feature{FeatureOrderService}},
-	)
+var tokenScenarios = []Scenario{
+	token("tokenMissing", "no Authorization header: 401, zero writes"),
+	token("tokenBadSignature", "HS256 token signed with another key: 401, zero writes"),
+	token("tokenExpired", "HS256 token expired a minute ago: 401, zero writes"),
+	token("tokenWrongAlg", "token signed with HS512 by the right key (alg is not HS256): 401, zero writes"),
+	u79("tokenClaims", "five tokens of the right key but one fault each: alg none (unsigned), no exp, nbf in five minutes, "+
+		"another issuer, another audience: each 401, zero writes",
+		claimAnswer("algNone", "an unsigned token (alg none)"),
+		claimAnswer("noExp", "a token without exp"),
+		claimAnswer("notYetValid", "a token whose nbf is five minutes ahead"),
+		claimAnswer("wrongIssuer", "a token of another issuer"),
+		claimAnswer("wrongAudience", "a token for another audience"),
+		shared("writes", "0")).
+		withDetails("each request is sent under the idempotency key that names its metric"),
+}
+
+// token declares a scenario of one bad token: 401 and no write.
+func token(id, desc string) Scenario {
+	return u79(id, desc, Metric{Name: "status", Accept: "401", Means: "the HTTP status of the answer"}, shared("writes", "0"))
+}
+
+// claimAnswer is the metric of tokenClaims that reports the answer to the
+// request with token.
+func claimAnswer(name, token string) Metric {
+	return Metric{Name: name, Accept: "401", Means: "the HTTP status of the answer to the request with " + token}
 }

@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/orderflow-audit/orderflow-audit/runner/actor"
-	"github.com/orderflow-audit/orderflow-audit/runner/fault"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra"
+	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
 // envJWTSecret holds the order service's HS256 secret, hex encoded.
@@ -60,7 +60,7 @@ func actorExample(r actor.Role) string {
 	case actor.Orders:
 		return `ORDERFLOW_JWT_SECRET=$(openssl rand -hex 32) orderflow-audit actor orders --db ofa_run1_placement --listen 127.0.0.1:0`
 	case actor.Relay:
-		return `orderflow-audit actor relay --db ofa_run1_sendbeforemarkcrash --brokers 127.0.0.1:9092 --topic t --once --fault ` + string(fault.AfterPublishBeforeMark) + `:kill`
+		return `orderflow-audit actor relay --db ofa_run1_sendbeforemarkcrash --brokers 127.0.0.1:9092 --topic t --once --fault ` + string(spec.AfterPublishBeforeMark) + `:kill`
 	default:
 		return `orderflow-audit actor consumer --db ofa_run1_offsetreplay --brokers 127.0.0.1:9092 --topic t --group g --once --until-effects 1 --log c.jsonl --run-id run1 --scenario offsetReplay`
 	}

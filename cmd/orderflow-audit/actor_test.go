@@ -26,7 +26,6 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/evidence/evidencetest"
 	"github.com/orderflow-audit/orderflow-audit/runner/actor"
-	"github.com/orderflow-audit/orderflow-audit/runner/fault"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra/infratest"
 	"github.com/orderflow-audit/orderflow-audit/spec"
@@ -323,7 +322,7 @@ func TestActorConsumerKilledAfterEffect(t *testing.T) {
 		Role: actor.Consumer, DB: sc.Name, Brokers: k.Brokers, Topic: topic, Group: group,
 		Once: true, UntilEffects: 1, Timeout: 30 * time.Second,
 		LogPath: logPath, RunID: "r1", Scenario: "actorConsumer", Actor: "consumer-1",
-		Faults: []string{string(fault.AfterEffectBeforeOffsetCommit) + ":kill"},
+		Faults: []string{string(spec.AfterEffectBeforeOffsetCommit) + ":kill"},
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
@@ -467,8 +466,8 @@ func TestActorRelayFaults(t *testing.T) {
 		wantCode   int
 		wantKinds  string
 	}{
-		{"kill after publish", string(fault.AfterPublishBeforeMark) + ":kill", true, -1, "claim,publish"},
-		{"crash after publish", string(fault.AfterPublishBeforeMark) + ":crash", false, exitCrashed, "claim,publish,fault"},
+		{"kill after publish", string(spec.AfterPublishBeforeMark) + ":kill", true, -1, "claim,publish"},
+		{"crash after publish", string(spec.AfterPublishBeforeMark) + ":crash", false, exitCrashed, "claim,publish,fault"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

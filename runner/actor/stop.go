@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/orderflow-audit/orderflow-audit/runner/fault"
+	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
 // Stops aimed by a signal (--stop-at): the chaos nemesis aims a fault at a
@@ -27,7 +28,7 @@ const StopArmWindow = time.Second
 // for TakeoverPublished, which the nemesis arms when another relay's
 // lease starts to run out, well before the takeover.
 func StopWindow(p fault.Point) time.Duration {
-	if p == fault.TakeoverPublished {
+	if p == spec.TakeoverPublished {
 		return 2 * StopArmWindow
 	}
 	return StopArmWindow
@@ -39,8 +40,8 @@ var StopSignals = []syscall.Signal{syscall.SIGUSR1, syscall.SIGUSR2, syscall.Sig
 
 // stopPoints are the points --stop-at takes: those where a process stopped
 // in place leaves something for the nemesis to act on.
-var stopPoints = []fault.Point{fault.AfterPublishBeforeMark, fault.ClaimLocked, fault.EffectCommitKilled, fault.IntentInsert,
-	fault.TakeoverPublished}
+var stopPoints = []fault.Point{spec.AfterPublishBeforeMark, spec.ClaimLocked, spec.EffectCommitKilled, spec.IntentInsert,
+	spec.TakeoverPublished}
 
 // parseStopAt checks the --stop-at points.
 func parseStopAt(points []string) ([]fault.Point, error) {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/orderflow-audit/orderflow-audit/runner/actor"
 	"github.com/orderflow-audit/orderflow-audit/runner/fault"
+	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
 // envStopper makes the test binary a process that arms its stop at
@@ -25,10 +26,10 @@ const envStopper = "OFA_TEST_STOPPER"
 
 func stopper() {
 	faults := &fault.Injector{}
-	defer actor.ArmStopsOnSignal(faults, []fault.Point{fault.AfterPublishBeforeMark})()
+	defer actor.ArmStopsOnSignal(faults, []fault.Point{spec.AfterPublishBeforeMark})()
 	fmt.Println("ready")
 	for n := 1; ; n++ {
-		if err := faults.Hit(fault.AfterPublishBeforeMark); err != nil {
+		if err := faults.Hit(spec.AfterPublishBeforeMark); err != nil {
 			fmt.Println("error:", err)
 			os.Exit(1)
 		}

@@ -16,17 +16,15 @@ import (
 // describes each).
 type Point = spec.Point
 
-// The points an actor can be stopped at.
+// The points are spec's (spec.AfterPublishBeforeMark, ...). These aliases
+// remain only because runner/chaos*.go names them so, and another change
+// is moving those files: delete them once it has (a new point needs none).
 const (
-	AfterPublishBeforeMark        = spec.AfterPublishBeforeMark
-	AfterEffectBeforeOffsetCommit = spec.AfterEffectBeforeOffsetCommit
-	AfterOrderCommitBeforeOutbox  = spec.AfterOrderCommitBeforeOutbox
-	AfterClaimBeforePublish       = spec.AfterClaimBeforePublish
-	EffectCommitKilled            = spec.EffectCommitKilled
-	ClaimLocked                   = spec.ClaimLocked       // an interleaving point, not a fault
-	IdemChecked                   = spec.IdemChecked       // an interleaving point, not a fault
-	IntentInsert                  = spec.IntentInsert      // a point to aim at, not a fault
-	TakeoverPublished             = spec.TakeoverPublished // a point to aim at, not a fault
+	AfterPublishBeforeMark = spec.AfterPublishBeforeMark
+	EffectCommitKilled     = spec.EffectCommitKilled
+	ClaimLocked            = spec.ClaimLocked
+	IntentInsert           = spec.IntentInsert
+	TakeoverPublished      = spec.TakeoverPublished
 )
 
 // Points lists every point an in-process hook can fire at, sorted: the

@@ -5,39 +5,40 @@ import (
 	"testing"
 
 	"github.com/orderflow-audit/orderflow-audit/runner/fault"
+	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
 func TestInjector(t *testing.T) {
 	var nilInj *fault.Injector
-	if err := nilInj.Hit(fault.AfterPublishBeforeMark); err != nil {
+	if err := nilInj.Hit(spec.AfterPublishBeforeMark); err != nil {
 		t.Fatalf("nil injector Hit = %v", err)
 	}
 	in := &fault.Injector{}
-	if err := in.Hit(fault.AfterPublishBeforeMark); err != nil {
+	if err := in.Hit(spec.AfterPublishBeforeMark); err != nil {
 		t.Fatalf("unarmed Hit = %v", err)
 	}
-	in.Arm(fault.AfterPublishBeforeMark, fault.Crash, 1)
-	if err := in.Hit(fault.AfterEffectBeforeOffsetCommit); err != nil {
+	in.Arm(spec.AfterPublishBeforeMark, fault.Crash, 1)
+	if err := in.Hit(spec.AfterEffectBeforeOffsetCommit); err != nil {
 		t.Fatalf("another point fired: %v", err)
 	}
-	err := in.Hit(fault.AfterPublishBeforeMark)
+	err := in.Hit(spec.AfterPublishBeforeMark)
 	if !errors.Is(err, fault.ErrCrash) {
 		t.Fatalf("armed Hit = %v; want ErrCrash", err)
 	}
-	if err := in.Hit(fault.AfterPublishBeforeMark); err != nil {
+	if err := in.Hit(spec.AfterPublishBeforeMark); err != nil {
 		t.Fatalf("armed once, fired twice: %v", err)
 	}
-	if n := in.Hits(fault.AfterPublishBeforeMark); n != 1 {
+	if n := in.Hits(spec.AfterPublishBeforeMark); n != 1 {
 		t.Fatalf("Hits = %d; want 1", n)
 	}
-	in.Arm(fault.AfterClaimBeforePublish, fault.Crash, -1)
+	in.Arm(spec.AfterClaimBeforePublish, fault.Crash, -1)
 	for i := range 3 {
-		if err := in.Hit(fault.AfterClaimBeforePublish); !errors.Is(err, fault.ErrCrash) {
+		if err := in.Hit(spec.AfterClaimBeforePublish); !errors.Is(err, fault.ErrCrash) {
 			t.Fatalf("hit %d of an always-armed point = %v", i, err)
 		}
 	}
-	in.Disarm(fault.AfterClaimBeforePublish)
-	if err := in.Hit(fault.AfterClaimBeforePublish); err != nil {
+	in.Disarm(spec.AfterClaimBeforePublish)
+	if err := in.Hit(spec.AfterClaimBeforePublish); err != nil {
 		t.Fatalf("disarmed Hit = %v", err)
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
-	"github.com/orderflow-audit/orderflow-audit/runner/fault"
+	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
 // handleBatch is Config.BatchEffects: the records of one poll settled in
@@ -109,7 +109,7 @@ func (c *Consumer) batchTx(ctx context.Context, recs []*kgo.Record, ids []Identi
 	if res.notificationID, err = c.insertNotifications(ctx, tx, ids, res.replay); err != nil {
 		return res, &txFailure{err: fmt.Errorf("effect batch: insert notifications: %w", err)}
 	}
-	if err := c.cfg.Faults.Hit(fault.EffectCommitKilled); err != nil {
+	if err := c.cfg.Faults.Hit(spec.EffectCommitKilled); err != nil {
 		return res, fmt.Errorf("effect batch: %w", err)
 	}
 	committed = true

@@ -8,6 +8,7 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/evidence/evidencetest"
 	"github.com/orderflow-audit/orderflow-audit/runner/fault"
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/consumer"
+	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
 func batched(cfg *consumer.Config) { cfg.BatchEffects = true }
@@ -92,7 +93,7 @@ func TestBatchFailureIsolated(t *testing.T) {
 			b := setup(t)
 			inj := &fault.Injector{}
 			if tt.kill {
-				inj.ArmFunc(fault.EffectCommitKilled, 1, b.killOwnTx(t))
+				inj.ArmFunc(spec.EffectCommitKilled, 1, b.killOwnTx(t))
 			} else if _, err := b.DB.ExecContext(t.Context(), `CREATE TRIGGER refuse BEFORE INSERT ON notification FOR EACH ROW
 BEGIN IF NEW.event_id = 'e-3' THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'refused'; END IF; END`); err != nil {
 				t.Fatal(err)

@@ -25,6 +25,7 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/runner/fault"
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/plant"
+	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
 // Defaults of Config.
@@ -343,7 +344,7 @@ func (c *Consumer) commitOffset(ctx context.Context, r *kgo.Record) error {
 // hit passes AfterEffectBeforeOffsetCommit. A simulated crash is recorded
 // as a fault event and returned wrapped.
 func (c *Consumer) hit(r *kgo.Record, id Identity) error {
-	p := fault.AfterEffectBeforeOffsetCommit
+	p := spec.AfterEffectBeforeOffsetCommit
 	err := c.cfg.Faults.Hit(p)
 	if err == nil {
 		return nil

@@ -19,6 +19,7 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/consumer"
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/plant"
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/relay"
+	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
 func TestParseIdentity(t *testing.T) {
@@ -220,7 +221,7 @@ func TestRestartWithoutOffsetCommit(t *testing.T) {
 			b := setup(t)
 			b.produce(t, 1, 2)
 			inj := &fault.Injector{}
-			inj.Arm(fault.AfterEffectBeforeOffsetCommit, fault.Crash, 1)
+			inj.Arm(spec.AfterEffectBeforeOffsetCommit, fault.Crash, 1)
 			c1 := b.consumer(t, "consumer-1", func(cfg *consumer.Config) { cfg.Faults = inj; cfg.Plant = tt.bug })
 			_, err := c1.PollUntil(deadline(t, 15*time.Second), func(consumer.Stats) bool { return false })
 			if !errors.Is(err, fault.ErrCrash) {

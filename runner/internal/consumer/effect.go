@@ -10,8 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
-	"github.com/orderflow-audit/orderflow-audit/runner/fault"
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/plant"
+	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
 // ErrEffectFailed wraps the error of an effect transaction that did not
@@ -144,7 +144,7 @@ func (c *Consumer) effectTx(ctx context.Context, r *kgo.Record, id Identity) (re
 	if res.notificationID, err = rs.LastInsertId(); err != nil {
 		return res, &txFailure{err: fmt.Errorf("effect %s: notification id: %w", id.EventID, err)}
 	}
-	if err := c.cfg.Faults.Hit(fault.EffectCommitKilled); err != nil {
+	if err := c.cfg.Faults.Hit(spec.EffectCommitKilled); err != nil {
 		return res, fmt.Errorf("effect %s: %w", id.EventID, err)
 	}
 	committed = true

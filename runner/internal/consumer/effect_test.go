@@ -12,6 +12,7 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/runner/fault"
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/consumer"
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/plant"
+	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
 // killOwnTx kills, from another connection, the connection of the one
@@ -69,7 +70,7 @@ func TestEffectTransactionFails(t *testing.T) {
 			b := setup(t)
 			inj := &fault.Injector{}
 			if tt.kill {
-				inj.ArmFunc(fault.EffectCommitKilled, 1, b.killOwnTx(t))
+				inj.ArmFunc(spec.EffectCommitKilled, 1, b.killOwnTx(t))
 			} else if _, err := b.DB.ExecContext(t.Context(), `CREATE TRIGGER refuse BEFORE INSERT ON notification FOR EACH ROW
 BEGIN IF NEW.event_id = 'e-1' THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'refused'; END IF; END`); err != nil {
 				t.Fatal(err)

@@ -80,7 +80,7 @@ type Config struct {
 	// Plant is the planted bug; only plant.OutboxOutsideTx changes this
 	// service. Default plant.None.
 	Plant plant.Bug
-	// Faults is consulted at fault.AfterOrderCommitBeforeOutbox, which only
+	// Faults is consulted at spec.AfterOrderCommitBeforeOutbox, which only
 	// the planted code path reaches. nil injects nothing.
 	Faults *fault.Injector
 	// Now is the clock tokens are checked against. Default time.Now.
@@ -284,8 +284,8 @@ func (s *Service) handleAs(r *http.Request, principal string) outcome {
 	} else if found {
 		return o
 	}
-	// A scenario may hold requests here (fault.IdemChecked).
-	if err := s.cfg.Faults.Hit(fault.IdemChecked); err != nil {
+	// A scenario may hold requests here (spec.IdemChecked).
+	if err := s.cfg.Faults.Hit(spec.IdemChecked); err != nil {
 		return rejected(http.StatusInternalServerError, key, "internal error", err.Error())
 	}
 	return s.place(ctx, principal, key, fp, req)

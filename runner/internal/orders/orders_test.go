@@ -23,6 +23,7 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/runner/fault"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra/infratest"
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/plant"
+	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
 var testSecret = []byte("0123456789abcdef0123456789abcdef")
@@ -745,7 +746,7 @@ func TestPlantedOutboxOutsideTx(t *testing.T) {
 
 	t.Run("crash between commit and intent", func(t *testing.T) {
 		b := setup(t, planted)
-		b.faults.Arm(fault.AfterOrderCommitBeforeOutbox, fault.Crash, 1)
+		b.faults.Arm(spec.AfterOrderCommitBeforeOutbox, fault.Crash, 1)
 		res := b.place("k-1", PlaceRequest{SKU: testSKU, Quantity: 2})
 		if res.Status != http.StatusInternalServerError {
 			t.Errorf("status = %d (%s); want 500", res.Status, res.Body)
@@ -757,7 +758,7 @@ func TestPlantedOutboxOutsideTx(t *testing.T) {
 		if n := b.count(`SELECT COUNT(*) FROM orders o WHERE NOT EXISTS (SELECT 1 FROM outbox x WHERE x.event_id = CONCAT('e-', o.id))`); n != 1 {
 			t.Errorf("orders without intent = %d; want 1", n)
 		}
-		if h := b.faults.Hits(fault.AfterOrderCommitBeforeOutbox); h != 1 {
+		if h := b.faults.Hits(spec.AfterOrderCommitBeforeOutbox); h != 1 {
 			t.Errorf("fault hits = %d; want 1", h)
 		}
 		es := b.events()
@@ -786,12 +787,12 @@ func TestPlantedOutboxOutsideTx(t *testing.T) {
 
 	t.Run("clean service never reaches the point", func(t *testing.T) {
 		b := setup(t)
-		b.faults.Arm(fault.AfterOrderCommitBeforeOutbox, fault.Crash, -1)
+		b.faults.Arm(spec.AfterOrderCommitBeforeOutbox, fault.Crash, -1)
 		res := b.place("k-1", PlaceRequest{SKU: testSKU, Quantity: 2})
 		if res.Status != http.StatusCreated {
 			t.Fatalf("status = %d (%s); want 201", res.Status, res.Body)
 		}
-		if h := b.faults.Hits(fault.AfterOrderCommitBeforeOutbox); h != 0 {
+		if h := b.faults.Hits(spec.AfterOrderCommitBeforeOutbox); h != 0 {
 			t.Errorf("fault hits = %d; want 0", h)
 		}
 		if n := b.count(`SELECT COUNT(*) FROM outbox WHERE event_id = 'e-1'`); n != 1 {

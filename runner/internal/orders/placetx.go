@@ -12,8 +12,8 @@ import (
 	"strings"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
-	"github.com/orderflow-audit/orderflow-audit/runner/fault"
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/plant"
+	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
 // placeTx is one order transaction: its five writes, one step each, and
@@ -66,8 +66,8 @@ func (s *Service) place(ctx context.Context, principal, key, fp string, req Plac
 	if s.cfg.Plant == plant.OutboxOutsideTx {
 		return s.placeOutboxOutsideTx(ctx, p, payload)
 	}
-	// The chaos nemesis may stop the service here (fault.IntentInsert).
-	if err := s.cfg.Faults.Hit(fault.IntentInsert); err != nil {
+	// The chaos nemesis may stop the service here (spec.IntentInsert).
+	if err := s.cfg.Faults.Hit(spec.IntentInsert); err != nil {
 		return p.internal("before the outbox intent", err)
 	}
 	// 5. The outbox intent, in the same transaction.
@@ -298,7 +298,7 @@ func (s *Service) placeOutboxOutsideTx(ctx context.Context, p *placeTx, payload 
 	}
 	id, eventID := *p.orderID, p.eventID
 	events := []evidence.Event{p.committed()}
-	if err := s.cfg.Faults.Hit(fault.AfterOrderCommitBeforeOutbox); err != nil {
+	if err := s.cfg.Faults.Hit(spec.AfterOrderCommitBeforeOutbox); err != nil {
 		return outcome{status: http.StatusInternalServerError, body: errorBody("internal error"), events: events}
 	}
 	intentFailed := func(err error) outcome {

@@ -15,6 +15,7 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/runner/fault"
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/plant"
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/relay"
+	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
 // A batch mark counts its hits row by row: of four claims of relay A (v1),
@@ -197,7 +198,7 @@ func TestRunOnceFlushesBeforeFaultPoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	inj := &fault.Injector{}
-	inj.Arm(fault.AfterPublishBeforeMark, fault.Crash, 1)
+	inj.Arm(spec.AfterPublishBeforeMark, fault.Crash, 1)
 	r := b.relay(t, "relay-a", func(c *relay.Config) { c.Faults = inj })
 	if _, err := r.RunOnce(t.Context()); !errors.Is(err, fault.ErrCrash) {
 		t.Fatalf("RunOnce = %v; want a crash", err)

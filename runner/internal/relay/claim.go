@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
-	"github.com/orderflow-audit/orderflow-audit/runner/fault"
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/plant"
+	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
 // Claimed is one intent held by this relay, with its token.
@@ -92,8 +92,8 @@ func (r *Relay) claimTx(ctx context.Context, max int) (out []Claimed, err error)
 		return nil, err
 	}
 	// A scenario may run another relay's claim here, while this one
-	// holds the rows it selected (fault.ClaimLocked).
-	if err := r.cfg.Faults.Hit(fault.ClaimLocked); err != nil {
+	// holds the rows it selected (spec.ClaimLocked).
+	if err := r.cfg.Faults.Hit(spec.ClaimLocked); err != nil {
 		return nil, fmt.Errorf("claim: %w", err)
 	}
 	if len(dues) > 0 {

@@ -32,6 +32,7 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/runner/fault"
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/plant"
+	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
 // Defaults of Config.
@@ -197,19 +198,19 @@ func (r *Relay) RunOnce(ctx context.Context) (Result, error) {
 			return res, err
 		}
 	}
-	if err := r.hitEach(fault.AfterClaimBeforePublish, claims, &res); err != nil {
+	if err := r.hitEach(spec.AfterClaimBeforePublish, claims, &res); err != nil {
 		return res, err
 	}
 	acked, failed, err := r.publishAll(ctx, claims, &res)
 	if err != nil {
 		return res, err
 	}
-	if err := r.hitEach(fault.AfterPublishBeforeMark, acked, &res); err != nil {
+	if err := r.hitEach(spec.AfterPublishBeforeMark, acked, &res); err != nil {
 		return res, err
 	}
 	if slices.ContainsFunc(acked, func(c Claimed) bool { return c.StateBefore == evidence.StateClaimed }) {
-		// The chaos nemesis may hold a relay here (fault.TakeoverPublished).
-		if err := r.cfg.Faults.Hit(fault.TakeoverPublished); err != nil {
+		// The chaos nemesis may hold a relay here (spec.TakeoverPublished).
+		if err := r.cfg.Faults.Hit(spec.TakeoverPublished); err != nil {
 			return res, err
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/runner/infra/infratest"
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/plant"
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/relay"
+	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
 // bundle is one test's chain (infratest.Chain).
@@ -391,10 +392,10 @@ func TestRunOnceCrash(t *testing.T) {
 	}{
 		// The batch was published as a whole before the first mark: both
 		// records are on the topic, neither row is marked.
-		{"after publish before mark", plant.None, fault.AfterPublishBeforeMark, evidence.StateClaimed, 2, 0},
-		{"after claim before publish", plant.None, fault.AfterClaimBeforePublish, evidence.StateClaimed, 0, 0},
+		{"after publish before mark", plant.None, spec.AfterPublishBeforeMark, evidence.StateClaimed, 2, 0},
+		{"after claim before publish", plant.None, spec.AfterClaimBeforePublish, evidence.StateClaimed, 0, 0},
 		// The batch was marked as a whole before the first publish.
-		{"planted mark-before-publish", plant.MarkBeforePublish, fault.AfterClaimBeforePublish, evidence.StateSent, 0, 2},
+		{"planted mark-before-publish", plant.MarkBeforePublish, spec.AfterClaimBeforePublish, evidence.StateSent, 0, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
