@@ -22,10 +22,8 @@ import (
 // chaos engine (runner/chaos), which applies a seeded schedule of faults,
 // heals, and waits for the chain to settle; then measure
 // (chaosmeasure.go). The reference actors are the engine's targets
-// (chaosactors.go).
-func init() {
-	bind("chaos", chaos) // its timeout depends on --duration: checkChaos
-}
+// (chaosactors.go). Its entry in the runs table is in scenario.go; its
+// timeout depends on --duration (checkChaos).
 
 const (
 	// chaosPartitions is the topic's partition count.

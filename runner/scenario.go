@@ -49,16 +49,6 @@ func joinRuns(tables ...map[string]runFunc) map[string]runFunc {
 	return out
 }
 
-// bind is what runner/chaos.go's init still calls, from before the runs
-// table; the table holds every binding now, so bind only checks that the
-// id is in it. It goes when that init does (the chaos engine is moving to
-// a package of its own).
-func bind(id string, _ func(context.Context, *Env) error) {
-	if _, ok := runs[id]; !ok {
-		panic("runner: scenario " + id + " is bound outside the runs table")
-	}
-}
-
 // Scenarios returns every scenario of the spec in run order, each with its
 // run function (nil for a spec entry without one: TestEveryScenarioRuns
 // fails then).

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/orderflow-audit/orderflow-audit/runner/fault"
+	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
 // Aimed faults: the nemesis arms a process to stop itself at a place of
@@ -20,9 +21,9 @@ import (
 // COMMIT, inside the order transaction before its last write (the
 // intent).
 var aimsOf = map[string]fault.Point{
-	"relay":    fault.ClaimLocked,
-	"consumer": fault.EffectCommitKilled,
-	"orders":   fault.IntentInsert,
+	"relay":    spec.ClaimLocked,
+	"consumer": spec.EffectCommitKilled,
+	"orders":   spec.IntentInsert,
 }
 
 // Aims are the points the engine may aim at in the processes of slot, in
@@ -34,7 +35,7 @@ var aimsOf = map[string]fault.Point{
 func Aims(slot string) []fault.Point {
 	switch role := roleOf(slot); role {
 	case "relay":
-		return []fault.Point{fault.AfterPublishBeforeMark, aimsOf[role], fault.TakeoverPublished}
+		return []fault.Point{spec.AfterPublishBeforeMark, aimsOf[role], spec.TakeoverPublished}
 	case "consumer", "orders":
 		return []fault.Point{aimsOf[role]}
 	}

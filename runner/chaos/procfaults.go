@@ -7,8 +7,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/orderflow-audit/orderflow-audit/runner/fault"
 	"github.com/orderflow-audit/orderflow-audit/runner/nemesis"
+	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
 // The faults of a slot's process: kill and pause.
@@ -42,7 +42,7 @@ func (r *run) pause(f nemesis.Fault) (string, heal, error) {
 	if p, _ := s.running(); p == nil || processState(p.Pid()) == "T" || r.holding(p) {
 		return "", nil, nil // none runs, or another fault holds it
 	}
-	p, name, aimed, miss := r.aim(s, fault.AfterPublishBeforeMark)
+	p, name, aimed, miss := r.aim(s, spec.AfterPublishBeforeMark)
 	if p == nil {
 		return "", nil, nil
 	}
@@ -52,14 +52,14 @@ func (r *run) pause(f nemesis.Fault) (string, heal, error) {
 		detail = fmt.Sprintf("%s for %v, longer than its lease %v", aimed, f.For.Round(time.Millisecond), nemesis.PauseLease)
 		armed := time.Now()
 		for _, o := range r.slots {
-			if o == s || !r.t.Aimer.StopsAt(o.name, fault.TakeoverPublished) {
+			if o == s || !r.t.Aimer.StopsAt(o.name, spec.TakeoverPublished) {
 				continue
 			}
-			if tp, tname, _, miss := r.arm(o, fault.TakeoverPublished); tp != nil && miss == "" {
+			if tp, tname, _, miss := r.arm(o, spec.TakeoverPublished); tp != nil && miss == "" {
 				// Armed, it is this fault's: no other fault stops or
 				// wakes it until the heal lets it go.
 				r.hold(tp, true)
-				takers = append(takers, taker{tp, tname, r.armedUntil(armed, fault.TakeoverPublished)})
+				takers = append(takers, taker{tp, tname, r.armedUntil(armed, spec.TakeoverPublished)})
 			}
 		}
 	} else {
@@ -93,7 +93,7 @@ func (r *run) pause(f nemesis.Fault) (string, heal, error) {
 		}
 		for _, t := range held {
 			out += fmt.Sprintf("; %s (pid %d) had stopped itself at %s, holding its takeover unmarked, and got SIGCONT %v later",
-				t.name, t.p.Pid(), fault.TakeoverPublished, takeoverHold)
+				t.name, t.p.Pid(), spec.TakeoverPublished, takeoverHold)
 			_ = t.p.Signal(syscall.SIGCONT)
 		}
 		// A taker whose arm is still on may stop after this heal: wait
@@ -104,7 +104,7 @@ func (r *run) pause(f nemesis.Fault) (string, heal, error) {
 			}
 			if _, ok := waitStopped(t.p, t.until); ok {
 				out += fmt.Sprintf("; %s (pid %d) stopped itself at %s after the zombie woke, and got SIGCONT", t.name, t.p.Pid(),
-					fault.TakeoverPublished)
+					spec.TakeoverPublished)
 				_ = t.p.Signal(syscall.SIGCONT)
 			}
 		}

@@ -16,17 +16,6 @@ import (
 // describes each).
 type Point = spec.Point
 
-// The points are spec's (spec.AfterPublishBeforeMark, ...). These aliases
-// remain only because runner/chaos*.go names them so, and another change
-// is moving those files: delete them once it has (a new point needs none).
-const (
-	AfterPublishBeforeMark = spec.AfterPublishBeforeMark
-	EffectCommitKilled     = spec.EffectCommitKilled
-	ClaimLocked            = spec.ClaimLocked
-	IntentInsert           = spec.IntentInsert
-	TakeoverPublished      = spec.TakeoverPublished
-)
-
 // Points lists every point an in-process hook can fire at, sorted: the
 // points of the fault table with an InjectHook row.
 func Points() []Point {
