@@ -125,8 +125,8 @@ type RuleInfo struct {
 var Rules = []RuleInfo{
 	{RuleRunInterrupted, "the run was interrupted before every selected scenario finished (inconclusive)"},
 	{RuleSelectionMissing, "the evidence does not record which scenarios the run selected (run.selection; inconclusive)"},
-	{RuleScenarioMissing, "a scenario that run.args select is not in the evidence"},
-	{RuleScenarioNotSelected, "the evidence has a scenario that run.args do not select"},
+	{RuleScenarioMissing, "a scenario that run.selection selects is not in the evidence"},
+	{RuleScenarioNotSelected, "the evidence has a scenario that run.selection does not select"},
 	{RuleBoundaryNotRun, "a boundary whose scenario was not selected or did not run (inconclusive)"},
 	{RuleTimeOutsideRun, "the run ends before it starts, or an event's time is outside the run (give or take 2 s)"},
 	{RuleSummaryMismatch, "the summary's counts differ from the scenarios listed"},
