@@ -71,8 +71,11 @@ func TestDeadJoinerExpires(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if n := stuck.Load(); n > 0 {
-		t.Errorf("%d of %d tries left a member that died in its JoinGroup holding partitions", n, *ghostTries)
+	msg := fmt.Sprintf("%d of %d tries left a member that died in its JoinGroup holding partitions", stuck.Load(), *ghostTries)
+	if stuck.Load() > 0 {
+		t.Error(msg)
+	} else {
+		t.Log(msg)
 	}
 }
 
@@ -287,5 +290,67 @@ func (o *ownedPartitions) wait(ctx context.Context, d time.Duration, done func()
 		case <-ctx.Done():
 			return false
 		}
+	}
+}
+
+// TestGuardHoldsCloseForJoinAnswer checks the guard's part in
+// TestDeadJoinerExpires deterministically, on a pipe: a client that sends
+// an acks=0 produce (never answered) and a JoinGroup and closes is seen to
+// close only once the JoinGroup is answered, or once kfake closes the
+// connection; a client with no JoinGroup outstanding closes at once.
+func TestGuardHoldsCloseForJoinAnswer(t *testing.T) {
+	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID("t"))
+	produce := kmsg.NewPtrProduceRequest()
+	produce.Version, produce.Acks = 7, 0
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.Version, join.Group, join.ProtocolType = 5, "g", "consumer"
+	for _, tc := range []struct {
+		name    string
+		frames  [][]byte
+		release func(g *guardedConn) // what kfake does while the close is held; nil: not held
+	}{
+		{"join answered", [][]byte{f.AppendRequest(nil, produce, 1), f.AppendRequest(nil, join, 2)},
+			func(g *guardedConn) { _, _ = g.Write([]byte{0, 0, 0, 4, 0, 0, 0, 2}) }},
+		{"kfake closes", [][]byte{f.AppendRequest(nil, join, 1)},
+			func(g *guardedConn) { _ = g.Close() }},
+		{"no join", [][]byte{f.AppendRequest(nil, produce, 1)}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client, server := net.Pipe()
+			defer server.Close()
+			g := &guardedConn{Conn: server, refused: new(atomic.Int64)}
+			go func() {
+				for _, fr := range tc.frames {
+					_, _ = client.Write(fr)
+				}
+				client.Close()
+			}()
+			for _, fr := range tc.frames {
+				if _, err := io.ReadFull(g, make([]byte, len(fr))); err != nil {
+					t.Fatalf("read a frame: %v", err)
+				}
+			}
+			closed := make(chan error, 1)
+			go func() {
+				_, err := g.Read(make([]byte, 1))
+				closed <- err
+			}()
+			if tc.release != nil {
+				select {
+				case err := <-closed:
+					t.Fatalf("the close was reported (%v) before the JoinGroup was answered", err)
+				case <-time.After(200 * time.Millisecond):
+				}
+				tc.release(g)
+			}
+			select {
+			case err := <-closed:
+				if !errors.Is(err, io.EOF) {
+					t.Errorf("Read after the client's close = %v; want EOF", err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("the close was not reported within 5 s")
+			}
+		})
 	}
 }
