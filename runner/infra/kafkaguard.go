@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync"
 	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kbin"
@@ -76,15 +77,24 @@ func (l guardedListener) Accept() (net.Conn, error) {
 }
 
 // guardedConn is a client connection whose Read yields whole, parsed
-// request frames only. kfake reads a connection from one goroutine at a
-// time (it waits for one frame before asking for the next), so Read needs
-// no lock.
+// request frames only, and reports the client's close only once kfake has
+// answered the JoinGroup it was sent (joinhold.go). kfake reads a
+// connection from one goroutine at a time (it waits for one frame before
+// asking for the next), so Read needs no lock; kfake writes from another
+// goroutine, hence the mutex over the answer counts.
 type guardedConn struct {
 	net.Conn
 	refused *atomic.Int64
 	buf     []byte // frame buffer, reused for small frames
 	frame   []byte // the checked frame (length field included) not yet read
 	err     error  // why the connection ended; returned from then on
+
+	mu       sync.Mutex
+	asked    int64         // requests handed to kfake that it answers
+	answered int64         // answers kfake wrote, one Write each
+	joinAt   int64         // asked when the last JoinGroup was handed (0: none)
+	closed   bool          // kfake closed the connection
+	wake     chan struct{} // signalled by Write and Close; made with the first JoinGroup
 }
 
 func (c *guardedConn) Read(p []byte) (int, error) {
@@ -99,6 +109,7 @@ func (c *guardedConn) Read(p []byte) (int, error) {
 				c.refused.Add(1)
 				c.Conn.Close() // this connection only; the broker goes on
 			}
+			c.awaitJoinAnswer()
 			c.err = err
 			return 0, err
 		}
@@ -133,9 +144,11 @@ func (c *guardedConn) next() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkRequest(frame[4:]); err != nil {
+	req, err := checkRequest(frame[4:])
+	if err != nil {
 		return nil, guardRefusal{err}
 	}
+	c.handed(req)
 	return frame, nil
 }
 
@@ -168,12 +181,12 @@ func (c *guardedConn) readFrame(size [4]byte, n int) ([]byte, error) {
 }
 
 // checkRequest parses a request body the way kfake's clientConn.read does
-// (header, then kmsg's ReadFrom), so that what kfake receives parses. A
-// panic in the parser is a refusal, not a crash.
-func checkRequest(body []byte) (err error) {
+// (header, then kmsg's ReadFrom), so that what kfake receives parses, and
+// returns the request. A panic in the parser is a refusal, not a crash.
+func checkRequest(body []byte) (req kmsg.Request, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("%w: parser panicked: %v", errUnparsable, r)
+			req, err = nil, fmt.Errorf("%w: parser panicked: %v", errUnparsable, r)
 		}
 	}()
 	r := kbin.Reader{Src: body}
@@ -182,24 +195,24 @@ func checkRequest(body []byte) (err error) {
 	r.Int32() // correlation id
 	r.NullableString()
 	if err := r.Complete(); err != nil {
-		return fmt.Errorf("%w: %v", errFrameShort, err)
+		return nil, fmt.Errorf("%w: %v", errFrameShort, err)
 	}
-	req := kmsg.RequestForKey(key)
+	req = kmsg.RequestForKey(key)
 	if req == nil {
-		return fmt.Errorf("%w: %d", errUnknownAPIKey, key)
+		return nil, fmt.Errorf("%w: %d", errUnknownAPIKey, key)
 	}
 	if version < 0 {
-		return fmt.Errorf("%w: key %d version %d", errBadVersion, key, version)
+		return nil, fmt.Errorf("%w: key %d version %d", errBadVersion, key, version)
 	}
 	req.SetVersion(version)
 	if req.IsFlexible() {
 		kmsg.SkipTags(&r)
 		if err := r.Complete(); err != nil {
-			return fmt.Errorf("%w: key %d version %d: header tags: %v", errUnparsable, key, version, err)
+			return nil, fmt.Errorf("%w: key %d version %d: header tags: %v", errUnparsable, key, version, err)
 		}
 	}
 	if err := req.ReadFrom(r.Src); err != nil {
-		return fmt.Errorf("%w: key %d version %d: %v", errUnparsable, key, version, err)
+		return nil, fmt.Errorf("%w: key %d version %d: %v", errUnparsable, key, version, err)
 	}
-	return nil
+	return req, nil
 }

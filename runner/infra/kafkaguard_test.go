@@ -246,7 +246,7 @@ func TestCheckRequestAcceptsOurClients(t *testing.T) {
 				body = append(body, 0) // no header tags
 			}
 			body = r.AppendTo(body)
-			if err := checkRequest(body); err != nil {
+			if _, err := checkRequest(body); err != nil {
 				t.Errorf("checkRequest(key %d, version %d) = %v; want nil", key, v, err)
 			}
 		}
@@ -411,7 +411,7 @@ func BenchmarkCheckRequest(b *testing.B) {
 			body := req.AppendTo(append(header(0, 9, "orderflow-audit"), 0))
 			b.SetBytes(int64(len(body)))
 			for range b.N {
-				if err := checkRequest(body); err != nil {
+				if _, err := checkRequest(body); err != nil {
 					b.Fatal(err)
 				}
 			}
