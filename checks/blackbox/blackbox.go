@@ -144,6 +144,10 @@ type Input struct {
 	// End is when the run had settled (the liveness bound counts to it);
 	// zero: the time of the window's last transaction.
 	End time.Time
+	// Liveness is the bound the pending rule applies, as the evidence
+	// records it (a black-box bundle's liveness.bound); zero: the
+	// profile's promises.liveness.
+	Liveness time.Duration
 	// Holes are gaps a reader found in a witness outside this package (a
 	// binlog cut short, a file missing), each said in a sentence: the
 	// rules they could touch are INCONCLUSIVE.
