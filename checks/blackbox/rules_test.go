@@ -62,8 +62,11 @@ type fixture struct {
 	client []blackbox.Request
 	gapAt  int // a GTID gap before transaction gapAt (0: none)
 	end    time.Duration
-	noLog  bool
-	holes  []string
+	// liveness is the bound the evidence records (Input.Liveness); zero:
+	// the profile's.
+	liveness time.Duration
+	noLog    bool
+	holes    []string
 }
 
 var t0 = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
@@ -148,6 +151,7 @@ func (f *fixture) input(t *testing.T) blackbox.Input {
 	if f.end != 0 {
 		in.End = t0.Add(f.end)
 	}
+	in.Liveness = f.liveness
 	if !f.noLog {
 		log := &broker.Log{Topics: map[string][]broker.Partition{}, Groups: map[string]map[string]map[int32]int64{}}
 		for i, recs := range f.parts {
@@ -305,6 +309,23 @@ func TestRules(t *testing.T) {
 			f.groups[0] = 1
 			return f
 		}, W{blackbox.RulePending: I}, "within the liveness bound"},
+		{"pending: the bound the evidence records, not the profile's, expires", func() *fixture {
+			f := legal()
+			f.txs[3] = nil
+			f.parts[0] = f.parts[0][:1]
+			f.groups[0] = 1
+			f.liveness = 2 * time.Second
+			return f
+		}, W{blackbox.RulePending: F}, "liveness bound 2s expired"},
+		{"pending: a recorded bound longer than the run keeps it pending", func() *fixture {
+			f := legal()
+			f.txs[3] = nil
+			f.parts[0] = f.parts[0][:1]
+			f.groups[0] = 1
+			f.end = time.Minute
+			f.liveness = 5 * time.Minute
+			return f
+		}, W{blackbox.RulePending: I}, "within the liveness bound 5m0s"},
 		{"phantom: a record of no committed row", func() *fixture {
 			f := legal()
 			f.parts[0] = append(f.parts[0], rec(0, 2, "1", "e-9", value("e-9", 1)))

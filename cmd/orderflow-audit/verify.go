@@ -14,6 +14,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/orderflow-audit/orderflow-audit/checks"
+	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/schemas"
 )
 
@@ -81,6 +82,12 @@ orderflow-audit verify --mysql-dsn 'root@tcp(127.0.0.1:3306)/' evidence/u80.json
 		if _, err := mysql.ParseDSN(*dsn); err != nil {
 			return failed(usageErrorf("--mysql-dsn: %v", err))
 		}
+	}
+	if evidenceFormat(fs.Arg(0)) == evidence.FormatBlackBox { // verifybb.go
+		if *allow {
+			return failed(usageErrorf("--allow-unwitnessed: a black-box audit's verdict rests on its witnesses alone"))
+		}
+		return verifyBlackBox(ctx, fs.Arg(0), *asJSON, stdout, stderr)
 	}
 	v, err := checks.Verify(ctx, fs.Arg(0), checks.Options{MySQLDSN: *dsn, AllowUnwitnessed: *allow})
 	// A signal cancels ctx: whatever Verify made of that ("context
