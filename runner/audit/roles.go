@@ -295,6 +295,11 @@ func (rs *roles) startAll(ctx context.Context, readyTimeout time.Duration) error
 			return err
 		}
 	}
+	for _, r := range rs.list { // ready, and still up once all are
+		if !r.running() {
+			return r.notReady("ended after it was ready")
+		}
+	}
 	for _, r := range rs.list {
 		go r.supervise()
 	}
@@ -307,10 +312,7 @@ func (r *replica) waitReady(ctx context.Context, deadline time.Time) error {
 	for {
 		select {
 		case <-r.exited:
-			r.mu.Lock()
-			how := r.lastExit
-			r.mu.Unlock()
-			return fmt.Errorf("%w: %s ended before it was ready (%s); its stderr ends: %s", ErrRoleStart, r.name, how, tail(r.stderr.Name()))
+			return r.notReady("ended before it was ready")
 		case <-ctx.Done():
 			return ctx.Err()
 		default:
@@ -331,6 +333,13 @@ func (r *replica) waitReady(ctx context.Context, deadline time.Time) error {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+func (r *replica) notReady(what string) error {
+	r.mu.Lock()
+	how := r.lastExit
+	r.mu.Unlock()
+	return fmt.Errorf("%w: %s %s (%s): %s; its stderr ends: %s", ErrRoleStart, r.name, what, how, strings.Join(r.argv, " "), tail(r.stderr.Name()))
 }
 
 func orText(s, def string) string {
