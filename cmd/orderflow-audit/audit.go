@@ -110,11 +110,31 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	code := verdictExit(checks.Status(v.Status))
 	if res.Evidence.Run.Interrupted {
 		fmt.Fprintf(stderr, "%s audit: %v; the bundle is marked interrupted\n", progName, interruption(ctx))
-		if code != exitFail {
+		if code != exitFail || !failsBeyondSettling(v) {
 			code = exitInconclusive
 		}
 	}
 	return code
+}
+
+// failsBeyondSettling reports whether v fails a rule that does not need
+// the pipeline to have settled: an interrupted audit stopped before it
+// settled, so a lag is what stopping it left, not a finding.
+func failsBeyondSettling(v *bbverify.Verdict) bool {
+	for _, r := range v.Reasons {
+		if r.Status == blackbox.Fail {
+			return true
+		}
+	}
+	if v.Layer == nil {
+		return false
+	}
+	for _, r := range v.Layer.Rules {
+		if r.Status == blackbox.Fail && r.ID != blackbox.RuleLag {
+			return true
+		}
+	}
+	return false
 }
 
 // options loads the profile and checks the flags.

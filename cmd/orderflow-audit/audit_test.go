@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -49,11 +51,37 @@ type auditRun struct {
 	out            string // the evidence file
 }
 
+// lockedBuffer is a bytes.Buffer that a process writes while the test
+// reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
 // runAudit runs audit with args, its private server in a TMPDIR of its
 // own, and checks that nothing of it is left once it ended: no mariadbd,
 // no directory in TMPDIR, no staging directory beside the bundle, no
 // process of the pipeline (their command lines name the run's database).
 func runAudit(t *testing.T, profile string, args ...string) auditRun {
+	t.Helper()
+	return runAuditInterrupted(t, profile, "", args...)
+}
+
+// runAuditInterrupted is runAudit that sends SIGINT a second after
+// interruptAt shows on stderr (empty: never).
+func runAuditInterrupted(t *testing.T, profile, interruptAt string, args ...string) auditRun {
 	t.Helper()
 	infratest.RequireMariaDB(t)
 	tmp, outs := t.TempDir(), t.TempDir()
@@ -61,9 +89,23 @@ func runAudit(t *testing.T, profile string, args ...string) auditRun {
 	r := auditRun{out: filepath.Join(outs, "audit.json")}
 	cmd := exec.Command(bin, append([]string{"audit", "--profile", profile, "--out", r.out}, args...)...)
 	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
-	var so, se bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &so, &se
-	err := cmd.Run()
+	var so bytes.Buffer
+	se := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = &so, se
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if interruptAt != "" {
+		for deadline := time.Now().Add(60 * time.Second); !strings.Contains(se.String(), interruptAt); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Errorf("no %q on stderr within 60 s: interrupting anyway", interruptAt)
+				break
+			}
+		}
+		time.Sleep(time.Second)
+		_ = cmd.Process.Signal(syscall.SIGINT)
+	}
+	err := cmd.Wait()
 	r.stdout, r.stderr = so.String(), se.String()
 	r.code = cmd.ProcessState.ExitCode()
 	if _, ok := err.(*exec.ExitError); err != nil && !ok {
@@ -182,5 +224,29 @@ func TestAuditBadProfile(t *testing.T) {
 		if !strings.Contains(errs, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errs)
 		}
+	}
+}
+
+// TestAuditInterrupted: Ctrl-C during the load stops the processes,
+// captures the witnesses and writes the bundle marked interrupted, exits
+// 4 (the lag it left is no finding), and leaves nothing running.
+func TestAuditInterrupted(t *testing.T) {
+	r := runAuditInterrupted(t, referenceProfile(t), "load for", "--duration", "20s", "--faults", "none")
+	if r.code != exitInconclusive {
+		t.Fatalf("exit %d; want 4\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	raw, err := os.ReadFile(r.out)
+	if err != nil {
+		t.Fatalf("no bundle after the interrupt: %v\n%s", err, r.stderr)
+	}
+	bb, err := evidence.ParseBlackBox(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bb.Run.Interrupted {
+		t.Errorf("the bundle is not marked interrupted")
+	}
+	if d := bb.Run.End.Sub(bb.Run.Start); d > 15*time.Second {
+		t.Errorf("the run lasted %v after an interrupt in a 20 s load", d)
 	}
 }
