@@ -65,7 +65,7 @@ orderflow-audit report --allow-unwitnessed evidence/u80.json`)
 	if evidenceFormat(path) == evidence.FormatBlackBox { // verifybb.go
 		return reportBlackBox(ctx, path, out, *allow, stdout, stderr)
 	}
-	md, v, err := renderReport(ctx, path, checks.Options{MySQLDSN: *dsn, AllowUnwitnessed: *allow})
+	md, v, err := renderReport(ctx, path, checks.Options{MySQLDSN: *dsn, AllowUnwitnessed: *allow, BlackBox: true})
 	if cause := interruption(ctx); cause != nil {
 		return interrupted(stderr, "report", cause, "")
 	}

@@ -98,7 +98,7 @@ orderflow-audit verify /tmp/bb/audit.json   # a black-box audit's bundle`)
 		}
 		return verifyBlackBox(ctx, fs.Arg(0), *asJSON, stdout, stderr)
 	}
-	v, err := checks.Verify(ctx, fs.Arg(0), checks.Options{MySQLDSN: *dsn, AllowUnwitnessed: *allow})
+	v, err := checks.Verify(ctx, fs.Arg(0), checks.Options{MySQLDSN: *dsn, AllowUnwitnessed: *allow, BlackBox: true})
 	// A signal cancels ctx: whatever Verify made of that ("context
 	// canceled", an unavailable server), the verification was cut short.
 	if cause := interruption(ctx); cause != nil {
