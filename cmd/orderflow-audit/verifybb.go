@@ -12,6 +12,7 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	gate "github.com/orderflow-audit/orderflow-audit/evidence/bundle"
 	"github.com/orderflow-audit/orderflow-audit/evidence/profile"
+	"github.com/orderflow-audit/orderflow-audit/reports"
 	"github.com/orderflow-audit/orderflow-audit/schemas"
 )
 
@@ -85,4 +86,41 @@ func failBlackBox(stdout, stderr io.Writer, cmd string, err error, asJSON bool) 
 		_ = writeJSON(stdout, out)
 	}
 	return code
+}
+
+// reportBlackBox is report of a black-box audit's bundle: verified as
+// verify does, rendered by reports.BlackBox, written as report writes a
+// reference report (to stdout, or atomically to out, which must lie
+// outside the bundle: every file of a black-box bundle is beneath the
+// directory named after its evidence file, which CheckOutput refuses).
+func reportBlackBox(ctx context.Context, path, out string, allow bool, stdout, stderr io.Writer) int {
+	if allow {
+		return fail(stderr, "report", usageErrorf("--allow-unwitnessed: a black-box audit's verdict rests on its witnesses alone"))
+	}
+	v, err := bbverify.Verify(ctx, path, bbverify.Options{})
+	if cause := interruption(ctx); cause != nil {
+		return interrupted(stderr, "report", cause, "")
+	}
+	if err != nil {
+		return failBlackBox(stdout, stderr, "report", err, false)
+	}
+	md, err := reports.BlackBox(v)
+	if err != nil {
+		return fail(stderr, "report", fmt.Errorf("render report of %s: %w", path, err))
+	}
+	if out == "" {
+		_, err := stdout.Write(md)
+		if cause := closedPipe(err, "stdout"); cause != nil {
+			return interrupted(stderr, "report", cause, "the verdict was "+string(v.Status))
+		}
+		if err != nil {
+			return fail(stderr, "report", fmt.Errorf("write report: %w", err))
+		}
+	} else {
+		if err := reports.WriteFile(out, path, nil, md); err != nil {
+			return fail(stderr, "report", err)
+		}
+		fmt.Fprintf(stderr, "report written to %s (verdict %s)\n", checks.Printable(out), v.Status)
+	}
+	return verdictExit(checks.Status(v.Status))
 }

@@ -19,7 +19,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
 	"strings"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
@@ -163,10 +162,9 @@ func (r *reader) profile() error {
 	if !r.place("profile", pf.WitnessFile, r.base) {
 		return nil
 	}
-	if pf.Size > profile.MaxBytes {
-		r.problem(Problem{Rule: "profile-size", Path: pf.Path, Field: "size", Claimed: fmt.Sprint(pf.Size),
-			Message: fmt.Sprintf("the evidence records a profile of %d bytes; a profile has at most %d", pf.Size, profile.MaxBytes)})
-		return nil
+	if pf.Size > profile.MaxBytes { // refused before a byte of it is read
+		return fmt.Errorf("%w: the profile in the bundle, %s, has %d bytes by the evidence; a profile has at most %d",
+			evidence.ErrBadInput, pf.Path, pf.Size, profile.MaxBytes)
 	}
 	f := r.verified("profile", "profile", pf.WitnessFile)
 	if f == nil {
@@ -177,7 +175,7 @@ func (r *reader) profile() error {
 		r.problem(Problem{Rule: "profile-path", Path: pf.Path, Message: "the profile cannot be read: " + err.Error()})
 		return nil
 	}
-	p, err := profile.Parse(path.Base(pf.Path), data)
+	p, err := profile.Parse(pf.Path, data) // its messages name the file as the bundle does
 	if err != nil {
 		return fmt.Errorf("%w: the profile in the bundle, %s (sha256 %s), is not a valid profile:\n%w", evidence.ErrBadInput, pf.Path, pf.SHA256, err)
 	}

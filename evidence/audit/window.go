@@ -52,6 +52,9 @@ func (r *reader) window(h binlog.History) *binlog.History {
 		f, seen := first[d]
 		end, bounded := to[d]
 		switch {
+		case seen && f < begin:
+			r.out.Holes = append(r.out.Holes, fmt.Sprintf("the binlog after %s:%d begins domain %d at sequence %d, which the run window's start %s puts before the window: "+
+				"the window's start position and GTIDs disagree, so what it holds is unknown", bw.StartFile, bw.StartPos, d, f, orNone(bw.GTIDStart)))
 		case seen && f > begin:
 			r.out.Holes = append(r.out.Holes, fmt.Sprintf("the binlog after %s:%d begins domain %d at sequence %d, but the run window begins after %s: transactions %d..%d are missing",
 				bw.StartFile, bw.StartPos, d, f, orNone(bw.GTIDStart), begin, f-1))
