@@ -72,8 +72,21 @@ type BlackBox struct {
 	Witness *Witness `json:"witness"`
 	// Roles are the pipeline's processes' captured output: claims shown
 	// beside the verdict, never its basis.
-	Roles  []RoleOutput `json:"roles"`
-	Claims Claims       `json:"claims"`
+	Roles []RoleOutput `json:"roles"`
+	// Nemesis is the faults the audit injected; nil for a bundle made
+	// without a nemesis (a wrapped reference run).
+	Nemesis *NemesisLog `json:"nemesis,omitempty"`
+	Claims  Claims      `json:"claims"`
+}
+
+// NemesisLog is the audit's record of the faults it injected: a JSONL
+// file of the bundle (one fault a line, as runner/audit.NemesisEvent) and
+// how many of each kind were applied. Like the roles' output it is shown
+// beside the verdict, never its basis: what the faults did is read from
+// the witnesses.
+type NemesisLog struct {
+	File   WitnessFile    `json:"file"`
+	Faults map[string]int `json:"faults"`
 }
 
 // BlackBoxRun is one audit run.
@@ -248,6 +261,9 @@ func (bb *BlackBox) Files() []WitnessFile {
 	}
 	for _, r := range bb.Roles {
 		out = append(out, r.File)
+	}
+	if bb.Nemesis != nil {
+		out = append(out, bb.Nemesis.File)
 	}
 	return out
 }

@@ -159,6 +159,27 @@ func TestAuditReference(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, "PASS") {
 		t.Errorf("verify %s: exit %d; want 0 PASS\n%s%s", r.out, code, out, errs)
 	}
+	// The faults are recorded in the bundle, and the record is vouched for.
+	raw, err := os.ReadFile(r.out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bb, err := evidence.ParseBlackBox(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bb.Nemesis == nil || len(bb.Nemesis.Faults) == 0 {
+		t.Fatalf("the bundle records no fault applied: %+v", bb.Nemesis)
+	}
+	f, err := os.OpenFile(filepath.Join(filepath.Dir(r.out), filepath.FromSlash(bb.Nemesis.File.Path)), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("{}\n")
+	f.Close()
+	if code, out, _ := runCLI(t, "verify", r.out); code != exitFail || !strings.Contains(out, "nemesis-size") {
+		t.Errorf("verify of a changed nemesis log: exit %d; want 1 naming nemesis-size\n%s", code, out)
+	}
 }
 
 // TestAuditPlanted: a bug planted in the reference relay (records without

@@ -91,6 +91,9 @@ func (r *reader) outputs() {
 			r.verified("output", fmt.Sprintf("%s %d %s output", o.Role, o.Replica, o.Stream), o.File)
 		}
 	}
+	if n := r.out.Evidence.Nemesis; n != nil && r.place("nemesis", n.File, r.base) {
+		r.verified("nemesis", "nemesis log", n.File)
+	}
 }
 
 // unlisted reports what lies beneath the bundle's directory that the

@@ -234,8 +234,12 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	res.Requests, res.Faults = cl.counts, nr.counts()
 	res.Nemesis = nr.events
-	bb, err := s.writeBundle(ctx, bundleParts{runID: runID, started: started, windowStart: windowStart, settledAt: settledAt,
-		interrupted: interrupted, client: cl, haveLoad: lp != nil, roles: rs})
+	parts := bundleParts{runID: runID, started: started, windowStart: windowStart, settledAt: settledAt,
+		interrupted: interrupted, client: cl, haveLoad: lp != nil, roles: rs}
+	if len(opts.Faults) > 0 {
+		parts.nemesis = nr
+	}
+	bb, err := s.writeBundle(ctx, parts)
 	if err != nil {
 		return nil, err
 	}

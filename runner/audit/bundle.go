@@ -1,13 +1,17 @@
 package audit
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
 	"time"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
@@ -32,6 +36,7 @@ type bundleParts struct {
 	interrupted, haveLoad           bool
 	client                          *client
 	roles                           *roles
+	nemesis                         *nemesisRun // nil: no faults were asked for
 }
 
 // writeBundle captures the witnesses, writes the staged bundle, has it
@@ -89,6 +94,11 @@ func (s *scope) writeBundle(ctx context.Context, p bundleParts) (*evidence.Black
 	if bb.Roles, err = p.roles.outputs(s); err != nil {
 		return nil, err
 	}
+	if p.nemesis != nil {
+		if bb.Nemesis, err = s.writeNemesis(p.nemesis); err != nil {
+			return nil, err
+		}
+	}
 
 	staged := filepath.Join(s.stageRoot, filepath.Base(opts.Out))
 	if err := evidence.WriteBlackBox(staged, bb); err != nil {
@@ -106,6 +116,27 @@ func (s *scope) writeBundle(ctx context.Context, p bundleParts) (*evidence.Black
 		return nil, err
 	}
 	return bb, nil
+}
+
+// writeNemesis writes the faults as applied, by number, one a line.
+func (s *scope) writeNemesis(nr *nemesisRun) (*evidence.NemesisLog, error) {
+	nr.mu.Lock()
+	evs := slices.Clone(nr.events)
+	nr.mu.Unlock()
+	sort.Slice(evs, func(i, j int) bool { return evs[i].N < evs[j].N })
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	for _, e := range evs {
+		if err := enc.Encode(e); err != nil {
+			return nil, err
+		}
+	}
+	f, err := s.put(nemesisFile, buf.Bytes())
+	if err != nil {
+		return nil, err
+	}
+	return &evidence.NemesisLog{File: f, Faults: nr.counts()}, nil
 }
 
 // captureDatabase copies the binlog files from the window's start to

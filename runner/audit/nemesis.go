@@ -127,7 +127,29 @@ type nemesisRun struct {
 
 	mu     sync.Mutex
 	events []NemesisEvent
+	busy   map[string]bool // targets under a lasting fault now
 	wg     sync.WaitGroup
+}
+
+// take marks target as under a lasting fault; false if it already is (two
+// faults on one link would heal each other).
+func (nr *nemesisRun) take(target string) bool {
+	nr.mu.Lock()
+	defer nr.mu.Unlock()
+	if nr.busy == nil {
+		nr.busy = map[string]bool{}
+	}
+	if nr.busy[target] {
+		return false
+	}
+	nr.busy[target] = true
+	return true
+}
+
+func (nr *nemesisRun) release(target string) {
+	nr.mu.Lock()
+	defer nr.mu.Unlock()
+	delete(nr.busy, target)
 }
 
 // run applies faults at their times from now until ctx ends; each
@@ -161,6 +183,14 @@ func (nr *nemesisRun) apply(ctx context.Context, f fault) {
 		case <-time.After(f.For):
 		}
 	}
+	if f.For > 0 {
+		if !nr.take(f.Target) {
+			ev.Result, ev.End = "skipped: already under a fault", ev.Start
+			nr.record(ev)
+			return
+		}
+		defer nr.release(f.Target)
+	}
 	switch f.Kind {
 	case nemesis.Kill:
 		if !r.signal(syscall.SIGKILL) {
@@ -186,6 +216,10 @@ func (nr *nemesisRun) apply(ctx context.Context, f fault) {
 		nr.healLink(r)
 	}
 	ev.End = time.Now().UTC()
+	nr.record(ev)
+}
+
+func (nr *nemesisRun) record(ev NemesisEvent) {
 	nr.mu.Lock()
 	nr.events = append(nr.events, ev)
 	nr.mu.Unlock()

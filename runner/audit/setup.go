@@ -24,6 +24,7 @@ const (
 	rolesDir        = "roles"
 	clientFile      = "client.jsonl"
 	profileFile     = "profile.yaml"
+	nemesisFile     = "nemesis.jsonl"
 )
 
 // topicPartitions is how many partitions the audit creates the topic
