@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/orderflow-audit/orderflow-audit/runner/infra"
 	"github.com/orderflow-audit/orderflow-audit/runner/nemesis"
 )
 
@@ -19,10 +20,23 @@ import (
 // applied. The same seed, duration, kinds and roles give the same
 // schedule.
 
-// Kinds lists the fault kinds the audit injects (a subset of
-// nemesis.Kinds; the broker's and the server's faults are not built for
-// the audit yet).
-var Kinds = []nemesis.Kind{nemesis.Kill, nemesis.Pause, nemesis.Latency, nemesis.NetCut}
+// Kinds lists the fault kinds the audit injects: those of nemesis.Kinds
+// on the roles' processes and database links, and every fault of the
+// embedded broker (a window of refused, unanswered or unacknowledged
+// produce requests, failed fetches, forced rebalances of every group; a
+// restart on its data directory). Connection kills by database user and
+// kill -9 of the private server are not built for the audit yet.
+var Kinds = []nemesis.Kind{nemesis.Kill, nemesis.Pause, nemesis.Latency, nemesis.NetCut,
+	nemesis.ProduceRefused, nemesis.ProduceTimeout, nemesis.AckLost, nemesis.FetchError, nemesis.Rebalance, nemesis.BrokerRestart}
+
+// brokerWindows are the broker's window faults by kind.
+var brokerWindows = map[nemesis.Kind]infra.BrokerFault{
+	nemesis.ProduceRefused: infra.FaultProduceRefused,
+	nemesis.ProduceTimeout: infra.FaultProduceTimeout,
+	nemesis.AckLost:        infra.FaultAckLost,
+	nemesis.FetchError:     infra.FaultFetchError,
+	nemesis.Rebalance:      infra.FaultRebalance,
+}
 
 // ParseKinds parses --faults: "none", "" or "all" (every kind of Kinds),
 // or a comma-separated list of them.
@@ -94,6 +108,11 @@ func schedule(seed int64, d time.Duration, kinds []nemesis.Kind, targets []strin
 		}
 		f := fault{N: n, At: at, Kind: k, Target: targets[pick%len(targets)]}
 		switch k {
+		case nemesis.ProduceRefused, nemesis.ProduceTimeout, nemesis.AckLost, nemesis.FetchError, nemesis.Rebalance:
+			f.Target = nemesis.TargetBroker
+			f.For = 200*time.Millisecond + time.Duration(length)*time.Millisecond/2
+		case nemesis.BrokerRestart:
+			f.Target = nemesis.TargetBroker
 		case nemesis.Pause:
 			f.For = PauseFor + time.Duration(length)*time.Millisecond
 		case nemesis.Latency, nemesis.NetCut:
@@ -183,13 +202,19 @@ func (nr *nemesisRun) apply(ctx context.Context, f fault) {
 		case <-time.After(f.For):
 		}
 	}
-	if f.For > 0 {
+	if f.For > 0 || f.Target == nemesis.TargetBroker { // a restart drops the broker's windows
 		if !nr.take(f.Target) {
 			ev.Result, ev.End = "skipped: already under a fault", ev.Start
 			nr.record(ev)
 			return
 		}
 		defer nr.release(f.Target)
+	}
+	if f.Target == nemesis.TargetBroker {
+		nr.brokerFault(ctx, f, &ev, wait)
+		ev.End = time.Now().UTC()
+		nr.record(ev)
+		return
 	}
 	switch f.Kind {
 	case nemesis.Kill:
@@ -225,6 +250,27 @@ func (nr *nemesisRun) record(ev NemesisEvent) {
 	nr.mu.Unlock()
 }
 
+// brokerFault opens a window fault of the embedded broker for f.For, or
+// restarts it.
+func (nr *nemesisRun) brokerFault(ctx context.Context, f fault, ev *NemesisEvent, wait func()) {
+	k := nr.s.kafka
+	if f.Kind == nemesis.BrokerRestart {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if err := k.Restart(rctx); err != nil {
+			ev.Result = "failed: " + err.Error()
+		}
+		return
+	}
+	w, err := k.Inject(brokerWindows[f.Kind], nr.s.opts.Profile.Topic.Name, "") // every group
+	if err != nil {
+		ev.Result = "failed: " + err.Error()
+		return
+	}
+	wait()
+	ev.Result = fmt.Sprintf("done: %d request(s) hit", w.Heal())
+}
+
 func (nr *nemesisRun) healLink(r *replica) {
 	hctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -249,7 +295,7 @@ func (nr *nemesisRun) counts() map[string]int {
 	defer nr.mu.Unlock()
 	out := map[string]int{}
 	for _, e := range nr.events {
-		if e.Result == "done" {
+		if strings.HasPrefix(e.Result, "done") {
 			out[e.Kind]++
 		}
 	}
