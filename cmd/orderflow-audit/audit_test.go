@@ -271,3 +271,71 @@ func TestAuditInterrupted(t *testing.T) {
 		t.Errorf("the run lasted %v after an interrupt in a 20 s load", d)
 	}
 }
+
+// TestAuditKilled: an audit killed outright (SIGKILL, no cleanup at all)
+// takes the pipeline's processes and its private server with it (the
+// kernel's parent-death signal), and the next audit writing beside it
+// removes the staging directory and the server's directory it left.
+func TestAuditKilled(t *testing.T) {
+	infratest.RequireMariaDB(t)
+	tmp, outs := t.TempDir(), t.TempDir()
+	profile := referenceProfile(t)
+	cmd := exec.Command(binary(t), "audit", "--profile", profile, "--out", filepath.Join(outs, "audit.json"), "--duration", "30s", "--faults", "none")
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	se := &lockedBuffer{}
+	cmd.Stderr = se
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(60 * time.Second); !strings.Contains(se.String(), "load for"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("the load did not start within 60 s:\n%s", se.String())
+		}
+	}
+	var runID string
+	for _, l := range strings.Split(se.String(), "\n") {
+		if rest, ok := strings.CutPrefix(l, "audit "); ok {
+			runID, _, _ = strings.Cut(rest, " ")
+		}
+	}
+	if runID == "" {
+		t.Fatalf("no run id on stderr:\n%s", se.String())
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	deadline := time.Now().Add(5 * time.Second)
+	for ; time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if len(infratest.ServersIn(tmp)) == 0 && !processNaming(evidence.ScratchName(runID)) {
+			break
+		}
+	}
+	noProcessNaming(t, evidence.ScratchName(runID))
+	waitNoServer(t, tmp)
+	if es, _ := filepath.Glob(filepath.Join(outs, ".audit-stage-*")); len(es) != 1 {
+		t.Errorf("staging directories after the kill: %v; want the one it was writing", es)
+	}
+	// The next audit beside it sweeps what the killed one left.
+	cmd = exec.Command(binary(t), "audit", "--profile", profile, "--out", filepath.Join(outs, "audit.json"), "--duration", "1s", "--faults", "none")
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the next audit: %v\n%s", err, out)
+	}
+	privateGone(t, tmp)
+	if es, _ := filepath.Glob(filepath.Join(outs, ".audit-stage-*")); len(es) != 0 {
+		t.Errorf("staging directories left after the next audit: %v", es)
+	}
+}
+
+func processNaming(s string) bool {
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte(s)) {
+			return true
+		}
+	}
+	return false
+}

@@ -10,3 +10,6 @@ func procAttr() *syscall.SysProcAttr {
 
 // signalGroup sends sig to the process group led by pid.
 func signalGroup(pid int, sig syscall.Signal) error { return syscall.Kill(-pid, sig) }
+
+// alive reports whether a process pid exists.
+func alive(pid int) bool { return syscall.Kill(pid, 0) != syscall.ESRCH }

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/orderflow-audit/orderflow-audit/internal/mariadbd"
 	"github.com/orderflow-audit/orderflow-audit/migrations"
@@ -77,8 +79,12 @@ func setUp(ctx context.Context, opts *Options, runID string) (_ *scope, err erro
 	if err = s.createDatabase(ctx); err != nil {
 		return nil, err
 	}
-	if s.stageRoot, err = os.MkdirTemp(filepath.Dir(opts.Out), ".audit-stage-"); err != nil {
+	sweepStages(filepath.Dir(opts.Out))
+	if s.stageRoot, err = os.MkdirTemp(filepath.Dir(opts.Out), stagePrefix); err != nil {
 		return nil, fmt.Errorf("%w: create the staging directory beside %s: %v", ErrBadOptions, opts.Out, err)
+	}
+	if err = os.WriteFile(filepath.Join(s.stageRoot, stageOwner), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		return nil, fmt.Errorf("%w: write into the staging directory %s: %v", ErrBadOptions, s.stageRoot, err)
 	}
 	s.stage = filepath.Join(s.stageRoot, s.base)
 	if err = os.MkdirAll(filepath.Join(s.stage, rolesDir), 0o755); err != nil {
@@ -134,6 +140,34 @@ func (s *scope) createDatabase(ctx context.Context) error {
 		return infra.Unavailable(fmt.Errorf("mark database %s: %w", s.dbName, err))
 	}
 	return nil
+}
+
+// A staging directory is named stagePrefix* and holds, beside the staged
+// bundle, the pid of the audit that made it (stageOwner): an audit killed
+// outright (SIGKILL) leaves its staging directory, which the next audit
+// writing beside it removes once that pid is gone.
+const (
+	stagePrefix = ".audit-stage-"
+	stageOwner  = "owner.pid"
+)
+
+// sweepStages removes the staging directories in dir whose audit no
+// longer runs.
+func sweepStages(dir string) {
+	es, _ := os.ReadDir(dir)
+	for _, e := range es {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), stagePrefix) {
+			continue
+		}
+		root := filepath.Join(dir, e.Name())
+		b, err := os.ReadFile(filepath.Join(root, stageOwner))
+		if err != nil {
+			continue // not one of ours, or being made
+		}
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && !alive(pid) {
+			os.RemoveAll(root)
+		}
+	}
 }
 
 // migrationFiles expands the profile's migration globs, relative to the
