@@ -246,6 +246,25 @@ func TestAuditBadProfile(t *testing.T) {
 			t.Errorf("stderr lacks %q:\n%s", want, errs)
 		}
 	}
+	// Flags and profiles the audit cannot run: refused before anything starts.
+	good := referenceProfile(t)
+	own := referenceProfile(t, "database:", "database:\n  dsn: \"u:hunter2@tcp(db:3306)/shop\"")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--profile", good, "--faults", "gremlin"}, `unknown fault kind "gremlin"`},
+		{[]string{"--profile", good, "--faults", "db-crash"}, "not built for the audit yet"},
+		{[]string{"--profile", good, "--duration", "1ms"}, "--duration"},
+		{[]string{"--profile", good, "--out", "x.txt"}, "ending in .json"},
+		{[]string{"--profile", own}, "private server only"},
+		{[]string{}, "--profile is required"},
+	} {
+		code, _, errs := runCLI(t, append([]string{"audit", "--out", filepath.Join(t.TempDir(), "a.json")}, tc.args...)...)
+		if code != exitUsage || !strings.Contains(errs, tc.want) || strings.Contains(errs, "hunter2") {
+			t.Errorf("audit %q: exit %d, stderr %q; want 2 with %q", tc.args, code, errs, tc.want)
+		}
+	}
 }
 
 // TestAuditInterrupted: Ctrl-C during the load stops the processes,
