@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/orderflow-audit/orderflow-audit/checks"
@@ -49,6 +50,7 @@ Templates in commands, environment, readiness URLs and the load:
 // auditFlags are the flags of audit.
 type auditFlags struct {
 	profile, out, faults string
+	progress             string
 	seed                 int64
 	duration, ready      time.Duration
 	keep                 bool
@@ -65,6 +67,7 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.StringVar(&af.faults, "faults", "all", "fault `kinds` to draw from: all, none, or a list of "+audit.KindList())
 	fs.DurationVar(&af.ready, "ready-timeout", audit.DefaultReadyTimeout, "bound of every role's start (`duration`)")
 	fs.BoolVar(&af.keep, "keep", false, "keep the private server's data directory")
+	fs.StringVar(&af.progress, "progress", "auto", "a progress line on stderr: `auto` (on a terminal), on, off")
 	if code, ok := fs.parse(args, stdout, stderr); !ok {
 		return code
 	}
@@ -75,11 +78,19 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		return failProfile(stderr, "audit", err)
 	}
+	if af.progress != "auto" && af.progress != "on" && af.progress != "off" {
+		return fail(stderr, "audit", usageErrorf("--progress %q: want auto, on or off", af.progress))
+	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	stderr = &syncWriter{w: &pipeGuard{w: stderr, name: "stderr", cancel: cancel}}
+	bar := &statusLine{w: &pipeGuard{w: stderr, name: "stderr", cancel: cancel},
+		on: af.progress == "on" || (af.progress == "auto" && isTerminal(stderr))}
+	stderr = bar
 	stdout = &pipeGuard{w: stdout, name: "stdout", cancel: cancel}
 	opts.Progress = stderr
+	if bar.on {
+		opts.OnProgress = bar.draw
+	}
 	opts.Verify = func(ctx context.Context, path string) (evidence.Claims, error) {
 		v, err := bbverify.Verify(context.WithoutCancel(ctx), path, bbverify.Options{})
 		if err != nil {
@@ -101,6 +112,7 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		return fail(stderr, "audit", fmt.Errorf("verify %s: %w", res.Path, err))
 	}
+	bar.clear()
 	fmt.Fprintln(stdout, observation(res, v))
 	writeFindings(stdout, v)
 	if !res.Settled && !res.Evidence.Run.Interrupted {
@@ -240,4 +252,47 @@ func writeFindings(w io.Writer, v *bbverify.Verdict) {
 	for _, r := range v.Reasons {
 		fmt.Fprintf(w, "  %s %s: %s\n", r.Status, r.Rule, checks.Printable(r.Message))
 	}
+}
+
+// statusLine is the progress line of an audit on a terminal, rewritten in
+// place once a second; every other line written through it erases it
+// first. It serialises the writes to stderr.
+type statusLine struct {
+	mu    sync.Mutex
+	w     io.Writer
+	on    bool
+	drawn bool
+}
+
+func (b *statusLine) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.erase()
+	return b.w.Write(p)
+}
+
+func (b *statusLine) erase() {
+	if b.drawn {
+		fmt.Fprint(b.w, "\r\x1b[K")
+		b.drawn = false
+	}
+}
+
+func (b *statusLine) clear() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.erase()
+}
+
+// draw shows p: the phase and what is left of it, the figures so far.
+func (b *statusLine) draw(p audit.Progress) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	effects := ""
+	if p.Effects >= 0 {
+		effects = fmt.Sprintf(", effects %d", p.Effects)
+	}
+	fmt.Fprintf(b.w, "\r%s, %v left: committed %d, records %d%s, requests %d, faults %d\x1b[K",
+		p.Phase, p.Left, p.Committed, p.Records, effects, p.Requests, p.Faults)
+	b.drawn = true
 }

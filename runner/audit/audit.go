@@ -84,8 +84,11 @@ type Options struct {
 	Verify func(ctx context.Context, path string) (evidence.Claims, error)
 	// Progress receives a line per phase (default: discarded).
 	Progress io.Writer
-	Logger   *slog.Logger
-	Now      func() time.Time
+	// OnProgress, when set, is called once a second while the load runs
+	// and while the pipeline settles.
+	OnProgress func(Progress)
+	Logger     *slog.Logger
+	Now        func() time.Time
 }
 
 func (o *Options) setDefaults() error {
@@ -207,6 +210,21 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		nr.run(lctx, faults)
 	}()
 	cl := newClient()
+	rp := &reporter{s: s, cl: cl, nr: nr}
+	rp.setPhase("load", time.Now().Add(opts.Duration))
+	pctx, cancelProgress := context.WithCancel(ctx)
+	progressDone := make(chan struct{})
+	go func() {
+		defer close(progressDone)
+		if opts.OnProgress != nil {
+			rp.run(pctx, opts.OnProgress)
+		}
+	}()
+	stopProgress := func() { // and wait: nothing is reported after
+		cancelProgress()
+		<-progressDone
+	}
+	defer stopProgress()
 	if lp != nil {
 		cl.run(lctx, lp, opts.Duration)
 	}
@@ -219,6 +237,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if !interrupted {
 		bound := time.Duration(opts.Profile.Promises.Liveness)
 		fmt.Fprintf(opts.Progress, "healed; settling (bound %v)\n", bound)
+		rp.setPhase("settle", time.Now().Add(bound))
 		st, err := newSettler(s)
 		if err != nil {
 			return nil, err
@@ -228,6 +247,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		interrupted = ctx.Err() != nil
 	}
 	settledAt := opts.Now().UTC()
+	stopProgress()
 	stop()
 	for _, r := range rs.list {
 		res.Restarts += r.starts - 1
