@@ -59,8 +59,11 @@ type replica struct {
 	starts   int
 	stopping bool
 	paused   bool
-	lastExit string
-	done     chan struct{} // closed when the supervise loop ended
+	// supervised: its supervise loop runs (started once every replica
+	// was ready), and closes done when it ends.
+	supervised bool
+	lastExit   string
+	done       chan struct{} // closed when the supervise loop ended
 }
 
 // roles are every replica of the profile, in a stable order (role name,
@@ -301,6 +304,9 @@ func (rs *roles) startAll(ctx context.Context, readyTimeout time.Duration) error
 		}
 	}
 	for _, r := range rs.list {
+		r.mu.Lock()
+		r.supervised = true
+		r.mu.Unlock()
 		go r.supervise()
 	}
 	return nil
@@ -387,7 +393,7 @@ func (rs *roles) stopAll() {
 
 func (r *replica) stop() {
 	r.mu.Lock()
-	cmd, exited := r.cmd, r.exited
+	cmd, exited, supervised := r.cmd, r.exited, r.supervised
 	r.mu.Unlock()
 	if cmd == nil || cmd.Process == nil {
 		return
@@ -401,6 +407,9 @@ func (r *replica) stop() {
 	}
 	_ = signalGroup(pid, syscall.SIGKILL) // whatever it left in its group
 	<-exited
+	if !supervised {
+		return
+	}
 	select {
 	case <-r.done:
 	case <-time.After(restartDelay + 2*time.Second):
