@@ -69,7 +69,7 @@ type fixture struct {
 	// created are tables whose CREATE TABLE the first transaction logs
 	// (the invariants rule rebuilds them whole).
 	created []string
-	holes    []string
+	holes   []string
 }
 
 var t0 = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
