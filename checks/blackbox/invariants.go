@@ -1,7 +1,9 @@
 package blackbox
 
 import (
+	"crypto/sha256"
 	"fmt"
+	"io"
 	"math/big"
 	"regexp"
 	"sort"
@@ -34,16 +36,22 @@ func (c *checker) invariants() {
 		return
 	}
 	c.apply(RuleInvariants)
-	tables := m.rebuild()
-	for _, inv := range m.prof.Invariants {
-		aj := inv.Join
-		if aj == nil { // a profile built without Load: read it now
+	joins := make([]*profile.AntiJoin, len(m.prof.Invariants))
+	for i, inv := range m.prof.Invariants {
+		joins[i] = inv.Join
+		if joins[i] == nil { // a profile built without Load: read it now
 			var err error
-			if aj, err = profile.ParseAntiJoin(inv.SQL); err != nil {
+			if joins[i], err = profile.ParseAntiJoin(inv.SQL); err != nil {
 				c.add(Reason{Rule: RuleInvariants, Status: Inconclusive, Partition: -1, Offset: -1,
 					Message: fmt.Sprintf("invariant %s cannot be evaluated: %v", inv.ID, err)})
-				continue
 			}
+		}
+	}
+	tables := m.rebuild(joins)
+	for i, inv := range m.prof.Invariants {
+		aj := joins[i]
+		if aj == nil {
+			continue
 		}
 		outer, inner := tables[aj.Outer], tables[aj.Inner]
 		rows := antiJoin(aj, outer, inner)
@@ -73,7 +81,7 @@ func (c *checker) invariants() {
 type table struct {
 	rows []tableRow // deleted rows are nil values
 	// byKey finds the live rows equal to an image (by rowKey).
-	byKey map[string][]int
+	byKey map[[16]byte][]int
 	// complete: its CREATE TABLE is in the window. broken says why the
 	// rebuild could not follow it (a before image it does not hold).
 	complete bool
@@ -87,20 +95,22 @@ type tableRow struct {
 
 var ddlTableRE = regexp.MustCompile("(?i)^\\s*(CREATE\\s+(?:OR\\s+REPLACE\\s+)?TABLE(?:\\s+IF\\s+NOT\\s+EXISTS)?|TRUNCATE(?:\\s+TABLE)?)\\s+`?([A-Za-z0-9_$]+)`?\\s*(?:[(\\s;]|$)")
 
-// rebuild rebuilds the tables the invariants name from the window's
+func newTable() *table { return &table{byKey: map[[16]byte][]int{}} }
+
+// rebuild rebuilds the tables the anti-joins name from the window's
 // transactions (already cut to the audited database).
-func (m *model) rebuild() map[string]*table {
+func (m *model) rebuild(joins []*profile.AntiJoin) map[string]*table {
 	want := map[string]*table{}
-	for _, inv := range m.prof.Invariants {
-		if inv.Join != nil {
-			want[inv.Join.Outer], want[inv.Join.Inner] = &table{byKey: map[string][]int{}}, &table{byKey: map[string][]int{}}
+	for _, aj := range joins {
+		if aj != nil {
+			want[aj.Outer], want[aj.Inner] = newTable(), newTable()
 		}
 	}
 	for i, t := range m.txs {
 		for _, s := range t.Statements {
 			if mm := ddlTableRE.FindStringSubmatch(s.SQL); mm != nil {
 				if tb := want[mm[2]]; tb != nil {
-					*tb = table{byKey: map[string][]int{}, complete: tb.complete || strings.HasPrefix(strings.ToUpper(strings.TrimSpace(mm[1])), "CREATE")}
+					*tb = table{byKey: map[[16]byte][]int{}, complete: tb.complete || strings.HasPrefix(strings.ToUpper(strings.TrimSpace(mm[1])), "CREATE")}
 				}
 			}
 		}
@@ -128,28 +138,34 @@ func (tb *table) apply(tx int, ch binlog.RowChange) {
 		}
 	}
 	if ch.Op != binlog.Delete {
-		tb.byKey[rowKey(ch.After)] = append(tb.byKey[rowKey(ch.After)], len(tb.rows))
+		k := rowKey(ch.After)
+		tb.byKey[k] = append(tb.byKey[k], len(tb.rows))
 		tb.rows = append(tb.rows, tableRow{values: ch.After, tx: tx})
 	}
 }
 
-// rowKey is a row image as text, columns sorted: two images are the same
-// row when their keys are equal.
-func rowKey(row map[string]any) string {
+// rowKey digests a row image, columns sorted, each column and value
+// length-prefixed: two images are the same row when their keys are equal
+// (a 128-bit digest, so that a table of a million rows is indexed in a
+// few dozen bytes a row, whatever its payloads).
+func rowKey(row map[string]any) [16]byte {
 	cols := make([]string, 0, len(row))
 	for c := range row {
 		cols = append(cols, c)
 	}
 	sort.Strings(cols)
-	var b strings.Builder
+	h := sha256.New()
 	for _, c := range cols {
 		v, ok := profile.Text(row[c])
 		if !ok {
 			v = "\x00NULL"
 		}
-		fmt.Fprintf(&b, "%d:%s=%d:%s;", len(c), c, len(v), v)
+		fmt.Fprintf(h, "%d:%s=%d:", len(c), c, len(v))
+		io.WriteString(h, v)
 	}
-	return b.String()
+	var k [16]byte
+	copy(k[:], h.Sum(nil))
+	return k
 }
 
 // antiJoin returns the outer rows (indexes) the anti-join returns, once

@@ -710,3 +710,20 @@ func TestCheckErrors(t *testing.T) {
 		t.Error("Check without a profile succeeded")
 	}
 }
+
+// TestInvariantsWithoutLoad: a profile built in code, whose invariants
+// Load did not read, is read by the rule itself: a valid one runs, an
+// invalid one is INCONCLUSIVE, neither panics.
+func TestInvariantsWithoutLoad(t *testing.T) {
+	f := withInvariants()
+	in := f.input(t)
+	in.Profile.Invariants[0].Join = nil
+	in.Profile.Invariants[1] = profile.Invariant{ID: "bad", SQL: "SELECT 1"}
+	res, err := blackbox.Check(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := verdicts(res); show(got) != show(W{blackbox.RuleInvariants: I}) || !anyReason(res, "invariant bad cannot be evaluated") {
+		t.Fatalf("verdicts %s, reasons %v", show(got), res.Reasons)
+	}
+}
