@@ -229,8 +229,8 @@ func TestPlantedWitnesses(t *testing.T) {
 		plant string
 		want  []string
 	}{
-		{"no-inbox-dedupe", []string{blackbox.RuleEffectOutsideInbox, blackbox.RuleEffects}},
-		{"offset-before-effect", []string{blackbox.RuleEffects}},
+		{"no-inbox-dedupe", []string{blackbox.RuleEffectOutsideInbox, blackbox.RuleEffects, blackbox.RuleInvariants}},
+		{"offset-before-effect", []string{blackbox.RuleEffects, blackbox.RuleInvariants}},
 	} {
 		t.Run(tc.plant, func(t *testing.T) {
 			v := verify(t, wrap(t, bbtest.Wrap{Reference: planted(tc.plant)}))

@@ -66,6 +66,7 @@ const (
 	RuleEffectOutsideInbox = "effect-outside-inbox"
 	RuleLag                = "lag"
 	RuleProgress           = "progress"
+	RuleInvariants         = "invariants"
 	RuleHoles              = "holes"
 )
 
@@ -76,7 +77,7 @@ type Rule struct {
 }
 
 // Rules lists every rule in the order reports show them (BLACKBOX.md's
-// table; "invariants", user SQL over the rebuilt tables, is not built yet).
+// table).
 var Rules = []Rule{
 	{RuleCommitAtomic, "a business row without its outbox row in the same transaction, or the reverse"},
 	{RuleAnswer, "a success answered for no committed row; a committed row the client was told failed"},
@@ -93,6 +94,7 @@ var Rules = []Rule{
 	{RuleEffectOutsideInbox, "an effect committed without its inbox row in the same transaction"},
 	{RuleLag, "a group's committed offset below the end offset after settling"},
 	{RuleProgress, "the relay's progress moving back (a cursor decreasing, a done status undone)"},
+	{RuleInvariants, "an invariant of the profile (an anti-join over the tables rebuilt from the binlog) returns rows"},
 	{RuleHoles, "a hole in a witness (GTID gap, records deleted or compacted): INCONCLUSIVE on what it could hide"},
 }
 
@@ -234,6 +236,7 @@ func Check(in Input) (*Result, error) {
 	c.effects()
 	c.lag()
 	c.progress()
+	c.invariants()
 	return c.result(), nil
 }
 

@@ -59,7 +59,7 @@ func TestVerifyBlackBox(t *testing.T) {
 		stdout, stderr   string
 		notStdout, extra string
 	}{
-		{"pass", []string{"verify", clean}, exitOK, title, "", "", "rules      15 PASS, 1 N/A (answer)"},
+		{"pass", []string{"verify", clean}, exitOK, title, "", "", "rules      16 PASS, 1 N/A (answer)"},
 		{"planted", []string{"verify", planted}, exitFail, "orderflow-audit verify: FAIL for the black-box audit", "", "", "[effects]"},
 		{"tampered witness", []string{"verify", tampered}, exitFail, "[witness-digest] audit/witness/db/binlog.000001", "", "", "rules      not run"},
 		{"bad profile", []string{"verify", badProfile}, exitUsage, "", "bad input: the profile in the bundle is not a valid profile", "", "profile.yaml:"},
@@ -81,7 +81,7 @@ func TestVerifyBlackBox(t *testing.T) {
 			Layer        struct{ Rules []struct{ ID, Status string } }
 		}
 		if err := json.Unmarshal([]byte(stdout), &v); err != nil || code != exitOK || v.Kind != "black-box" || v.Status != "PASS" ||
-			v.Profile.SHA256 != profiles.ReferenceSHA256() || len(v.Layer.Rules) < 16 {
+			v.Profile.SHA256 != profiles.ReferenceSHA256() || len(v.Layer.Rules) < 17 {
 			t.Fatalf("exit %d, %+v (%v):\n%s", code, v, err, stdout)
 		}
 		code, stdout, stderr := runCLI(t, "verify", "--json", badProfile)
@@ -149,7 +149,7 @@ func TestReportBlackBox(t *testing.T) {
 	if code != exitFail || !strings.HasPrefix(stdout, head) {
 		t.Fatalf("exit %d; want 1 and the title\n%.800s\nstderr: %s", code, stdout, stderr)
 	}
-	for _, want := range []string{"**Why:** 1 rule(s) failed: effects (", "### effects: FAIL", "### lag: PASS", "## Proof boundary",
+	for _, want := range []string{"**Why:** 2 rule(s) failed: effects (1), invariants (1)", "### invariants: FAIL", "### effects: FAIL", "### lag: PASS", "## Proof boundary",
 		"which process did what", "- **FAIL** gtid "} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("the report lacks %q", want)

@@ -36,6 +36,9 @@ type Profile struct {
 	Promises Promises           `json:"promises"`
 	Load     *LoadSpec          `json:"load,omitempty"`
 	Roles    map[string]RoleDef `json:"roles,omitempty"`
+	// Invariants are the user's anti-joins over the pipeline's tables,
+	// run on the tables rebuilt from the binlog (antijoin.go).
+	Invariants []Invariant `json:"invariants,omitempty"`
 }
 
 // Database says which server holds the pipeline's tables.
