@@ -231,22 +231,28 @@ func observation(res *audit.Result, v *bbverify.Verdict) string {
 		rq[evidence.ClientOK], rq[evidence.ClientFailed], rq[evidence.ClientUnknown], st.Unknown, faults, res.Restarts, v.Status)
 }
 
-// maxFindings bounds the reasons printed after the observation line;
-// 'verify' lists every one.
-const maxFindings = 10
+// maxFindings bounds the reasons printed per rule after the observation
+// line; 'verify' lists every one.
+const maxFindings = 3
 
-// writeFindings prints the rules that did not pass and their first
-// reasons.
+// writeFindings prints the rules' summary and, rule by rule, the first
+// reasons of each rule that did not pass, then the bundle's own faults.
 func writeFindings(w io.Writer, v *bbverify.Verdict) {
 	if v.Layer != nil {
 		fmt.Fprintf(w, "rules: %s\n", bbverify.RuleSummary(v.Layer.Rules))
-		n := 0
-		for _, r := range v.Layer.Reasons {
-			if n++; n > maxFindings {
-				fmt.Fprintf(w, "... %d more reason(s): 'orderflow-audit verify %s' lists them\n", len(v.Layer.Reasons)-maxFindings, v.Evidence)
-				break
+		for _, rule := range v.Layer.Rules {
+			n := 0
+			for _, r := range v.Layer.Reasons {
+				if r.Rule != rule.ID {
+					continue
+				}
+				if n++; n <= maxFindings {
+					fmt.Fprintf(w, "  %s\n", checks.Printable(r.String()))
+				}
 			}
-			fmt.Fprintf(w, "  %s\n", checks.Printable(r.String()))
+			if n > maxFindings {
+				fmt.Fprintf(w, "  ... %d more reason(s) of rule %s: 'orderflow-audit verify %s' lists them\n", n-maxFindings, rule.ID, v.Evidence)
+			}
 		}
 	}
 	for _, r := range v.Reasons {

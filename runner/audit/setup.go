@@ -54,10 +54,10 @@ type scope struct {
 	brokerClosed           bool
 }
 
-// setUp starts the private server (binlog on), creates the pipeline's
-// database with the profile's migrations, the staging directory, the
-// embedded broker persisting into it and the topic, and records where the
-// binlog stands: the run window starts there. On error everything it
+// setUp starts the private server (binlog on), records where the binlog
+// stands (the run window starts there), creates the pipeline's database
+// with the profile's migrations, the staging directory, the embedded
+// broker persisting into it and the topic. On error everything it
 // took is released.
 func setUp(ctx context.Context, opts *Options, runID string) (_ *scope, err error) {
 	s := &scope{opts: opts, runID: runID, proxies: nemesis.NewProxies(), base: bundleBase(opts.Out)}
@@ -75,6 +75,12 @@ func setUp(ctx context.Context, opts *Options, runID string) (_ *scope, err erro
 	}
 	if s.settings, err = binlog.Check(ctx, s.server.DB()); err != nil {
 		return nil, infra.Unavailable(fmt.Errorf("preflight: the server's binary log cannot witness the audit: %w", err))
+	}
+	// The window starts before the database is created, so that it holds
+	// every table whole, from its CREATE TABLE on: the invariants rule can
+	// then rule on them instead of saying a partner row may predate it.
+	if s.start, err = binlog.CurrentPosition(ctx, s.server.DB()); err != nil {
+		return nil, infra.Unavailable(fmt.Errorf("preflight: %w", err))
 	}
 	if err = s.createDatabase(ctx); err != nil {
 		return nil, err
@@ -95,9 +101,6 @@ func setUp(ctx context.Context, opts *Options, runID string) (_ *scope, err erro
 	}
 	if err = s.kafka.CreateTopic(ctx, opts.Profile.Topic.Name, topicPartitions); err != nil {
 		return nil, infra.Unavailable(err)
-	}
-	if s.start, err = binlog.CurrentPosition(ctx, s.server.DB()); err != nil {
-		return nil, infra.Unavailable(fmt.Errorf("preflight: %w", err))
 	}
 	return s, nil
 }
