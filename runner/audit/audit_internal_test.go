@@ -94,6 +94,10 @@ func TestSchedule(t *testing.T) {
 			if f.Target != nemesis.TargetBroker {
 				t.Errorf("%+v: want the broker", f)
 			}
+		case f.Kind == nemesis.DBCrash:
+			if f.Target != nemesis.TargetDatabase {
+				t.Errorf("%+v: want the database", f)
+			}
 		case !slices.Contains(targets, f.Target):
 			t.Errorf("%+v: not a replica", f)
 		case f.Kind == nemesis.Pause && f.For < PauseFor:
@@ -120,7 +124,7 @@ func TestParseKinds(t *testing.T) {
 	if ks, err := ParseKinds("kill,net-cut"); err != nil || !reflect.DeepEqual(ks, []nemesis.Kind{nemesis.Kill, nemesis.NetCut}) {
 		t.Errorf("kill,net-cut = %v, %v", ks, err)
 	}
-	for _, bad := range []string{"db-crash", "gremlin", "kill,kill"} {
+	for _, bad := range []string{"conn-kill", "gremlin", "kill,kill"} {
 		if _, err := ParseKinds(bad); err == nil {
 			t.Errorf("ParseKinds(%q) accepted", bad)
 		}

@@ -24,10 +24,12 @@ import (
 // on the roles' processes and database links, and every fault of the
 // embedded broker (a window of refused, unanswered or unacknowledged
 // produce requests, failed fetches, forced rebalances of every group; a
-// restart on its data directory). Connection kills by database user and
-// kill -9 of the private server are not built for the audit yet.
+// restart on its data directory), and kill -9 of the private server with
+// a restart on its data directory (InnoDB's crash recovery). Connection
+// kills by database user are not built for the audit yet.
 var Kinds = []nemesis.Kind{nemesis.Kill, nemesis.Pause, nemesis.Latency, nemesis.NetCut,
-	nemesis.ProduceRefused, nemesis.ProduceTimeout, nemesis.AckLost, nemesis.FetchError, nemesis.Rebalance, nemesis.BrokerRestart}
+	nemesis.ProduceRefused, nemesis.ProduceTimeout, nemesis.AckLost, nemesis.FetchError, nemesis.Rebalance, nemesis.BrokerRestart,
+	nemesis.DBCrash}
 
 // brokerWindows are the broker's window faults by kind.
 var brokerWindows = map[nemesis.Kind]infra.BrokerFault{
@@ -113,6 +115,8 @@ func schedule(seed int64, d time.Duration, kinds []nemesis.Kind, targets []strin
 			f.For = 200*time.Millisecond + time.Duration(length)*time.Millisecond/2
 		case nemesis.BrokerRestart:
 			f.Target = nemesis.TargetBroker
+		case nemesis.DBCrash:
+			f.Target = nemesis.TargetDatabase
 		case nemesis.Pause:
 			f.For = PauseFor + time.Duration(length)*time.Millisecond
 		case nemesis.Latency, nemesis.NetCut:
@@ -202,13 +206,27 @@ func (nr *nemesisRun) apply(ctx context.Context, f fault) {
 		case <-time.After(f.For):
 		}
 	}
-	if f.For > 0 || f.Target == nemesis.TargetBroker { // a restart drops the broker's windows
+	// One lasting fault per target; the broker's and the server's too (a
+	// restart drops the broker's windows).
+	if f.For > 0 || f.Target == nemesis.TargetBroker || f.Target == nemesis.TargetDatabase {
 		if !nr.take(f.Target) {
 			ev.Result, ev.End = "skipped: already under a fault", ev.Start
 			nr.record(ev)
 			return
 		}
 		defer nr.release(f.Target)
+	}
+	if f.Kind == nemesis.DBCrash {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 60*time.Second)
+		took, err := nr.s.private.Crash(cctx, nr.s.opts.Private)
+		cancel()
+		ev.Result = "done: up again in " + took.Round(time.Millisecond).String()
+		if err != nil {
+			ev.Result = "failed: " + err.Error()
+		}
+		ev.End = time.Now().UTC()
+		nr.record(ev)
+		return
 	}
 	if f.Target == nemesis.TargetBroker {
 		nr.brokerFault(ctx, f, &ev, wait)
