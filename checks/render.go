@@ -68,6 +68,7 @@ func WriteText(w io.Writer, v *Verdict) error {
 		fmt.Fprintf(b, "planted    %s (a negative control: this run is expected to FAIL)\n", p(v.Planted))
 	}
 	fmt.Fprintf(b, "checked    %d scenario(s), %d event(s); invariants on %s\n", v.Scenarios, v.Events, p(v.Engine))
+	writeBlackBoxLine(b, v) // blackboxlayer.go
 	for _, u := range v.Unwitnessed {
 		fmt.Fprintf(b, "unwitnessed %s (allowed by --allow-unwitnessed: the actors' word alone)\n", p(u))
 	}

@@ -112,6 +112,10 @@ const (
 	RuleWitnessState            Rule = "witness-state"
 	RuleWitnessTableDigest      Rule = "witness-table-digest"
 	RuleWitnessInvariant        Rule = "witness-invariant"
+
+	// The witness-only layer beside the white-box verifier
+	// (blackboxlayer.go).
+	RuleLayersDisagree Rule = "layers-disagree"
 )
 
 // RuleInfo describes a rule of the checker in one line.
@@ -218,4 +222,6 @@ var Rules = []RuleInfo{
 	{RuleWitnessState, "the binlog's row images do not chain: the end state cannot be rebuilt from it"},
 	{RuleWitnessTableDigest, "a table rebuilt from the binlog differs from the live table digest"},
 	{RuleWitnessInvariant, "an invariant returns rows on the end state rebuilt from the binlog, or differs from the live result"},
+
+	{RuleLayersDisagree, "the witness-only layer, run under profiles/reference.yaml over the same witnesses, finds worse than the white-box verifier: the verdict is the worse of the two"},
 }

@@ -73,6 +73,9 @@ type Verdict struct {
 	// between its COMMIT and its log line), folded into the replay as the
 	// events of the actor "witness" (resolve.go).
 	Resolved []Resolution `json:"resolved,omitempty"`
+	// BlackBox is the witness-only layer's verdict on the same witnesses
+	// (Options.BlackBox; blackboxlayer.go); nil when it was not asked for.
+	BlackBox *BlackBoxLayer `json:"black_box,omitempty"`
 	// Warnings are problems of the verification itself that do not bear
 	// on the evidence (for example a scratch database left behind).
 	Warnings []string `json:"warnings,omitempty"`

@@ -32,6 +32,15 @@ type Options struct {
 	// listed as missing) pass: the verdict then lists what is unwitnessed
 	// instead of being at best INCONCLUSIVE.
 	AllowUnwitnessed bool
+	// BlackBox also runs the witness-only layer (checks/blackbox) over
+	// the same witnesses, under profiles/reference.yaml, and records its
+	// verdict in Verdict.BlackBox; the verdict becomes the layer's when
+	// that is worse (blackboxlayer.go). Default: off (verify and report
+	// turn it on).
+	BlackBox bool
+	// BlackBoxProfile, when set, is the profile text the layer runs
+	// under instead of profiles/reference.yaml.
+	BlackBoxProfile []byte
 }
 
 func (o *Options) setDefaults() {
@@ -118,6 +127,9 @@ func Verify(ctx context.Context, path string, opt Options) (*Verdict, error) {
 			break
 		}
 		v.Status = Inconclusive
+	}
+	if opt.BlackBox {
+		c.blackBoxLayer(wr.ws, opt.BlackBoxProfile) // blackboxlayer.go
 	}
 	return v, nil
 }

@@ -166,6 +166,9 @@ func Parse(raw []byte) (*Evidence, error) {
 	switch {
 	case probe.SchemaVersion == nil:
 		return nil, fmt.Errorf("%w: no schema_version: not an orderflow-audit evidence file (want %q)", ErrBadInput, SchemaVersion)
+	case probe.SchemaVersion == BlackBoxSchemaVersion:
+		return nil, fmt.Errorf("%w: schema_version %v is the evidence of a black-box audit: `orderflow-audit verify` and `report` read it; "+
+			"this reads the reference pipeline's evidence (%q) only", ErrBadInput, probe.SchemaVersion, SchemaVersion)
 	case probe.SchemaVersion != SchemaVersion:
 		if why, ok := schemaVersionsBefore[fmt.Sprint(probe.SchemaVersion)]; ok {
 			return nil, fmt.Errorf("%w: schema_version %v is an older evidence format, %s; this version of orderflow-audit reads %q only: "+

@@ -37,6 +37,8 @@ func Source(name string) []byte {
 		return evidenceSchema
 	case EventFile:
 		return eventSchema
+	case BlackBoxFile:
+		return blackBoxSchema
 	}
 	return nil
 }
@@ -101,16 +103,26 @@ func ValidateEvidenceJSON(raw []byte) error { return validateJSON(EvidenceFile, 
 func ValidateEventJSON(raw []byte) error { return validateJSON(EventFile, raw) }
 
 func validateJSON(name string, raw []byte) error {
+	doc, err := decodeOne(raw)
+	if err != nil {
+		return err
+	}
+	return validate(name, doc)
+}
+
+// decodeOne decodes raw, which must hold one JSON document, numbers kept
+// exact.
+func decodeOne(raw []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var doc any
 	if err := dec.Decode(&doc); err != nil {
-		return fmt.Errorf("not JSON: %w", err)
+		return nil, fmt.Errorf("not JSON: %w", err)
 	}
 	if dec.More() {
-		return errors.New("not JSON: trailing data after the document")
+		return nil, errors.New("not JSON: trailing data after the document")
 	}
-	return validate(name, doc)
+	return doc, nil
 }
 
 func validate(name string, doc any) error {
@@ -161,7 +173,10 @@ func flatten(name string, doc any, ve *jsonschema.ValidationError) []Problem {
 // forbids it to match (for a path, which of its rules it breaks).
 func notMessage(name string, doc any, e *jsonschema.ValidationError) string {
 	forbidden := "the schema at " + e.KeywordLocation
-	if _, frag, ok := strings.Cut(e.AbsoluteKeywordLocation, "#"); ok {
+	if file, frag, ok := strings.Cut(e.AbsoluteKeywordLocation, "#"); ok {
+		if i := strings.LastIndexByte(file, '/'); i >= 0 && schemaDoc(file[i+1:]) != nil {
+			name = file[i+1:] // a keyword of another schema, reached by a $ref
+		}
 		if sub, ok := lookup(schemaDoc(name), frag).(map[string]any); ok {
 			if pat, ok := sub["pattern"].(string); ok && len(sub) == 1 {
 				forbidden = "the pattern " + pat
@@ -201,7 +216,7 @@ var (
 func schemaDoc(name string) any {
 	docsOnce.Do(func() {
 		docs = map[string]any{}
-		for _, n := range []string{EvidenceFile, EventFile} {
+		for _, n := range []string{EvidenceFile, EventFile, BlackBoxFile} {
 			var d any
 			if json.Unmarshal(Source(n), &d) == nil {
 				docs[n] = d

@@ -22,6 +22,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/evidence/profile"
 	"github.com/orderflow-audit/orderflow-audit/witness/binlog"
 	"github.com/orderflow-audit/orderflow-audit/witness/broker"
@@ -65,6 +66,7 @@ const (
 	RuleEffectOutsideInbox = "effect-outside-inbox"
 	RuleLag                = "lag"
 	RuleProgress           = "progress"
+	RuleInvariants         = "invariants"
 	RuleHoles              = "holes"
 )
 
@@ -75,7 +77,7 @@ type Rule struct {
 }
 
 // Rules lists every rule in the order reports show them (BLACKBOX.md's
-// table; "invariants", user SQL over the rebuilt tables, is not built yet).
+// table).
 var Rules = []Rule{
 	{RuleCommitAtomic, "a business row without its outbox row in the same transaction, or the reverse"},
 	{RuleAnswer, "a success answered for no committed row; a committed row the client was told failed"},
@@ -92,32 +94,24 @@ var Rules = []Rule{
 	{RuleEffectOutsideInbox, "an effect committed without its inbox row in the same transaction"},
 	{RuleLag, "a group's committed offset below the end offset after settling"},
 	{RuleProgress, "the relay's progress moving back (a cursor decreasing, a done status undone)"},
+	{RuleInvariants, "an invariant of the profile (an anti-join over the tables rebuilt from the binlog) returns rows"},
 	{RuleHoles, "a hole in a witness (GTID gap, records deleted or compacted): INCONCLUSIVE on what it could hide"},
 }
 
-// Outcome is what the load client learned of one request.
-type Outcome string
+// Outcome is what the load client learned of one request (the evidence
+// defines it: the client's history is a file of a black-box bundle).
+type Outcome = evidence.ClientOutcome
 
 // Outcomes, as Jepsen's :ok, :fail and :info.
 const (
-	OK      Outcome = "ok"
-	Failed  Outcome = "fail"
-	Unknown Outcome = "unknown" // a timeout: settled by the binlog
+	OK      = evidence.ClientOK
+	Failed  = evidence.ClientFailed
+	Unknown = evidence.ClientUnknown // a timeout: settled by the binlog
 )
 
 // Request is one request of the load client's history: the only input
 // that is not a witness, and ours, not the system's.
-type Request struct {
-	N int `json:"n"`
-	// Token is the correlation token the request carried, found in the
-	// outbox row at the profile's load.correlate.
-	Token   string    `json:"token"`
-	Key     string    `json:"key,omitempty"` // idempotency key
-	Outcome Outcome   `json:"outcome"`
-	Status  int       `json:"status,omitempty"` // HTTP status, when answered
-	Start   time.Time `json:"start"`
-	End     time.Time `json:"end"`
-}
+type Request = evidence.ClientRequest
 
 // Input is what the layer reads.
 type Input struct {
@@ -144,6 +138,10 @@ type Input struct {
 	// End is when the run had settled (the liveness bound counts to it);
 	// zero: the time of the window's last transaction.
 	End time.Time
+	// Liveness is the bound the pending rule applies, as the evidence
+	// records it (a black-box bundle's liveness.bound); zero: the
+	// profile's promises.liveness.
+	Liveness time.Duration
 	// Holes are gaps a reader found in a witness outside this package (a
 	// binlog cut short, a file missing), each said in a sentence: the
 	// rules they could touch are INCONCLUSIVE.
@@ -238,6 +236,7 @@ func Check(in Input) (*Result, error) {
 	c.effects()
 	c.lag()
 	c.progress()
+	c.invariants()
 	return c.result(), nil
 }
 

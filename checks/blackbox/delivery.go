@@ -17,7 +17,10 @@ import (
 func (c *checker) delivery() {
 	m := c.m
 	c.apply(RuleLostSkipped, RuleLostAcked, RulePending)
-	bound := time.Duration(m.prof.Promises.Liveness)
+	bound := c.in.Liveness
+	if bound <= 0 {
+		bound = time.Duration(m.prof.Promises.Liveness)
+	}
 	for _, ev := range m.events {
 		if len(ev.records) > 0 {
 			continue

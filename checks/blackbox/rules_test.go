@@ -62,8 +62,14 @@ type fixture struct {
 	client []blackbox.Request
 	gapAt  int // a GTID gap before transaction gapAt (0: none)
 	end    time.Duration
-	noLog  bool
-	holes  []string
+	// liveness is the bound the evidence records (Input.Liveness); zero:
+	// the profile's.
+	liveness time.Duration
+	noLog    bool
+	// created are tables whose CREATE TABLE the first transaction logs
+	// (the invariants rule rebuilds them whole).
+	created []string
+	holes   []string
 }
 
 var t0 = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
@@ -143,11 +149,15 @@ func (f *fixture) input(t *testing.T) blackbox.Input {
 			GTID: binlog.GTID{Domain: 0, Server: 1, Seq: seq}, File: "binlog.000001", Pos: uint32(256 + 1000*i),
 			EndPos: uint32(256 + 1000*i + 900), Time: t0.Add(time.Duration(i) * time.Second), Changes: changes})
 	}
+	for _, tb := range f.created {
+		h.Transactions[0].Statements = append(h.Transactions[0].Statements, binlog.Statement{Schema: "s", SQL: "CREATE TABLE `" + tb + "` (id INT)"})
+	}
 	in := blackbox.Input{Profile: p, Binlog: h, Client: f.client, BrokerStart: f.window, Holes: f.holes,
 		End: t0.Add(time.Duration(len(f.txs)) * time.Second)}
 	if f.end != 0 {
 		in.End = t0.Add(f.end)
 	}
+	in.Liveness = f.liveness
 	if !f.noLog {
 		log := &broker.Log{Topics: map[string][]broker.Partition{}, Groups: map[string]map[string]map[int32]int64{}}
 		for i, recs := range f.parts {
@@ -249,6 +259,29 @@ func legalDelete() *fixture {
 	return f
 }
 
+// sentWithoutEffect is a profile invariant over the status fixtures:
+// a SENT row with no effect of its event.
+const sentWithoutEffect = `invariants:
+  - id: sent-without-effect
+    sql: |
+      SELECT o.event_id FROM outbox o
+      LEFT JOIN effect e ON e.event_id = o.event_id
+      WHERE o.state = 'SENT' AND e.event_id IS NULL
+  - id: effect-of-aggregate-1-without-order
+    sql: >-
+      SELECT * FROM outbox o WHERE o.aggregate_id = 1
+      AND NOT EXISTS (SELECT 1 FROM orders r WHERE r.id = o.aggregate_id)
+`
+
+// withInvariants is legal with sentWithoutEffect, its tables created in
+// the window.
+func withInvariants() *fixture {
+	f := legal()
+	f.prof += sentWithoutEffect
+	f.created = []string{"outbox", "effect", "orders"}
+	return f
+}
+
 func TestRules(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -290,6 +323,35 @@ func TestRules(t *testing.T) {
 			f.groups[0] = 1
 			return f
 		}, W{blackbox.RuleLostAcked: F}, "after it committed: acked, not published"},
+		{"invariants: none returns a row", withInvariants, W{}, ""},
+		{"invariants: a SENT row without its effect", func() *fixture {
+			f := withInvariants()
+			f.txs[5] = nil // e-2 is never consumed
+			f.groups[0] = 1
+			return f
+		}, W{blackbox.RuleLag: F, blackbox.RuleInvariants: F}, "invariant sent-without-effect returns 1 row(s)"},
+		{"invariants: a table of before the window is inconclusive", func() *fixture {
+			f := withInvariants()
+			f.created = []string{"outbox", "orders"} // effect existed before the window
+			f.txs[5] = nil
+			f.groups[0] = 1
+			return f
+		}, W{blackbox.RuleLag: F, blackbox.RuleInvariants: I}, "existed before the run window"},
+		{"invariants: a number compared with a literal, NOT EXISTS", func() *fixture {
+			f := withInvariants()
+			f.txs[0] = f.txs[0][1:] // the order row is not written
+			f.txs[1] = f.txs[1][1:]
+			f.prof = strings.Replace(f.prof, "business: {table: orders, ops: [insert, update]}\n", "", 1)
+			return f
+		}, W{blackbox.RuleInvariants: F}, "invariant effect-of-aggregate-1-without-order returns 2 row(s)"},
+		{"invariants: an update of a row the rebuild does not hold", func() *fixture {
+			f := withInvariants()
+			f.txs[5] = nil
+			f.groups[0] = 1
+			f.txs[3] = []binlog.RowChange{sent("e-9", 1, 2)} // no row e-9 was inserted
+			f.parts[0] = f.parts[0][:1]
+			return f
+		}, W{blackbox.RulePending: I, blackbox.RuleInvariants: I}, "does not show the tables whole"},
 		{"pending: no record, no progress, bound expired", func() *fixture {
 			f := legal()
 			f.txs[3] = nil
@@ -305,6 +367,23 @@ func TestRules(t *testing.T) {
 			f.groups[0] = 1
 			return f
 		}, W{blackbox.RulePending: I}, "within the liveness bound"},
+		{"pending: the bound the evidence records, not the profile's, expires", func() *fixture {
+			f := legal()
+			f.txs[3] = nil
+			f.parts[0] = f.parts[0][:1]
+			f.groups[0] = 1
+			f.liveness = 2 * time.Second
+			return f
+		}, W{blackbox.RulePending: F}, "liveness bound 2s expired"},
+		{"pending: a recorded bound longer than the run keeps it pending", func() *fixture {
+			f := legal()
+			f.txs[3] = nil
+			f.parts[0] = f.parts[0][:1]
+			f.groups[0] = 1
+			f.end = time.Minute
+			f.liveness = 5 * time.Minute
+			return f
+		}, W{blackbox.RulePending: I}, "within the liveness bound 5m0s"},
 		{"phantom: a record of no committed row", func() *fixture {
 			f := legal()
 			f.parts[0] = append(f.parts[0], rec(0, 2, "1", "e-9", value("e-9", 1)))
@@ -629,5 +708,22 @@ func TestDuplicateNoteAttributed(t *testing.T) {
 func TestCheckErrors(t *testing.T) {
 	if _, err := blackbox.Check(blackbox.Input{}); err == nil {
 		t.Error("Check without a profile succeeded")
+	}
+}
+
+// TestInvariantsWithoutLoad: a profile built in code, whose invariants
+// Load did not read, is read by the rule itself: a valid one runs, an
+// invalid one is INCONCLUSIVE, neither panics.
+func TestInvariantsWithoutLoad(t *testing.T) {
+	f := withInvariants()
+	in := f.input(t)
+	in.Profile.Invariants[0].Join = nil
+	in.Profile.Invariants[1] = profile.Invariant{ID: "bad", SQL: "SELECT 1"}
+	res, err := blackbox.Check(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := verdicts(res); show(got) != show(W{blackbox.RuleInvariants: I}) || !anyReason(res, "invariant bad cannot be evaluated") {
+		t.Fatalf("verdicts %s, reasons %v", show(got), res.Reasons)
 	}
 }

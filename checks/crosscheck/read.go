@@ -36,6 +36,15 @@ func (w *Witnesses) HasDatabase() bool { return w != nil && w.db != nil }
 // HasBroker reports whether the broker's witness was read; false for nil.
 func (w *Witnesses) HasBroker() bool { return w != nil && w.broker != nil }
 
+// Broker returns the broker's log as read; nil when that witness is
+// missing or unusable (or w is nil).
+func (w *Witnesses) Broker() *broker.Log {
+	if w == nil {
+		return nil
+	}
+	return w.broker
+}
+
 // Crashes returns the server crashes the binlog shows (the binlog files a
 // crash ended), or -1 when the database is not witnessed.
 func (w *Witnesses) Crashes() int {
@@ -238,6 +247,12 @@ func (wc *witnessChecker) readDatabase(files []evidence.WitnessFile) *dbHistory 
 		return nil
 	}
 	return wc.cut(h)
+}
+
+// ReadBinlog reads the verified binlog files in their sequence order, as
+// one history (not cut by database): what the witness-only layer reads.
+func ReadBinlog(b *bundle.Bundle, files []evidence.WitnessFile) (binlog.History, error) {
+	return readBinlog(b, files)
 }
 
 // readBinlog reads the verified binlog files in their sequence order.

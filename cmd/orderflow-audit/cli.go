@@ -16,9 +16,11 @@ import (
 
 	"github.com/orderflow-audit/orderflow-audit/checks"
 	"github.com/orderflow-audit/orderflow-audit/evidence"
+	"github.com/orderflow-audit/orderflow-audit/evidence/profile"
 	"github.com/orderflow-audit/orderflow-audit/internal/mariadbd"
 	"github.com/orderflow-audit/orderflow-audit/runner"
 	"github.com/orderflow-audit/orderflow-audit/runner/actor"
+	"github.com/orderflow-audit/orderflow-audit/runner/audit"
 	"github.com/orderflow-audit/orderflow-audit/runner/fault"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra"
 	"github.com/orderflow-audit/orderflow-audit/schemas"
@@ -88,12 +90,12 @@ func exitCodeFor(err error) int {
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return exitOK
-	case errors.Is(err, infra.ErrUnavailable), errors.Is(err, checks.ErrUnavailable):
+	case errors.Is(err, infra.ErrUnavailable), errors.Is(err, checks.ErrUnavailable), errors.Is(err, audit.ErrRoleStart):
 		return exitUnavailable
 	case errors.Is(err, errUsage), errors.Is(err, actor.ErrUsage),
 		errors.Is(err, infra.ErrBadName), errors.Is(err, infra.ErrNotOurs),
 		errors.Is(err, evidence.ErrBadInput), errors.Is(err, evidence.ErrBadOutput),
-		errors.Is(err, runner.ErrBadOptions):
+		errors.Is(err, runner.ErrBadOptions), errors.Is(err, audit.ErrBadOptions), errors.Is(err, profile.ErrInvalid):
 		return exitUsage
 	case errors.Is(err, errInconclusive):
 		return exitInconclusive
@@ -163,6 +165,7 @@ func commands() []command {
 		{name: "run", summary: "run the scenarios and write an evidence file (default evidence/u80.json)", run: cmdRun},
 		{name: "verify", summary: "re-check an evidence file independently of the runner", run: cmdVerify},
 		{name: "report", summary: "render an evidence file as Markdown", run: cmdReport},
+		{name: "audit", summary: "audit a pipeline the tool did not write, as a black box, from its profile", run: cmdAudit},
 		{name: "explore", summary: "run the chaos scenario once per seed, verify each, shrink a failure", run: cmdExplore},
 		{name: "scenarios", summary: "list the scenarios, their boundaries and what they accept", run: cmdScenarios},
 		{name: "clean", summary: "drop the scratch databases that runs no longer alive left on the server", run: cmdClean},

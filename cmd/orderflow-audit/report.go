@@ -32,7 +32,12 @@ evidence file or lies in its bundle (its log and witness directories, a
 file it lists), that is an existing file other than a report of this tool
 (each report begins with the line `+reports.Marker+`),
 or a place that cannot be written. The report is written to a temporary
-file beside -o, synced, and renamed onto it.`,
+file beside -o, synced, and renamed onto it.
+
+A black-box audit's bundle (docs/blackbox.md) is verified as verify does
+and rendered with the profile (name and sha256) in the title, a section
+per witness-only rule with its reasons, and the proof boundary: what the
+verdict rests on and what a black-box audit cannot see.`,
 		`orderflow-audit report evidence/u80.json
 orderflow-audit report -o reports/u80.md evidence/u80.json
 orderflow-audit report --allow-unwitnessed evidence/u80.json`)
@@ -57,7 +62,10 @@ orderflow-audit report --allow-unwitnessed evidence/u80.json`)
 		}
 	}
 
-	md, v, err := renderReport(ctx, path, checks.Options{MySQLDSN: *dsn, AllowUnwitnessed: *allow})
+	if evidenceFormat(path) == evidence.FormatBlackBox { // verifybb.go
+		return reportBlackBox(ctx, path, out, *allow, stdout, stderr)
+	}
+	md, v, err := renderReport(ctx, path, checks.Options{MySQLDSN: *dsn, AllowUnwitnessed: *allow, BlackBox: true})
 	if cause := interruption(ctx); cause != nil {
 		return interrupted(stderr, "report", cause, "")
 	}

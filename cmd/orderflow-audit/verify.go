@@ -14,6 +14,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/orderflow-audit/orderflow-audit/checks"
+	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/schemas"
 )
 
@@ -45,11 +46,20 @@ unless --allow-unwitnessed, which may PASS and says "unwitnessed". Prints
 PASS, FAIL or INCONCLUSIVE with every reason; what it quotes from the
 evidence is shown with control and bidi characters escaped (\x1b, \u202e).
 Exit 0 pass, 1 fail, 2 bad input, 3 --mysql-dsn server unavailable, 4
-inconclusive, or interrupted (Ctrl-C, SIGTERM, stdout closed).`,
+inconclusive, or interrupted (Ctrl-C, SIGTERM, stdout closed).
+
+The evidence of a black-box audit (schema_version
+orderflow-audit/evidence/blackbox/v1, docs/blackbox.md) is told apart by
+its kind and verified from its witnesses alone: every file of its bundle
+held to its size and sha256, the profile read from the bundle (one that
+is not a valid profile is bad input), the witness-only rules run over the
+run window with the liveness bound the evidence records, and its claims
+recomputed; same exit codes.`,
 		`orderflow-audit verify evidence/u80.json
 orderflow-audit verify --json evidence/u80.json
 orderflow-audit verify --allow-unwitnessed evidence/u80.json
-orderflow-audit verify --mysql-dsn 'root@tcp(127.0.0.1:3306)/' evidence/u80.json`)
+orderflow-audit verify --mysql-dsn 'root@tcp(127.0.0.1:3306)/' evidence/u80.json
+orderflow-audit verify /tmp/bb/audit.json   # a black-box audit's bundle`)
 	asJSON := fs.Bool("json", false, "print the verdict as JSON instead of text; on bad input (exit 2)\n"+
 		`{"status":"BAD_INPUT","error":"..."} on stdout as well as the message on stderr`)
 	allow := fs.Bool("allow-unwitnessed", false, "let evidence without a witness (or with one listed as missing) PASS on the actors' word;\n"+
@@ -82,7 +92,13 @@ orderflow-audit verify --mysql-dsn 'root@tcp(127.0.0.1:3306)/' evidence/u80.json
 			return failed(usageErrorf("--mysql-dsn: %v", err))
 		}
 	}
-	v, err := checks.Verify(ctx, fs.Arg(0), checks.Options{MySQLDSN: *dsn, AllowUnwitnessed: *allow})
+	if evidenceFormat(fs.Arg(0)) == evidence.FormatBlackBox { // verifybb.go
+		if *allow {
+			return failed(usageErrorf("--allow-unwitnessed: a black-box audit's verdict rests on its witnesses alone"))
+		}
+		return verifyBlackBox(ctx, fs.Arg(0), *asJSON, stdout, stderr)
+	}
+	v, err := checks.Verify(ctx, fs.Arg(0), checks.Options{MySQLDSN: *dsn, AllowUnwitnessed: *allow, BlackBox: true})
 	// A signal cancels ctx: whatever Verify made of that ("context
 	// canceled", an unavailable server), the verification was cut short.
 	if cause := interruption(ctx); cause != nil {

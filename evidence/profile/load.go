@@ -314,6 +314,28 @@ func (p *parser) crossChecks(prof *Profile) {
 	}
 	p.checkTemplates("/load", prof)
 	p.checkTemplates("/roles", prof)
+	p.checkInvariants(prof)
+}
+
+// checkInvariants reads each invariant's SQL as an anti-join (the one
+// shape the verifier evaluates without a database) and refuses two
+// invariants of one id.
+func (p *parser) checkInvariants(prof *Profile) {
+	seen := map[string]int{}
+	for i := range prof.Invariants {
+		inv := &prof.Invariants[i]
+		ptr := "/invariants/" + strconv.Itoa(i)
+		if first, dup := seen[inv.ID]; dup {
+			p.add(p.index[ptr+"/id"].line, fieldPath(ptr+"/id", p.index), "duplicate invariant id (first at line %d)", p.index["/invariants/"+strconv.Itoa(first)+"/id"].line)
+		}
+		seen[inv.ID] = i
+		aj, err := ParseAntiJoin(inv.SQL)
+		if err != nil {
+			p.add(p.index[ptr+"/sql"].line, fieldPath(ptr+"/sql", p.index), "%v", err)
+			continue
+		}
+		inv.Join = aj
+	}
 }
 
 // checkTemplates checks every string under ptr for a role it names that

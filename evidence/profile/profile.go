@@ -36,6 +36,9 @@ type Profile struct {
 	Promises Promises           `json:"promises"`
 	Load     *LoadSpec          `json:"load,omitempty"`
 	Roles    map[string]RoleDef `json:"roles,omitempty"`
+	// Invariants are the user's anti-joins over the pipeline's tables,
+	// run on the tables rebuilt from the binlog (antijoin.go).
+	Invariants []Invariant `json:"invariants,omitempty"`
 }
 
 // Database says which server holds the pipeline's tables.
@@ -184,11 +187,18 @@ type Promises struct {
 // LoadSpec is what the load client sends and how its requests are found
 // in the outbox.
 type LoadSpec struct {
-	HTTP        HTTPRequest `json:"http"`
-	Correlate   Field       `json:"correlate"`
-	Requests    int         `json:"requests,omitempty"`
-	Concurrency int         `json:"concurrency,omitempty"`
+	HTTP      HTTPRequest `json:"http"`
+	Correlate Field       `json:"correlate"`
+	// Token is the template of a request's correlation token, which the
+	// pipeline must write where Correlate says (default DefaultToken).
+	Token       string `json:"token,omitempty"`
+	Requests    int    `json:"requests,omitempty"`
+	Concurrency int    `json:"concurrency,omitempty"`
 }
+
+// DefaultToken is a request's correlation token when the profile's
+// load.token is not set: the run id and the request's number.
+const DefaultToken = "{{run}}-{{n}}"
 
 // HTTPRequest is one templated request.
 type HTTPRequest struct {
@@ -232,6 +242,9 @@ func (p *Profile) setDefaults() {
 	}
 	if p.Promises.Liveness == 0 {
 		p.Promises.Liveness = Duration(DefaultLiveness)
+	}
+	if p.Load != nil && p.Load.Token == "" {
+		p.Load.Token = DefaultToken
 	}
 	for name, r := range p.Roles {
 		if r.Replicas == 0 {

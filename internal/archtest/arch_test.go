@@ -16,19 +16,22 @@ const module = "github.com/orderflow-audit/orderflow-audit/"
 // layers maps a package path (relative to the module, by longest prefix)
 // to its layer; a package may import only from lower layers, or from its
 // own subtree. Packages of one layer cannot import each other: checks/ and
-// runner/ (the verifier is blind to the runner by construction, and the
-// runner does not judge its own runs), evidence/ and witness/ (the
-// witness readers know nothing of the evidence format).
+// runner/ share one, so the verifier is blind to the runner by
+// construction and the runner does not judge its own runs. The witness
+// readers sit below the evidence format and know nothing of it.
 var layers = []struct {
 	prefix string
 	layer  int
 }{
-	{"spec", 0}, {"schemas", 0}, {"invariants", 0}, {"migrations", 0}, {"internal/mariadbd", 0},
-	{"evidence", 1}, {"witness", 1},
-	{"checks", 2}, {"runner", 2},
-	{"reports", 3},
-	{"cmd", 4}, {"spec/cmd", 4}, // commands: spec/cmd/specgen writes the docs from spec
-	{"internal/archtest", 5},
+	{"spec", 0}, {"schemas", 0}, {"invariants", 0}, {"migrations", 0}, {"internal/mariadbd", 0}, {"profiles", 0},
+	{"witness", 1},
+	{"evidence", 2},
+	{"checks", 3}, {"runner", 3},
+	{"reports", 4},
+	// commands: spec/cmd/specgen writes the docs from spec, scripts/bbwrap
+	// wraps a reference bundle as a black-box one.
+	{"cmd", 5}, {"spec/cmd", 5}, {"scripts", 5},
+	{"internal/archtest", 6},
 }
 
 func layerOf(pkg string) (string, int, bool) {
@@ -110,7 +113,7 @@ func TestLayerOf(t *testing.T) {
 	for _, c := range []struct {
 		pkg   string
 		layer int
-	}{{"checks/blackbox", 2}, {"runner/nemesis", 2}, {"internal/mariadbd", 0}, {"witness/binlog", 1}, {"evidence/bundle", 1}, {"checksum", -1}} {
+	}{{"checks/blackbox", 3}, {"runner/nemesis", 3}, {"internal/mariadbd", 0}, {"witness/binlog", 1}, {"evidence/bundle", 2}, {"spec/cmd/specgen", 5}, {"spec", 0}, {"checksum", -1}} {
 		if _, l, _ := layerOf(c.pkg); l != c.layer {
 			t.Errorf("layerOf(%s) = %d, want %d", c.pkg, l, c.layer)
 		}

@@ -1,0 +1,351 @@
+package blackbox
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"math/big"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/orderflow-audit/orderflow-audit/evidence/profile"
+	"github.com/orderflow-audit/orderflow-audit/witness/binlog"
+)
+
+// invariants: each of the profile's invariants (an anti-join, read by
+// evidence/profile) runs on the tables rebuilt from the binlog of the
+// window, without a database. A table is rebuilt from its row images in
+// commit order: an insert adds its row, an update replaces the row equal
+// to its before image, a delete removes it; CREATE TABLE starts it empty
+// and TRUNCATE empties it; other DDL (a DROP DATABASE when the run cleans
+// up) is not applied, so the tables are as the run's transactions left
+// them.
+//
+// A table whose CREATE TABLE is not in the window existed before it, with
+// rows the binlog of the window does not show: an anti-join whose inner
+// table is such a table could miss the partner of a row, so rows it
+// returns make the rule INCONCLUSIVE, not FAIL. So do rows under a binlog
+// hole, and rows of a table whose rebuild found a before image it does
+// not hold (the window does not show the table whole). Text compares
+// byte for byte (a server's case-insensitive collation is not modelled);
+// a number compares with a number or a numeric text by value.
+func (c *checker) invariants() {
+	m := c.m
+	if len(m.prof.Invariants) == 0 {
+		return
+	}
+	c.apply(RuleInvariants)
+	joins := make([]*profile.AntiJoin, len(m.prof.Invariants))
+	for i, inv := range m.prof.Invariants {
+		joins[i] = inv.Join
+		if joins[i] == nil { // a profile built without Load: read it now
+			var err error
+			if joins[i], err = profile.ParseAntiJoin(inv.SQL); err != nil {
+				c.add(Reason{Rule: RuleInvariants, Status: Inconclusive, Partition: -1, Offset: -1,
+					Message: fmt.Sprintf("invariant %s cannot be evaluated: %v", inv.ID, err)})
+			}
+		}
+	}
+	tables := m.rebuild(joins)
+	for i, inv := range m.prof.Invariants {
+		aj := joins[i]
+		if aj == nil {
+			continue
+		}
+		outer, inner := tables[aj.Outer], tables[aj.Inner]
+		rows := antiJoin(aj, outer, inner)
+		if len(rows) == 0 {
+			continue
+		}
+		st, why := Fail, ""
+		switch {
+		case c.binlogHole:
+			st, why = Inconclusive, "; the binlog has a hole that could hold their partners"
+		case !inner.complete:
+			st, why = Inconclusive, fmt.Sprintf("; but %s existed before the run window (its CREATE TABLE is not in it), so a partner may be a row the window does not show", aj.Inner)
+		case inner.broken != "" || outer.broken != "":
+			st, why = Inconclusive, "; but the window does not show the tables whole: "+strings.TrimPrefix(inner.broken+"; "+outer.broken, "; ")
+		}
+		var shown []string
+		for _, r := range rows[:min(3, len(rows))] {
+			shown = append(shown, showRow(outer.rows[r].values))
+		}
+		first := outer.rows[rows[0]]
+		c.add(m.reason(RuleInvariants, st, "", first.tx, -1, "invariant %s returns %d row(s) on the tables rebuilt from the binlog (%s without a matching %s): %s%s",
+			inv.ID, len(rows), aj.Outer, aj.Inner, strings.Join(shown, "; "), why))
+	}
+}
+
+// table is one table rebuilt from the binlog.
+type table struct {
+	rows []tableRow // deleted rows are nil values
+	// byKey finds the live rows equal to an image (by rowKey).
+	byKey map[[16]byte][]int
+	// complete: its CREATE TABLE is in the window. broken says why the
+	// rebuild could not follow it (a before image it does not hold).
+	complete bool
+	broken   string
+}
+
+type tableRow struct {
+	values map[string]any
+	tx     int // the transaction that wrote it last
+}
+
+var ddlTableRE = regexp.MustCompile("(?i)^\\s*(CREATE\\s+(?:OR\\s+REPLACE\\s+)?TABLE(?:\\s+IF\\s+NOT\\s+EXISTS)?|TRUNCATE(?:\\s+TABLE)?)\\s+`?([A-Za-z0-9_$]+)`?\\s*(?:[(\\s;]|$)")
+
+func newTable() *table { return &table{byKey: map[[16]byte][]int{}} }
+
+// rebuild rebuilds the tables the anti-joins name from the window's
+// transactions (already cut to the audited database).
+func (m *model) rebuild(joins []*profile.AntiJoin) map[string]*table {
+	want := map[string]*table{}
+	for _, aj := range joins {
+		if aj != nil {
+			want[aj.Outer], want[aj.Inner] = newTable(), newTable()
+		}
+	}
+	for i, t := range m.txs {
+		for _, s := range t.Statements {
+			if mm := ddlTableRE.FindStringSubmatch(s.SQL); mm != nil {
+				if tb := want[mm[2]]; tb != nil {
+					*tb = table{byKey: map[[16]byte][]int{}, complete: tb.complete || strings.HasPrefix(strings.ToUpper(strings.TrimSpace(mm[1])), "CREATE")}
+				}
+			}
+		}
+		for _, ch := range t.Changes {
+			if tb := want[ch.Table]; tb != nil {
+				tb.apply(i, ch)
+			}
+		}
+	}
+	return want
+}
+
+func (tb *table) apply(tx int, ch binlog.RowChange) {
+	if ch.Op != binlog.Insert {
+		k := rowKey(ch.Before)
+		idx := tb.byKey[k]
+		if len(idx) == 0 {
+			if tb.complete && tb.broken == "" {
+				tb.broken = fmt.Sprintf("an %s in transaction %d has a before image no earlier transaction wrote", ch.Op, tx)
+			}
+		} else {
+			r := idx[len(idx)-1]
+			tb.byKey[k] = idx[:len(idx)-1]
+			tb.rows[r].values = nil
+		}
+	}
+	if ch.Op != binlog.Delete {
+		k := rowKey(ch.After)
+		tb.byKey[k] = append(tb.byKey[k], len(tb.rows))
+		tb.rows = append(tb.rows, tableRow{values: ch.After, tx: tx})
+	}
+}
+
+// rowKey digests a row image, columns sorted, each column and value
+// length-prefixed: two images are the same row when their keys are equal
+// (a 128-bit digest, so that a table of a million rows is indexed in a
+// few dozen bytes a row, whatever its payloads).
+func rowKey(row map[string]any) [16]byte {
+	cols := make([]string, 0, len(row))
+	for c := range row {
+		cols = append(cols, c)
+	}
+	sort.Strings(cols)
+	h := sha256.New()
+	for _, c := range cols {
+		v, ok := profile.Text(row[c])
+		if !ok {
+			v = "\x00NULL"
+		}
+		fmt.Fprintf(h, "%d:%s=%d:", len(c), c, len(v))
+		io.WriteString(h, v)
+	}
+	var k [16]byte
+	copy(k[:], h.Sum(nil))
+	return k
+}
+
+// antiJoin returns the outer rows (indexes) the anti-join returns, once
+// per row SQL would return (a LEFT JOIN returns an outer row once per
+// matching inner row whose NullColumn is NULL). The inner rows are
+// indexed by their join columns (hashJoinKey), so the work grows with the
+// rows, not their product; each candidate is then compared exactly.
+func antiJoin(aj *profile.AntiJoin, outer, inner *table) []int {
+	index := map[string][]int{}
+	for k, in := range inner.rows {
+		if in.values == nil {
+			continue
+		}
+		key, ok := hashJoinKey(aj.On, in.values, true)
+		if ok {
+			index[key] = append(index[key], k)
+		}
+	}
+	var out []int
+	for i, o := range outer.rows {
+		if o.values == nil || !passes(aj.Filters, o.values) {
+			continue
+		}
+		matched, nullMatches := false, 0
+		if key, ok := hashJoinKey(aj.On, o.values, false); ok {
+			for _, k := range index[key] {
+				in := inner.rows[k]
+				if !joins(aj.On, o.values, in.values) {
+					continue
+				}
+				matched = true
+				if aj.NullColumn != "" && in.values[aj.NullColumn] == nil {
+					nullMatches++
+				}
+			}
+		}
+		switch {
+		case !matched:
+			out = append(out, i)
+		case nullMatches > 0:
+			for range nullMatches {
+				out = append(out, i)
+			}
+		}
+	}
+	return out
+}
+
+// hashJoinKey is the key under which an inner row (inner) is indexed, or
+// an outer row looked up: the values the join compares, each as a number
+// in lowest terms when it is one (or numeric text), else as text, so that
+// any two values equal says are equal have the same key. ok is false when
+// one is NULL: such a row joins nothing.
+func hashJoinKey(on []profile.JoinCond, row map[string]any, inner bool) (string, bool) {
+	var b strings.Builder
+	for _, c := range on {
+		if c.Lit != nil {
+			continue // a literal condition is checked on the candidate
+		}
+		v := row[c.Outer]
+		if inner {
+			v = row[c.Inner]
+		}
+		if v == nil {
+			return "", false
+		}
+		if r := numeric(v); r != nil {
+			b.WriteString("n" + r.RatString())
+		} else {
+			t, _ := profile.Text(v)
+			b.WriteString("t" + t)
+		}
+		b.WriteByte(0)
+	}
+	return b.String(), true
+}
+
+func passes(filters []profile.Filter, row map[string]any) bool {
+	for _, f := range filters {
+		v := row[f.Column]
+		switch f.Op {
+		case "is-null":
+			if v != nil {
+				return false
+			}
+		case "is-not-null":
+			if v == nil {
+				return false
+			}
+		case "=":
+			if eq, known := equal(v, literal(f.Lit)); !known || !eq {
+				return false
+			}
+		case "<>":
+			if eq, known := equal(v, literal(f.Lit)); !known || eq {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func joins(on []profile.JoinCond, outer, inner map[string]any) bool {
+	for _, c := range on {
+		want := outer[c.Outer]
+		if c.Lit != nil {
+			want = literal(*c.Lit)
+		}
+		if eq, known := equal(inner[c.Inner], want); !known || !eq {
+			return false
+		}
+	}
+	return true
+}
+
+// sqlNumber marks a literal that is a number.
+type sqlNumber string
+
+func literal(l profile.Literal) any {
+	if l.Number {
+		return sqlNumber(l.Text)
+	}
+	return l.Text
+}
+
+// equal is SQL's = on two values: unknown when either is NULL; by value
+// when either is a number; else by text.
+func equal(a, b any) (eq, known bool) {
+	if a == nil || b == nil {
+		return false, false
+	}
+	if isNumber(a) || isNumber(b) {
+		x, y := numeric(a), numeric(b)
+		if x == nil || y == nil {
+			return false, true
+		}
+		return x.Cmp(y) == 0, true
+	}
+	sa, _ := profile.Text(a)
+	sb, _ := profile.Text(b)
+	return sa == sb, true
+}
+
+func isNumber(v any) bool {
+	switch v.(type) {
+	case int64, uint64, int, float64, sqlNumber:
+		return true
+	}
+	return false
+}
+
+// numeric reads a number, or text that is one, by value.
+func numeric(v any) *big.Rat {
+	if n, ok := v.(sqlNumber); ok {
+		r, ok := new(big.Rat).SetString(string(n))
+		if !ok {
+			return nil
+		}
+		return r
+	}
+	return number(v)
+}
+
+func showRow(row map[string]any) string {
+	cols := make([]string, 0, len(row))
+	for c := range row {
+		cols = append(cols, c)
+	}
+	sort.Strings(cols)
+	var parts []string
+	for _, c := range cols {
+		v := show(row[c])
+		if len(v) > 40 {
+			v = v[:40] + "..."
+		}
+		parts = append(parts, c+"="+v)
+		if len(parts) == 6 {
+			parts = append(parts, "...")
+			break
+		}
+	}
+	return "(" + strings.Join(parts, ", ") + ")"
+}

@@ -1,0 +1,149 @@
+package audit
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/orderflow-audit/orderflow-audit/evidence"
+	"github.com/orderflow-audit/orderflow-audit/evidence/bundle"
+	"github.com/orderflow-audit/orderflow-audit/witness/binlog"
+	"github.com/orderflow-audit/orderflow-audit/witness/broker"
+)
+
+// Where a black-box bundle keeps its witnesses, beneath its directory: as
+// the reference's bundle does (checks/witness.go).
+const (
+	witnessDBDir     = "witness/db"
+	witnessKafkaDir  = "witness/kafka"
+	witnessKafkaDump = "witness/kafka.jsonl"
+)
+
+// witnesses reads the binlog and the broker's log, each once every file
+// of it passed the gate.
+func (r *reader) witnesses(ctx context.Context) {
+	w := r.out.Evidence.Witness
+	if w == nil {
+		r.out.Missing = []string{"database and broker: the evidence has no witness object"}
+		return
+	}
+	r.out.Missing = slices.Clone(w.Missing)
+	if w.Database == nil && !slices.ContainsFunc(r.out.Missing, func(s string) bool { return strings.HasPrefix(s, "database") }) {
+		r.out.Missing = append(r.out.Missing, "database: no binlog witness listed")
+	}
+	if w.Broker == nil && !slices.ContainsFunc(r.out.Missing, func(s string) bool { return strings.HasPrefix(s, "broker") }) {
+		r.out.Missing = append(r.out.Missing, "broker: no broker witness listed")
+	}
+	if w.Database != nil && r.files("database", w.Database.Files, r.dbDir()) {
+		r.database(w.Database.Files)
+	}
+	if w.Broker != nil && r.files("broker", w.Broker.Files, r.brokerDir()) {
+		r.broker(ctx)
+	}
+}
+
+func (r *reader) dbDir() string { return path.Join(r.base, witnessDBDir) }
+
+func (r *reader) brokerDir() string {
+	if r.out.Evidence.Witness.Broker.Source == evidence.WitnessKafkaDump {
+		return path.Join(r.base, witnessKafkaDump)
+	}
+	return path.Join(r.base, witnessKafkaDir)
+}
+
+// files verifies one witness's files: each beneath dir, of its recorded
+// size and sha256 (before any parser sees a byte).
+func (r *reader) files(name string, files []evidence.WitnessFile, dir string) bool {
+	ok := len(files) > 0
+	if !ok {
+		r.problem(Problem{Rule: "witness-file-missing", Path: dir, Message: "the " + name + " witness lists no file"})
+	}
+	for _, f := range files {
+		if !r.place("witness", f, dir) {
+			ok = false
+			continue
+		}
+		if r.verified("witness", name+" witness", f) == nil {
+			ok = false
+		}
+	}
+	return ok
+}
+
+// database reads the verified binlog files in their sequence order and
+// cuts the history to the run window.
+func (r *reader) database(files []evidence.WitnessFile) {
+	verified, err := r.b.Inputs(files)
+	if err == nil {
+		var in []binlog.Input
+		if in, err = inOrder(verified); err == nil {
+			var h binlog.History
+			if h, err = binlog.ReadAllInputs(in); err == nil {
+				r.out.Binlog = r.window(h)
+				return
+			}
+		}
+	}
+	r.problem(Problem{Rule: "witness-damaged", Path: r.dbDir(), Message: fmt.Sprintf("the database witness cannot be read as the run's binlog: %v "+
+		"(nothing it would show after that point can be witnessed)", err)})
+}
+
+// inOrder names the verified files as the binlog reader wants them,
+// sorted into their one sequence.
+func inOrder(verified []bundle.Input) ([]binlog.Input, error) {
+	byName := make(map[string]*io.SectionReader, len(verified))
+	names := make([]string, 0, len(verified))
+	for _, v := range verified {
+		if _, dup := byName[v.Name]; dup {
+			return nil, fmt.Errorf("two binlog files named %s", v.Name)
+		}
+		byName[v.Name] = v.R
+		names = append(names, v.Name)
+	}
+	sorted, err := binlog.SortNames(names)
+	if err != nil {
+		return nil, err
+	}
+	if len(sorted) != len(names) {
+		return nil, fmt.Errorf("%d binlog files listed, %d of them in one binlog sequence", len(names), len(sorted))
+	}
+	in := make([]binlog.Input, len(sorted))
+	for i, n := range sorted {
+		in[i] = binlog.Input{Name: n, R: byName[n]}
+	}
+	return in, nil
+}
+
+// broker reads the broker's data directory or dump from the verified
+// files and from nothing else: the reader gets an fs.FS of exactly them,
+// or the dump's bytes, never a path.
+func (r *reader) broker(ctx context.Context) {
+	bw := r.out.Evidence.Witness.Broker
+	var (
+		log *broker.Log
+		err error
+	)
+	switch bw.Source {
+	case evidence.WitnessKafkaDump:
+		var in []bundle.Input
+		if len(bw.Files) != 1 {
+			err = fmt.Errorf("a dump is one file, %d are listed", len(bw.Files))
+		} else if in, err = r.b.Inputs(bw.Files); err == nil {
+			log, err = broker.ReadDumpFrom(in[0].R)
+		}
+	default:
+		var fsys fs.FS
+		if fsys, err = r.b.FS(r.brokerDir(), bw.Files); err == nil {
+			log, err = broker.ReadDataFS(ctx, fsys, broker.Selection{})
+		}
+	}
+	if err != nil {
+		r.problem(Problem{Rule: "witness-damaged", Path: r.brokerDir(), Message: "the broker witness cannot be read: " + err.Error()})
+		return
+	}
+	r.out.Broker = log
+}

@@ -1,0 +1,321 @@
+package audit
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/orderflow-audit/orderflow-audit/runner/infra"
+	"github.com/orderflow-audit/orderflow-audit/runner/nemesis"
+)
+
+// The audit's nemesis: a seeded schedule of faults over the profile's
+// processes and their database links, as chaos draws one over the
+// reference's actors (runner/nemesis), each fault recorded as it was
+// applied. The same seed, duration, kinds and roles give the same
+// schedule.
+
+// Kinds lists the fault kinds the audit injects: those of nemesis.Kinds
+// on the roles' processes and database links, and every fault of the
+// embedded broker (a window of refused, unanswered or unacknowledged
+// produce requests, failed fetches, forced rebalances of every group; a
+// restart on its data directory), and kill -9 of the private server with
+// a restart on its data directory (InnoDB's crash recovery). Connection
+// kills by database user are not built for the audit yet.
+var Kinds = []nemesis.Kind{nemesis.Kill, nemesis.Pause, nemesis.Latency, nemesis.NetCut,
+	nemesis.ProduceRefused, nemesis.ProduceTimeout, nemesis.AckLost, nemesis.FetchError, nemesis.Rebalance, nemesis.BrokerRestart,
+	nemesis.DBCrash}
+
+// brokerWindows are the broker's window faults by kind.
+var brokerWindows = map[nemesis.Kind]infra.BrokerFault{
+	nemesis.ProduceRefused: infra.FaultProduceRefused,
+	nemesis.ProduceTimeout: infra.FaultProduceTimeout,
+	nemesis.AckLost:        infra.FaultAckLost,
+	nemesis.FetchError:     infra.FaultFetchError,
+	nemesis.Rebalance:      infra.FaultRebalance,
+}
+
+// ParseKinds parses --faults: "none", "" or "all" (every kind of Kinds),
+// or a comma-separated list of them.
+func ParseKinds(s string) ([]nemesis.Kind, error) {
+	switch s {
+	case "none":
+		return []nemesis.Kind{}, nil
+	case "", "all":
+		return slices.Clone(Kinds), nil
+	}
+	ks, err := nemesis.ParseKinds(s)
+	if err != nil {
+		return nil, fmt.Errorf("%w: --faults: %v", ErrBadOptions, err)
+	}
+	for _, k := range ks {
+		if !slices.Contains(Kinds, k) {
+			return nil, fmt.Errorf("%w: --faults: %s is not built for the audit yet (it injects %s)", ErrBadOptions, k, KindList())
+		}
+	}
+	return ks, nil
+}
+
+// KindList is Kinds joined with commas.
+func KindList() string {
+	parts := make([]string, len(Kinds))
+	for i, k := range Kinds {
+		parts[i] = string(k)
+	}
+	return strings.Join(parts, ",")
+}
+
+// Lengths of the faults.
+const (
+	// PauseFor is the shortest pause: a process stopped past it has
+	// missed heartbeats and leases of a second or so.
+	PauseFor = 1500 * time.Millisecond
+	// meanGap is the mean time between two faults.
+	meanGap = nemesis.DefaultEvery
+)
+
+// fault is one planned fault.
+type fault struct {
+	N      int           `json:"n"`
+	At     time.Duration `json:"at_ns"`
+	Kind   nemesis.Kind  `json:"kind"`
+	Target string        `json:"target"` // "relay-1", or a link "relay-1>database"
+	For    time.Duration `json:"for_ns,omitempty"`
+	Delay  time.Duration `json:"delay_ns,omitempty"`
+}
+
+// schedule draws the faults of one audit over [0, d): gaps as chaos draws
+// them (exponential with mean meanGap, between 100 ms and twice the mean),
+// each fault's kind, replica and length from the seed. Every draw takes the
+// same random values whatever it picks, so that a shorter duration gives a
+// prefix of a longer one's schedule.
+func schedule(seed int64, d time.Duration, kinds []nemesis.Kind, targets []string) []fault {
+	if len(kinds) == 0 || len(targets) == 0 {
+		return nil
+	}
+	r := rand.New(rand.NewPCG(uint64(seed), 0x6175646974)) // "audit"
+	var out []fault
+	at := time.Duration(0)
+	for n := 1; ; n++ {
+		gap := time.Duration(r.ExpFloat64() * float64(meanGap))
+		at += min(max(gap, 100*time.Millisecond), 2*meanGap)
+		k, pick, length, delay := kinds[r.IntN(len(kinds))], r.IntN(1<<20), r.IntN(1000), r.IntN(1000)
+		if at >= d {
+			return out
+		}
+		f := fault{N: n, At: at, Kind: k, Target: targets[pick%len(targets)]}
+		switch k {
+		case nemesis.ProduceRefused, nemesis.ProduceTimeout, nemesis.AckLost, nemesis.FetchError, nemesis.Rebalance:
+			f.Target = nemesis.TargetBroker
+			f.For = 200*time.Millisecond + time.Duration(length)*time.Millisecond/2
+		case nemesis.BrokerRestart:
+			f.Target = nemesis.TargetBroker
+		case nemesis.DBCrash:
+			f.Target = nemesis.TargetDatabase
+		case nemesis.Pause:
+			f.For = PauseFor + time.Duration(length)*time.Millisecond
+		case nemesis.Latency, nemesis.NetCut:
+			f.Target += ">database"
+			f.For = 300*time.Millisecond + time.Duration(length)*time.Millisecond
+			if k == nemesis.Latency {
+				f.Delay = time.Duration(20+delay%180) * time.Millisecond
+			}
+		}
+		out = append(out, f)
+	}
+}
+
+// NemesisEvent is one fault as applied: when it began and healed, and
+// what came of it.
+type NemesisEvent struct {
+	N      int       `json:"n"`
+	Kind   string    `json:"kind"`
+	Target string    `json:"target"`
+	Start  time.Time `json:"start"`
+	End    time.Time `json:"end"`
+	Delay  string    `json:"delay,omitempty"`
+	// Result is "done", or why it was not (the process was not running).
+	Result string `json:"result"`
+}
+
+// nemesisRun applies a schedule.
+type nemesisRun struct {
+	s     *scope
+	roles *roles
+
+	mu     sync.Mutex
+	events []NemesisEvent
+	busy   map[string]bool // targets under a lasting fault now
+	wg     sync.WaitGroup
+}
+
+// take marks target as under a lasting fault; false if it already is (two
+// faults on one link would heal each other).
+func (nr *nemesisRun) take(target string) bool {
+	nr.mu.Lock()
+	defer nr.mu.Unlock()
+	if nr.busy == nil {
+		nr.busy = map[string]bool{}
+	}
+	if nr.busy[target] {
+		return false
+	}
+	nr.busy[target] = true
+	return true
+}
+
+func (nr *nemesisRun) release(target string) {
+	nr.mu.Lock()
+	defer nr.mu.Unlock()
+	delete(nr.busy, target)
+}
+
+// run applies faults at their times from now until ctx ends; each
+// lasting fault heals itself after its length, or at heal.
+func (nr *nemesisRun) run(ctx context.Context, faults []fault) {
+	start := time.Now()
+	for _, f := range faults {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Until(start.Add(f.At))):
+		}
+		nr.wg.Add(1)
+		go func() {
+			defer nr.wg.Done()
+			nr.apply(ctx, f)
+		}()
+	}
+}
+
+func (nr *nemesisRun) apply(ctx context.Context, f fault) {
+	ev := NemesisEvent{N: f.N, Kind: string(f.Kind), Target: f.Target, Start: time.Now().UTC(), Result: "done"}
+	if f.Delay > 0 {
+		ev.Delay = f.Delay.String()
+	}
+	name, _, _ := strings.Cut(f.Target, ">")
+	r := nr.roles.byName(name)
+	wait := func() {
+		select {
+		case <-ctx.Done():
+		case <-time.After(f.For):
+		}
+	}
+	// One lasting fault per target; the broker's and the server's too (a
+	// restart drops the broker's windows).
+	if f.For > 0 || f.Target == nemesis.TargetBroker || f.Target == nemesis.TargetDatabase {
+		if !nr.take(f.Target) {
+			ev.Result, ev.End = "skipped: already under a fault", ev.Start
+			nr.record(ev)
+			return
+		}
+		defer nr.release(f.Target)
+	}
+	if f.Kind == nemesis.DBCrash {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 60*time.Second)
+		took, err := nr.s.private.Crash(cctx, nr.s.opts.Private)
+		cancel()
+		ev.Result = "done: up again in " + took.Round(time.Millisecond).String()
+		if err != nil {
+			ev.Result = "failed: " + err.Error()
+		}
+		ev.End = time.Now().UTC()
+		nr.record(ev)
+		return
+	}
+	if f.Target == nemesis.TargetBroker {
+		nr.brokerFault(ctx, f, &ev, wait)
+		ev.End = time.Now().UTC()
+		nr.record(ev)
+		return
+	}
+	switch f.Kind {
+	case nemesis.Kill:
+		if !r.signal(syscall.SIGKILL) {
+			ev.Result = "skipped: not running"
+		}
+	case nemesis.Pause:
+		if !r.signal(syscall.SIGSTOP) {
+			ev.Result = "skipped: not running"
+			break
+		}
+		wait()
+		r.signal(syscall.SIGCONT)
+	case nemesis.Latency:
+		if err := r.link.Delay(f.Delay); err != nil {
+			ev.Result = "failed: " + err.Error()
+			break
+		}
+		wait()
+		nr.healLink(r)
+	case nemesis.NetCut:
+		r.link.Cut()
+		wait()
+		nr.healLink(r)
+	}
+	ev.End = time.Now().UTC()
+	nr.record(ev)
+}
+
+func (nr *nemesisRun) record(ev NemesisEvent) {
+	nr.mu.Lock()
+	nr.events = append(nr.events, ev)
+	nr.mu.Unlock()
+}
+
+// brokerFault opens a window fault of the embedded broker for f.For, or
+// restarts it.
+func (nr *nemesisRun) brokerFault(ctx context.Context, f fault, ev *NemesisEvent, wait func()) {
+	k := nr.s.kafka
+	if f.Kind == nemesis.BrokerRestart {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if err := k.Restart(rctx); err != nil {
+			ev.Result = "failed: " + err.Error()
+		}
+		return
+	}
+	w, err := k.Inject(brokerWindows[f.Kind], nr.s.opts.Profile.Topic.Name, "") // every group
+	if err != nil {
+		ev.Result = "failed: " + err.Error()
+		return
+	}
+	wait()
+	ev.Result = fmt.Sprintf("done: %d request(s) hit", w.Heal())
+}
+
+func (nr *nemesisRun) healLink(r *replica) {
+	hctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := r.link.Heal(hctx); err != nil {
+		fmt.Fprintf(nr.s.opts.Progress, "nemesis: %v\n", err)
+	}
+}
+
+// heal waits for the lasting faults to end (their waits end with ctx)
+// and makes sure every process runs on and every link is whole.
+func (nr *nemesisRun) heal() {
+	nr.wg.Wait()
+	for _, r := range nr.roles.list {
+		r.signal(syscall.SIGCONT)
+		nr.healLink(r)
+	}
+}
+
+// counts returns the faults applied, by kind.
+func (nr *nemesisRun) counts() map[string]int {
+	nr.mu.Lock()
+	defer nr.mu.Unlock()
+	out := map[string]int{}
+	for _, e := range nr.events {
+		if strings.HasPrefix(e.Result, "done") {
+			out[e.Kind]++
+		}
+	}
+	return out
+}

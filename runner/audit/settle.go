@@ -1,0 +1,218 @@
+package audit
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/orderflow-audit/orderflow-audit/evidence/profile"
+)
+
+// settlePoll is how often the settle check looks again.
+const settlePoll = 200 * time.Millisecond
+
+// settler tells when the pipeline has settled after the faults healed:
+// every outbox row committed so far has a record on the topic (its event
+// id found where the profile says), and every consumer group of the
+// profile has committed the end offset of every partition. It reads the
+// database and the broker as any client does; the verdict does not rest
+// on it (the witnesses are read after it), it only says when to capture.
+type settler struct {
+	s  *scope
+	cl *kgo.Client
+
+	mu   sync.Mutex
+	seen map[string]bool // event ids of the records read so far
+}
+
+func newSettler(s *scope) (*settler, error) {
+	cl, err := kgo.NewClient(s.kafka.ClientOpts(kgo.ConsumeTopics(s.opts.Profile.Topic.Name),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
+	if err != nil {
+		return nil, fmt.Errorf("settle: broker client: %w", err)
+	}
+	return &settler{s: s, cl: cl, seen: map[string]bool{}}, nil
+}
+
+// read polls records until ctx ends.
+func (st *settler) read(ctx context.Context) {
+	loc := st.s.opts.Profile.Topic.EventID
+	for ctx.Err() == nil {
+		fs := st.cl.PollFetches(ctx)
+		fs.EachRecord(func(r *kgo.Record) {
+			var id string
+			var ok bool
+			if loc.Header != "" {
+				for _, h := range r.Headers {
+					if h.Key == loc.Header {
+						id, ok = string(h.Value), true
+					}
+				}
+			} else if loc.Value != nil {
+				var v any
+				if v, ok = profile.LookupPath(r.Value, loc.Value.Path); ok {
+					id, ok = profile.Text(v)
+				}
+			}
+			if ok {
+				st.mu.Lock()
+				st.seen[id] = true
+				st.mu.Unlock()
+			}
+		})
+	}
+}
+
+// wait checks until the pipeline has settled or bound has passed; it
+// returns whether it settled and, if not, what was still missing.
+func (st *settler) wait(ctx context.Context, bound time.Duration) (bool, string) {
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go st.read(rctx)
+	deadline := time.Now().Add(bound)
+	for {
+		ok, why := st.check(ctx)
+		if ok {
+			return true, ""
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return false, why
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(settlePoll):
+		}
+	}
+}
+
+func (st *settler) close() { st.cl.Close() }
+
+// check is one look: the outbox rows without a record, then the groups'
+// lag.
+func (st *settler) check(ctx context.Context) (bool, string) {
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	p := st.s.opts.Profile
+	if p.Outbox.Progress.Kind != profile.ProgressDelete { // a deleting relay leaves no row to look at
+		ids, err := st.outboxIDs(cctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		st.mu.Lock()
+		missing := 0
+		for _, id := range ids {
+			if !st.seen[id] {
+				missing++
+			}
+		}
+		st.mu.Unlock()
+		if missing > 0 {
+			return false, fmt.Sprintf("%d of %d outbox rows without a record", missing, len(ids))
+		}
+	}
+	return st.lagZero(cctx)
+}
+
+func (st *settler) outboxIDs(ctx context.Context) ([]string, error) {
+	o := st.s.opts.Profile.Outbox
+	rows, err := st.s.db.QueryContext(ctx, "SELECT `"+o.EventID.Column+"` FROM `"+o.Table+"`")
+	if err != nil {
+		return nil, fmt.Errorf("settle: read the outbox: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var raw []byte
+		if err := rows.Scan(&raw); err != nil {
+			return nil, fmt.Errorf("settle: read the outbox: %w", err)
+		}
+		if id, ok := profile.Text(lookup(o.EventID, raw)); ok {
+			out = append(out, id)
+		}
+	}
+	return out, rows.Err()
+}
+
+// lookup applies f's JSON path (if any) to a column's raw value.
+func lookup(f profile.Field, raw []byte) any {
+	if raw == nil {
+		return nil
+	}
+	if len(f.Path) == 0 {
+		return string(raw)
+	}
+	v, _ := profile.LookupPath(raw, f.Path)
+	return v
+}
+
+// lagZero: every group the profile names has committed the end offset
+// of every partition. With no groups named, every group with offsets on
+// the topic counts; a profile with a consumer (inbox or effect) needs at
+// least one.
+func (st *settler) lagZero(ctx context.Context) (bool, string) {
+	p := st.s.opts.Profile
+	topic := p.Topic.Name
+	adm := kadm.NewClient(st.cl)
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return false, "settle: end offsets: " + err.Error()
+	}
+	listed, err := adm.ListGroups(ctx)
+	if err != nil {
+		return false, "settle: groups: " + err.Error()
+	}
+	found := 0
+	for _, g := range listed.Groups() {
+		if !groupMatch(p.Topic.Groups, g) {
+			continue
+		}
+		offs, err := adm.FetchOffsets(ctx, g)
+		if err == nil {
+			err = offs.Error()
+		}
+		if err != nil {
+			return false, "settle: offsets of " + g + ": " + err.Error()
+		}
+		if _, ok := offs[topic]; !ok && len(p.Topic.Groups) == 0 {
+			continue // a group of another topic
+		}
+		found++
+		var lag int64
+		ends.Each(func(o kadm.ListedOffset) {
+			at := int64(0)
+			if c, ok := offs.Lookup(topic, o.Partition); ok {
+				at = c.At
+			}
+			lag += o.Offset - at
+		})
+		if lag > 0 {
+			return false, fmt.Sprintf("group %s lags %d record(s)", g, lag)
+		}
+	}
+	if found == 0 && (len(p.Topic.Groups) > 0 || p.Inbox != nil || p.Effect != nil) {
+		return false, "no consumer group of the profile has committed offsets on " + topic
+	}
+	return true, ""
+}
+
+// groupMatch: a group is the profile's when a pattern matches it (path
+// globs, as the verifier reads them), or when there are none.
+func groupMatch(patterns []string, group string) bool {
+	if len(patterns) == 0 {
+		return true
+	}
+	for _, g := range patterns {
+		if ok, _ := path.Match(g, group); ok {
+			return true
+		}
+	}
+	return false
+}
