@@ -141,13 +141,18 @@ func layer(v *Verdict, b *audit.Bundle) {
 	bound, _ := b.Evidence.Liveness.Duration() // ParseBlackBox checked it
 	res, err := blackbox.Check(blackbox.Input{Profile: b.Profile, Binlog: *b.Binlog, Schema: b.Evidence.Target.Database,
 		Broker: b.Broker, Topic: b.Evidence.Target.Topic, BrokerStart: b.BrokerStart, Client: b.Client,
-		End: b.Evidence.Liveness.SettledAt, Liveness: bound, Holes: b.Holes})
+		End: b.Evidence.Liveness.SettledAt, Liveness: bound, Holes: b.Holes, Unsettled: b.Evidence.Run.Interrupted})
 	if err != nil {
 		v.NotRun = err.Error()
 		v.Reasons = append(v.Reasons, Reason{Rule: "layer", Status: blackbox.Inconclusive, Message: "the rules could not run: " + err.Error()})
 		return
 	}
 	v.Layer = res
+	if b.Evidence.Run.Interrupted {
+		v.Reasons = append(v.Reasons, Reason{Rule: "run-interrupted", Status: blackbox.Inconclusive,
+			Message: "the audit was interrupted before the pipeline settled: what only settling would have shown " +
+				"(pending events, a group's lag, effects still to come) is inconclusive, and the verdict is at best INCONCLUSIVE"})
+	}
 }
 
 // bounds holds the evidence's liveness bound to the profile's promise and

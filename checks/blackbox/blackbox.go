@@ -142,6 +142,12 @@ type Input struct {
 	// records it (a black-box bundle's liveness.bound); zero: the
 	// profile's promises.liveness.
 	Liveness time.Duration
+	// Unsettled says the run was interrupted before the pipeline
+	// settled: what only settling would have delivered (a pending event,
+	// a group's lag, an effect still to come) is INCONCLUSIVE, never a
+	// FAIL. What is wrong whatever comes later (a loss the progress
+	// proves, a phantom, a mismatch, a duplicate effect) still fails.
+	Unsettled bool
 	// Holes are gaps a reader found in a witness outside this package (a
 	// binlog cut short, a file missing), each said in a sentence: the
 	// rules they could touch are INCONCLUSIVE.

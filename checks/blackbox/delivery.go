@@ -42,6 +42,9 @@ func (c *checker) delivery() {
 		case c.binlogHole:
 			c.addTopic(m.reason(RulePending, Inconclusive, ev.id, ev.tx, -1,
 				"event %s committed at %s and has %s; no progress passed it in what the binlog shows, but the binlog has a hole", ev.id, committed, nowhere))
+		case c.in.Unsettled:
+			c.addTopic(m.reason(RulePending, Inconclusive, ev.id, ev.tx, -1,
+				"event %s committed at %s and has %s; the run was interrupted before the pipeline settled", ev.id, committed, nowhere))
 		case m.end.Sub(m.txs[ev.tx].Time) > bound:
 			c.addTopic(m.reason(RulePending, Fail, ev.id, ev.tx, -1,
 				"event %s committed at %s and has %s; the relay never passed it, and the liveness bound %v expired (%v between its commit and the end of the run)",
@@ -369,6 +372,11 @@ func (c *checker) lag() {
 		return
 	}
 	c.apply(RuleLag)
+	// A run interrupted before it settled leaves lag behind: no finding.
+	st, why := Fail, "not consumed after settling"
+	if c.in.Unsettled {
+		st, why = Inconclusive, "not consumed when the run was interrupted, before the pipeline settled"
+	}
 	var groups []string
 	for g, topics := range c.in.Broker.Groups {
 		if _, ok := topics[m.topic]; ok && m.groupMatch(g) {
@@ -378,7 +386,7 @@ func (c *checker) lag() {
 	sort.Strings(groups)
 	if len(groups) == 0 {
 		if len(m.records) > 0 && len(m.prof.Topic.Groups) > 0 {
-			c.add(Reason{Rule: RuleLag, Status: Fail, Topic: m.topic, Partition: -1, Offset: -1,
+			c.add(Reason{Rule: RuleLag, Status: st, Topic: m.topic, Partition: -1, Offset: -1,
 				Message: fmt.Sprintf("no consumer group matching %s committed an offset on the topic, which has %d record(s)", strings.Join(m.prof.Topic.Groups, ", "), len(m.records))})
 		}
 		return
@@ -393,9 +401,9 @@ func (c *checker) lag() {
 				got = -1
 			}
 			if got < p.End {
-				c.add(Reason{Rule: RuleLag, Status: Fail, Topic: m.topic, Partition: p.Partition, Offset: got,
-					Message: fmt.Sprintf("group %s committed offset %s of partition %d, below its end offset %d: %d record(s) not consumed after settling",
-						g, committedText(got, ok), p.Partition, p.End, p.End-max(got, m.start[p.Partition]))})
+				c.add(Reason{Rule: RuleLag, Status: st, Topic: m.topic, Partition: p.Partition, Offset: got,
+					Message: fmt.Sprintf("group %s committed offset %s of partition %d, below its end offset %d: %d record(s) %s",
+						g, committedText(got, ok), p.Partition, p.End, p.End-max(got, m.start[p.Partition]), why)})
 			}
 		}
 	}

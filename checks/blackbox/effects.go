@@ -54,7 +54,7 @@ func (c *checker) effects() {
 			if len(txs) > 0 {
 				tx = txs[len(txs)-1]
 			}
-			if len(txs) < p.Effect.PerEvent && c.binlogHole {
+			if len(txs) < p.Effect.PerEvent && (c.binlogHole || c.in.Unsettled) {
 				st = Inconclusive
 			}
 			var at []string

@@ -70,6 +70,8 @@ type fixture struct {
 	// (the invariants rule rebuilds them whole).
 	created []string
 	holes   []string
+	// unsettled: the run was interrupted before it settled (Input.Unsettled).
+	unsettled bool
 }
 
 var t0 = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
@@ -158,6 +160,7 @@ func (f *fixture) input(t *testing.T) blackbox.Input {
 		in.End = t0.Add(f.end)
 	}
 	in.Liveness = f.liveness
+	in.Unsettled = f.unsettled
 	if !f.noLog {
 		log := &broker.Log{Topics: map[string][]broker.Partition{}, Groups: map[string]map[string]map[int32]int64{}}
 		for i, recs := range f.parts {
@@ -618,6 +621,40 @@ func TestRules(t *testing.T) {
 			f := legalCursor()
 			f.txs = [][]binlog.RowChange{{ins("watermill_t", wmRow(1, "u-1"))}, {cursorAt(2)}, {ins("watermill_t", wmRow(2, "u-2"))}}
 			f.parts[0] = f.parts[0][:1]
+			return f
+		}, W{blackbox.RuleLostSkipped: F}, "before it committed: skipped"},
+		{"unsettled: a pending event past the bound is inconclusive", func() *fixture {
+			f := legal()
+			f.txs[3] = nil
+			f.parts[0] = f.parts[0][:1]
+			f.groups[0] = 1
+			f.end = time.Minute
+			f.unsettled = true
+			return f
+		}, W{blackbox.RulePending: I}, "interrupted before the pipeline settled"},
+		{"unsettled: lag is inconclusive", func() *fixture {
+			f := legal()
+			f.groups[0] = 1
+			f.unsettled = true
+			return f
+		}, W{blackbox.RuleLag: I}, "when the run was interrupted"},
+		{"unsettled: a delivered event's missing effect is inconclusive", func() *fixture {
+			f := legal()
+			f.txs[5] = nil
+			f.unsettled = true
+			return f
+		}, W{blackbox.RuleEffects: I}, "has 0 effect(s) by consumer c1"},
+		{"unsettled: two effects of one event still fail", func() *fixture {
+			f := legal()
+			f.txs[5] = append(f.txs[5], ins("effect", map[string]any{"consumer": "c1", "event_id": "e-2"}))
+			f.unsettled = true
+			return f
+		}, W{blackbox.RuleEffects: F}, "has 2 effect(s)"},
+		{"unsettled: a skipped event still fails", func() *fixture {
+			f := legalCursor()
+			f.txs = [][]binlog.RowChange{{ins("watermill_t", wmRow(1, "u-1"))}, {cursorAt(2)}, {ins("watermill_t", wmRow(2, "u-2"))}}
+			f.parts[0] = f.parts[0][:1]
+			f.unsettled = true
 			return f
 		}, W{blackbox.RuleLostSkipped: F}, "before it committed: skipped"},
 		{"lost-acked-not-published: the cursor passed a committed row", func() *fixture {

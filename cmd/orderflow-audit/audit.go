@@ -119,34 +119,13 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "the pipeline did not settle within its liveness bound %s: %s\n", res.Evidence.Liveness.Bound, res.Unsettled)
 	}
 	fmt.Fprintf(stderr, "bundle written to %s; 'orderflow-audit verify %s' re-checks it\n", res.Path, res.Path)
-	code := verdictExit(checks.Status(v.Status))
+	// An interrupted audit's verdict is at best INCONCLUSIVE: the
+	// verifier makes what only settling would show (pending, lag, effects
+	// still to come) inconclusive, and says the run was interrupted.
 	if res.Evidence.Run.Interrupted {
 		fmt.Fprintf(stderr, "%s audit: %v; the bundle is marked interrupted\n", progName, interruption(ctx))
-		if code != exitFail || !failsBeyondSettling(v) {
-			code = exitInconclusive
-		}
 	}
-	return code
-}
-
-// failsBeyondSettling reports whether v fails a rule that does not need
-// the pipeline to have settled: an interrupted audit stopped before it
-// settled, so a lag is what stopping it left, not a finding.
-func failsBeyondSettling(v *bbverify.Verdict) bool {
-	for _, r := range v.Reasons {
-		if r.Status == blackbox.Fail {
-			return true
-		}
-	}
-	if v.Layer == nil {
-		return false
-	}
-	for _, r := range v.Layer.Rules {
-		if r.Status == blackbox.Fail && r.ID != blackbox.RuleLag {
-			return true
-		}
-	}
-	return false
+	return verdictExit(checks.Status(v.Status))
 }
 
 // options loads the profile and checks the flags.

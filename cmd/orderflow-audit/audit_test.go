@@ -289,6 +289,12 @@ func TestAuditInterrupted(t *testing.T) {
 	if d := bb.Run.End.Sub(bb.Run.Start); d > 15*time.Second {
 		t.Errorf("the run lasted %v after an interrupt in a 20 s load", d)
 	}
+	// The verifier, not the command, says why it is no PASS: the run was
+	// interrupted, and the lag it left is no finding.
+	code, out, _ := runCLI(t, "verify", r.out)
+	if code != exitInconclusive || !strings.Contains(out, "run-interrupted") || strings.Contains(out, "FAIL") {
+		t.Errorf("verify of an interrupted audit: exit %d; want 4 with run-interrupted and no FAIL\n%s", code, out)
+	}
 }
 
 // TestAuditKilled: an audit killed outright (SIGKILL, no cleanup at all)
