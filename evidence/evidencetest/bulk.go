@@ -39,7 +39,8 @@ type Bulk struct {
 	// of the verifier's model). Without it the evidence lists no tables.
 	Digests bool
 	// Status, Reason and Metrics are what the scenario claims; Args are
-	// run.args. Defaults: PASS, no reason, no metrics, no args.
+	// run.args (for display; run.selection selects the one scenario).
+	// Defaults: PASS, no reason, no metrics, no args.
 	Status  string
 	Reason  string
 	Metrics []evidence.Metric
@@ -206,7 +207,8 @@ func WriteBulk(tb testing.TB, dir string, b Bulk) (path string, events int64) {
 	ev := &evidence.Evidence{
 		SchemaVersion: evidence.SchemaVersion,
 		Tool:          evidence.Tool{Name: "orderflow-audit", Version: "test", Revision: "generated"},
-		Run:           evidence.Run{ID: BulkRunID, Start: bulkStart, End: bulkEnd(n).Add(time.Second), Seed: 1, Args: args},
+		Run: evidence.Run{ID: BulkRunID, Start: bulkStart, End: bulkEnd(n).Add(time.Second), Seed: 1, Args: args,
+			Selection: &evidence.Selection{Scenarios: []string{scenario}}},
 		Environment: evidence.Environment{
 			Database: evidence.DatabaseEnv{Flavour: "MariaDB", Version: "10.11", Isolation: "REPEATABLE-READ", DSN: "root@tcp(127.0.0.1:3306)/"},
 			Kafka:    evidence.KafkaEnv{Mode: "embedded", Implementation: "kfake", Brokers: []string{"127.0.0.1:1"}},
