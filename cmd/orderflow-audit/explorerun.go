@@ -107,7 +107,7 @@ func (x *exploration) runSeed(ctx context.Context, seed int64, cfg nemesis.Confi
 			res.metrics[m.Name] = m.Value
 		}
 	}
-	v, err := checks.Verify(ctx, out, checks.Options{})
+	v, err := checks.Verify(ctx, out, checks.Options{BlackBox: true})
 	if ctx.Err() != nil {
 		res.interrupted = true
 		return res
