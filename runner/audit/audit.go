@@ -51,7 +51,7 @@ const (
 type Options struct {
 	// Profile is the validated profile; ProfileText its file's bytes (the
 	// bundle keeps them) and ProfileDir the directory its migration globs
-	// are relative to.
+	// are relative to, and the working directory of the roles' processes.
 	Profile     *profile.Profile
 	ProfileText []byte
 	ProfileDir  string

@@ -42,10 +42,14 @@ const (
 
 // replica is one supervised process of a role.
 type replica struct {
-	role  string
-	n     int
-	name  string // "relay-1"
-	argv  []string
+	role string
+	n    int
+	name string // "relay-1"
+	argv []string
+	// dir is the working directory of its processes: the profile's
+	// directory, so that a relative command or file in a role resolves
+	// as the profile's migrations do.
+	dir   string
 	env   []string
 	ready string // readiness URL, expanded; empty: stay up settleGrace
 	port  int
@@ -118,6 +122,7 @@ func planRoles(s *scope, base vars) (*roles, error) {
 			}
 			r.argv = append(r.argv, x)
 		}
+		r.dir = s.opts.ProfileDir
 		if r.argv[0] == "orderflow-audit" && s.opts.Exe != "" {
 			r.argv[0] = s.opts.Exe // this very binary, not whichever PATH finds
 		}
@@ -180,6 +185,7 @@ func freePort() (int, error) {
 // start runs one incarnation of r.
 func (r *replica) start() error {
 	cmd := exec.Command(r.argv[0], r.argv[1:]...)
+	cmd.Dir = r.dir // a relative argv[0] is evaluated relative to it
 	cmd.Env = append(os.Environ(), r.env...)
 	cmd.Stdout, cmd.Stderr = r.stdout, r.stderr
 	cmd.SysProcAttr = procAttr()
