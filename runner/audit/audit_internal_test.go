@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -176,5 +177,44 @@ func TestLoadOutcomes(t *testing.T) {
 	if _, err := newLoadPlan(&profile.LoadSpec{HTTP: profile.HTTPRequest{Method: "GET", URL: "http://{{nowhere}}/"}, Token: "{{n}}"},
 		vars{"run": "r1"}, time.Second); err == nil || !strings.Contains(err.Error(), "{{nowhere}}") {
 		t.Errorf("a load naming an unknown template: %v", err)
+	}
+}
+
+// TestLoadSentThenRefusedIsUnknown: net/http retries a request with an
+// Idempotency-Key on a new connection when its reused connection breaks;
+// when the retry is refused (the service just died), the first attempt
+// may have committed, so the outcome is unknown, not failed (an audit of
+// a correct pipeline once failed its answer rule on this).
+func TestLoadSentThenRefusedIsUnknown(t *testing.T) {
+	var n atomic.Int32
+	var srv *httptest.Server
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		if n.Add(1) == 1 {
+			w.WriteHeader(http.StatusCreated)
+			return
+		}
+		// The second request arrives on the kept-alive connection: the
+		// service dies with it, after reading it (it may have committed).
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		srv.Listener.Close()
+		conn.Close()
+	}))
+	defer srv.Close()
+	spec := &profile.LoadSpec{HTTP: profile.HTTPRequest{Method: "POST", URL: "http://{{role.svc}}/orders",
+		Headers: map[string]string{"Idempotency-Key": "{{key}}"}, Body: `{"q":{{n}}}`},
+		Token: "{{n}}", Requests: 2, Concurrency: 1}
+	lp, err := newLoadPlan(spec, vars{"run": "r1", "role.svc": strings.TrimPrefix(srv.URL, "http://")}, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newClient()
+	c.run(t.Context(), lp, 10*time.Millisecond)
+	if len(c.history) != 2 || c.history[0].Outcome != evidence.ClientOK || c.history[1].Outcome != evidence.ClientUnknown {
+		t.Fatalf("history %+v; want ok, then unknown (sent, then the retry refused)", c.history)
 	}
 }

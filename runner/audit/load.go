@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -151,7 +153,14 @@ func (c *client) run(ctx context.Context, lp *loadPlan, d time.Duration) {
 func (c *client) send(ctx context.Context, lp *loadPlan, n int) {
 	r, _ := lp.render(n) // rendered once in newLoadPlan: the templates are good
 	rec := evidence.ClientRequest{N: n, Token: r.token, Key: r.key, Start: time.Now().UTC()}
-	req, err := http.NewRequestWithContext(context.WithoutCancel(ctx), r.method, r.url, bytes.NewReader([]byte(r.body)))
+	// wrote is set once any attempt wrote the request: net/http retries a
+	// request with an Idempotency-Key on a new connection when a reused
+	// one breaks, so the last attempt's "connection refused" does not
+	// prove that nothing was sent (a first attempt may have committed).
+	var wrote atomic.Bool
+	trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { wrote.Store(true) }}
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(context.WithoutCancel(ctx), trace),
+		r.method, r.url, bytes.NewReader([]byte(r.body)))
 	if err == nil {
 		for k, v := range r.headers {
 			req.Header.Set(k, v)
@@ -169,8 +178,8 @@ func (c *client) send(ctx context.Context, lp *loadPlan, n int) {
 		rec.Outcome = evidence.ClientOK
 	case err == nil && rec.Status >= 400 && rec.Status < 500:
 		rec.Outcome = evidence.ClientFailed
-	case err != nil && errors.Is(err, syscall.ECONNREFUSED):
-		rec.Outcome = evidence.ClientFailed // refused: nothing was sent
+	case err != nil && errors.Is(err, syscall.ECONNREFUSED) && !wrote.Load():
+		rec.Outcome = evidence.ClientFailed // refused, and no attempt was sent
 	default:
 		rec.Outcome = evidence.ClientUnknown
 	}
