@@ -6,6 +6,7 @@ import (
 	"io"
 	"math/big"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -69,7 +70,7 @@ func (c *checker) invariants() {
 		}
 		var shown []string
 		for _, r := range rows[:min(3, len(rows))] {
-			shown = append(shown, showRow(outer.rows[r].values))
+			shown = append(shown, showRow(outer.rows[r].values, joinColumns(aj)))
 		}
 		first := outer.rows[rows[0]]
 		c.add(m.reason(RuleInvariants, st, "", first.tx, -1, "invariant %s returns %d row(s) on the tables rebuilt from the binlog (%s without a matching %s): %s%s",
@@ -329,12 +330,30 @@ func numeric(v any) *big.Rat {
 	return number(v)
 }
 
-func showRow(row map[string]any) string {
+// joinColumns are the outer columns the anti-join compares: a row is
+// shown by them first, so that the reader sees what found no partner.
+func joinColumns(aj *profile.AntiJoin) []string {
+	var out []string
+	for _, c := range aj.On {
+		if c.Outer != "" {
+			out = append(out, c.Outer)
+		}
+	}
+	for _, f := range aj.Filters {
+		out = append(out, f.Column)
+	}
+	return out
+}
+
+func showRow(row map[string]any, first []string) string {
 	cols := make([]string, 0, len(row))
 	for c := range row {
 		cols = append(cols, c)
 	}
 	sort.Strings(cols)
+	sort.SliceStable(cols, func(i, j int) bool {
+		return slices.Contains(first, cols[i]) && !slices.Contains(first, cols[j])
+	})
 	var parts []string
 	for _, c := range cols {
 		v := show(row[c])
