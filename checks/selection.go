@@ -13,7 +13,7 @@ import (
 // replay only: nothing is parsed back from them, so a new flag of `run`
 // needs no change here.
 
-// selection compares the scenarios of the evidence with those run.args
+// selection compares the scenarios of the evidence with those run.selection
 // selected, and says which boundaries this run leaves unproven.
 func (c *checker) selection() {
 	ev := c.ev
