@@ -15,7 +15,7 @@ func TestEveryScenarioDerived(t *testing.T) {
 	for _, s := range spec.All() {
 		d, ok := derivations[s.ID]
 		if !ok {
-			t.Errorf("scenario %s of the spec has no derivation (add it to derivations in checks/metrics.go)", s.ID)
+			t.Errorf("scenario %s of the spec has no derivation (add it to the derivations table of checks/derive_<topic>.go)", s.ID)
 			continue
 		}
 		var got []string

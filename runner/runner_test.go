@@ -117,7 +117,7 @@ func fullRun(t *testing.T) (*evidence.Evidence, string) {
 func TestEveryScenarioRuns(t *testing.T) {
 	for _, sc := range runner.Scenarios() {
 		if sc.Run == nil {
-			t.Errorf("scenario %s of the spec has no run function (add it to runs in runner/scenario.go)", sc.ID)
+			t.Errorf("scenario %s of the spec has no run function (add it to the runs table of its topic file, runner/<topic>.go)", sc.ID)
 		}
 	}
 	for _, id := range runner.Bound() {

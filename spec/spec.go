@@ -11,8 +11,9 @@
 //
 // Adding a scenario: add one entry to the topic file it belongs to (or a
 // new topic file, with its slice in table), one runner function in the
-// runs table of runner/scenario.go, and one verifier derivation in the
-// derivations table of checks/metrics.go; tests in those packages fail
+// runs table of its runner/<topic>.go, and one verifier derivation in the
+// derivations table of its checks/derive_<topic>.go (CONTRIBUTING.md);
+// tests in those packages fail
 // while one of the three is missing. Then `go generate ./spec` writes the
 // files generated from the spec (docs/scenarios.md's tables, the README's
 // example lines and count, the planted bugs' constants): see
