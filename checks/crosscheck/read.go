@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"path"
 	"path/filepath"
@@ -271,27 +270,11 @@ func binlogInputs(b *bundle.Bundle, files []evidence.WitnessFile) ([]binlog.Inpu
 	if err != nil {
 		return nil, err
 	}
-	byName := make(map[string]*io.SectionReader, len(verified))
-	names := make([]string, 0, len(verified))
-	for _, v := range verified {
-		if _, dup := byName[v.Name]; dup {
-			return nil, fmt.Errorf("two binlog files named %s", v.Name)
-		}
-		byName[v.Name] = v.R
-		names = append(names, v.Name)
+	in := make([]binlog.Input, len(verified))
+	for i, v := range verified {
+		in[i] = binlog.Input{Name: v.Name, R: v.R}
 	}
-	sorted, err := binlog.SortNames(names)
-	if err != nil {
-		return nil, err
-	}
-	if len(sorted) != len(names) {
-		return nil, fmt.Errorf("%d binlog files listed, %d of them in one binlog sequence", len(names), len(sorted))
-	}
-	in := make([]binlog.Input, len(sorted))
-	for i, n := range sorted {
-		in[i] = binlog.Input{Name: n, R: byName[n]}
-	}
-	return in, nil
+	return binlog.InSequence(in)
 }
 
 // cut keeps the transactions after the start position, by database.

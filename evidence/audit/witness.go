@@ -3,7 +3,6 @@ package audit
 import (
 	"context"
 	"fmt"
-	"io"
 	"io/fs"
 	"path"
 	"slices"
@@ -95,27 +94,11 @@ func (r *reader) database(files []evidence.WitnessFile) {
 // inOrder names the verified files as the binlog reader wants them,
 // sorted into their one sequence.
 func inOrder(verified []bundle.Input) ([]binlog.Input, error) {
-	byName := make(map[string]*io.SectionReader, len(verified))
-	names := make([]string, 0, len(verified))
-	for _, v := range verified {
-		if _, dup := byName[v.Name]; dup {
-			return nil, fmt.Errorf("two binlog files named %s", v.Name)
-		}
-		byName[v.Name] = v.R
-		names = append(names, v.Name)
+	in := make([]binlog.Input, len(verified))
+	for i, v := range verified {
+		in[i] = binlog.Input{Name: v.Name, R: v.R}
 	}
-	sorted, err := binlog.SortNames(names)
-	if err != nil {
-		return nil, err
-	}
-	if len(sorted) != len(names) {
-		return nil, fmt.Errorf("%d binlog files listed, %d of them in one binlog sequence", len(names), len(sorted))
-	}
-	in := make([]binlog.Input, len(sorted))
-	for i, n := range sorted {
-		in[i] = binlog.Input{Name: n, R: byName[n]}
-	}
-	return in, nil
+	return binlog.InSequence(in)
 }
 
 // broker reads the broker's data directory or dump from the verified

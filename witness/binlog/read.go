@@ -95,6 +95,34 @@ type Input struct {
 	R    io.Reader
 }
 
+// InSequence returns inputs sorted into their one binlog sequence by name
+// (SortNames). Every input must belong to it: two inputs of one name, or
+// one that is not a binlog file of the sequence, is an error, so that no
+// file a caller verified is silently left unread.
+func InSequence(inputs []Input) ([]Input, error) {
+	byName := make(map[string]io.Reader, len(inputs))
+	names := make([]string, 0, len(inputs))
+	for _, in := range inputs {
+		if _, dup := byName[in.Name]; dup {
+			return nil, fmt.Errorf("two binlog files named %s", in.Name)
+		}
+		byName[in.Name] = in.R
+		names = append(names, in.Name)
+	}
+	sorted, err := SortNames(names)
+	if err != nil {
+		return nil, err
+	}
+	if len(sorted) != len(names) {
+		return nil, fmt.Errorf("%d binlog files listed, %d of them in one binlog sequence", len(names), len(sorted))
+	}
+	out := make([]Input, len(sorted))
+	for i, n := range sorted {
+		out[i] = Input{Name: n, R: byName[n]}
+	}
+	return out, nil
+}
+
 // Scan reads the binlog files at paths, which must be one contiguous
 // sequence in order, and calls fn with each committed transaction in log
 // order. It returns what it learned about each file it finished. A non-nil
