@@ -8,12 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/evidence/bundle"
+	"github.com/orderflow-audit/orderflow-audit/evidence/evidencetest"
 )
 
 // Hostile bundles against the gate (evidence/bundle): files that are not
@@ -23,54 +22,6 @@ import (
 // Each case runs under a deadline, since the failure before the gate was
 // a hang.
 
-// gateDeadline is how long any case may take: the gate refuses from
-// Lstat and fstat, without reading the file.
-const gateDeadline = 10 * time.Second
-
-// within runs fn under gateDeadline and fails the test when it is still
-// running then (a hung fn is left behind, ended with the test binary).
-func within[T any](t *testing.T, fn func() T) T {
-	t.Helper()
-	done := make(chan T, 1)
-	start := time.Now()
-	go func() { done <- fn() }()
-	select {
-	case v := <-done:
-		t.Logf("took %s", time.Since(start).Round(time.Millisecond))
-		return v
-	case <-time.After(gateDeadline):
-		t.Fatalf("still running after %s", gateDeadline)
-		var zero T
-		return zero
-	}
-}
-
-func mkfifo(t *testing.T, p string) {
-	t.Helper()
-	if err := syscall.Mkfifo(p, 0o644); err != nil {
-		t.Skipf("mkfifo: %v", err)
-	}
-}
-
-func mknodZero(t *testing.T, p string) {
-	t.Helper()
-	if err := syscall.Mknod(p, syscall.S_IFCHR|0o644, 0x0105); err != nil { // 1:5, as /dev/zero
-		t.Skipf("mknod (needs root): %v", err)
-	}
-}
-
-func sparseFile(t *testing.T, p string, size int64) {
-	t.Helper()
-	f, err := os.Create(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := f.Truncate(size); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestGateEvidenceFile: an evidence file that is not a plain regular file
 // is bad input naming it, at once.
 func TestGateEvidenceFile(t *testing.T) {
@@ -79,9 +30,9 @@ func TestGateEvidenceFile(t *testing.T) {
 		make func(t *testing.T, p string)
 		want string
 	}{
-		{"FIFO", mkfifo, "FIFO"},
+		{"FIFO", evidencetest.Mkfifo, "FIFO"},
 		{"symlink to /dev/zero", func(t *testing.T, p string) { os.Symlink("/dev/zero", p) }, "character device"},
-		{"character device", mknodZero, "character device"},
+		{"character device", evidencetest.MknodZero, "character device"},
 		{"hard link x2", func(t *testing.T, p string) {
 			src := copyFixture(t, "u80")
 			os.Rename(filepath.Dir(src)+"/u80", filepath.Dir(p)+"/u80")
@@ -92,7 +43,7 @@ func TestGateEvidenceFile(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := filepath.Join(t.TempDir(), "u80.json")
 			tc.make(t, p)
-			err := within(t, func() error { _, err := Verify(t.Context(), p, Options{}); return err })
+			err := evidencetest.Within(t, func() error { _, err := Verify(t.Context(), p, Options{}); return err })
 			if !errors.Is(err, evidence.ErrBadInput) || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v; want bad input naming %s and saying %q", err, p, tc.want)
 			}
@@ -111,25 +62,25 @@ func TestGateLogs(t *testing.T) {
 		edit func(t *testing.T, dir, log string)
 		want string
 	}{
-		{"FIFO", func(t *testing.T, dir, log string) { os.Remove(log); mkfifo(t, log) }, "FIFO"},
+		{"FIFO", func(t *testing.T, dir, log string) { os.Remove(log); evidencetest.Mkfifo(t, log) }, "FIFO"},
 		{"relative symlink staying inside", func(t *testing.T, dir, log string) {
 			os.Rename(log, filepath.Join(dir, "u80", "kept.jsonl"))
 			os.Symlink("../kept.jsonl", log)
 		}, "symbolic link"},
 		{"symlink to /dev/zero", func(t *testing.T, dir, log string) { os.Remove(log); os.Symlink("/dev/zero", log) }, "symbolic link"},
-		{"character device", func(t *testing.T, dir, log string) { os.Remove(log); mknodZero(t, log) }, "character device"},
+		{"character device", func(t *testing.T, dir, log string) { os.Remove(log); evidencetest.MknodZero(t, log) }, "character device"},
 		{"directory", func(t *testing.T, dir, log string) { os.Remove(log); os.Mkdir(log, 0o755) }, "directory"},
 		{"hard link x2", func(t *testing.T, dir, log string) { os.Link(log, filepath.Join(dir, "u80", "again.jsonl")) }, "hard link"},
 		{"sparse, over the log limit", func(t *testing.T, dir, log string) {
 			os.Remove(log)
-			sparseFile(t, log, bundle.MaxLogBytes+1)
+			evidencetest.SparseFile(t, log, bundle.MaxLogBytes+1)
 		}, "larger than"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := copyFixture(t, "u80")
 			only(t, p, "normalChain")
 			tc.edit(t, filepath.Dir(p), filepath.Join(filepath.Dir(p), filepath.FromSlash(normalChainLog)))
-			v := within(t, func() *Verdict { return verify(t, p) })
+			v := evidencetest.Within(t, func() *Verdict { return verify(t, p) })
 			r, ok := reasonFor(v, "log-path", normalChainLog)
 			if v.Status != Fail || !ok || !strings.Contains(r.Message, tc.want) {
 				t.Fatalf("verdict %s %v; want FAIL log-path at %s saying %q: %+v", v.Status, rules(v), normalChainLog, tc.want, r)
@@ -147,7 +98,7 @@ func TestGateManyHardLinks(t *testing.T) {
 	only(t, p, "normalChain")
 	dir := filepath.Dir(p)
 	big := filepath.Join(dir, "u80", "big.jsonl")
-	sparseFile(t, big, 128<<20)
+	evidencetest.SparseFile(t, big, 128<<20)
 	ev := readEvidence(t, p)
 	sc := &ev.Scenarios[0]
 	for i := range 60 {
@@ -158,7 +109,7 @@ func TestGateManyHardLinks(t *testing.T) {
 		sc.Logs = append(sc.Logs, evidence.LogRef{Path: rel, Actor: "consumer-1", SHA256: strings.Repeat("0", 64), Lines: 0})
 	}
 	writeEvidence(t, p, ev)
-	v := within(t, func() *Verdict { return verify(t, p) })
+	v := evidencetest.Within(t, func() *Verdict { return verify(t, p) })
 	if r, ok := reasonFor(v, "log-path", "u80/normalChain/link-000.jsonl"); v.Status != Fail || !ok || !strings.Contains(r.Message, "hard link") {
 		t.Fatalf("verdict %s %v; want FAIL log-path for the linked logs: %+v", v.Status, rules(v), r)
 	}
@@ -181,7 +132,7 @@ func TestGateVerifyWitnessSymlink(t *testing.T) {
 	bl := filepath.Join(dir, fixtureBinlog)
 	os.Rename(bl, filepath.Join(dir, "u80", "binlog.kept"))
 	os.Symlink("../../binlog.kept", bl)
-	v := within(t, func() *Verdict { return verify(t, p) })
+	v := evidencetest.Within(t, func() *Verdict { return verify(t, p) })
 	r, ok := witnessReason(v, "witness-path")
 	if v.Status != Fail || !ok || r.Witness != fixtureBinlog {
 		t.Fatalf("verdict %s %v; want FAIL witness-path at %s: %+v", v.Status, rules(v), fixtureBinlog, r)

@@ -10,12 +10,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/orderflow-audit/orderflow-audit/checks/finding"
 	"github.com/orderflow-audit/orderflow-audit/evidence"
+	"github.com/orderflow-audit/orderflow-audit/evidence/evidencetest"
 	"github.com/orderflow-audit/orderflow-audit/witness/broker"
 )
 
@@ -25,54 +24,6 @@ import (
 // naming the file, and the witness is not read. Each case runs under a
 // deadline, since the failure before the gate was a hang. (The evidence
 // file's and the logs' cases are checks', hostile_gate_test.go.)
-
-// gateDeadline is how long any case may take: the gate refuses from
-// Lstat and fstat, without reading the file.
-const gateDeadline = 10 * time.Second
-
-// within runs fn under gateDeadline and fails the test when it is still
-// running then (a hung fn is left behind, ended with the test binary).
-func within[T any](t *testing.T, fn func() T) T {
-	t.Helper()
-	done := make(chan T, 1)
-	start := time.Now()
-	go func() { done <- fn() }()
-	select {
-	case v := <-done:
-		t.Logf("took %s", time.Since(start).Round(time.Millisecond))
-		return v
-	case <-time.After(gateDeadline):
-		t.Fatalf("still running after %s", gateDeadline)
-		var zero T
-		return zero
-	}
-}
-
-func mkfifo(t *testing.T, p string) {
-	t.Helper()
-	if err := syscall.Mkfifo(p, 0o644); err != nil {
-		t.Skipf("mkfifo: %v", err)
-	}
-}
-
-func mknodZero(t *testing.T, p string) {
-	t.Helper()
-	if err := syscall.Mknod(p, syscall.S_IFCHR|0o644, 0x0105); err != nil { // 1:5, as /dev/zero
-		t.Skipf("mknod (needs root): %v", err)
-	}
-}
-
-func sparseFile(t *testing.T, p string, size int64) {
-	t.Helper()
-	f, err := os.Create(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := f.Truncate(size); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // zeroSHA256 is the sha256 of n zero bytes.
 func zeroSHA256(t *testing.T, n int64) string {
@@ -119,7 +70,7 @@ func TestGateWitnessFiles(t *testing.T) {
 		{"FIFO snapshot", func(t *testing.T, dir string, ev *evidence.Evidence) {
 			p := filepath.Join(dir, fixtureSnapshot)
 			os.Remove(p)
-			mkfifo(t, p)
+			evidencetest.Mkfifo(t, p)
 		}, fixtureSnapshot, "FIFO"},
 		{"relative symlink staying inside", func(t *testing.T, dir string, ev *evidence.Evidence) {
 			p := filepath.Join(dir, fixtureBinlog)
@@ -135,7 +86,7 @@ func TestGateWitnessFiles(t *testing.T) {
 			os.Symlink("0.dat", filepath.Join(dir, filepath.Dir(fixtureSegment), "1.dat"))
 		}, filepath.ToSlash(filepath.Dir(fixtureSegment)) + "/1.dat", "symbolic link"},
 		{"unlisted FIFO", func(t *testing.T, dir string, ev *evidence.Evidence) {
-			mkfifo(t, filepath.Join(dir, "u80/witness/kafka/extra"))
+			evidencetest.Mkfifo(t, filepath.Join(dir, "u80/witness/kafka/extra"))
 		}, "u80/witness/kafka/extra", "FIFO"},
 		{"symlink to /dev/zero", func(t *testing.T, dir string, ev *evidence.Evidence) {
 			p := filepath.Join(dir, fixtureSnapshot)
@@ -145,7 +96,7 @@ func TestGateWitnessFiles(t *testing.T) {
 		{"character device", func(t *testing.T, dir string, ev *evidence.Evidence) {
 			p := filepath.Join(dir, fixtureSnapshot)
 			os.Remove(p)
-			mknodZero(t, p)
+			evidencetest.MknodZero(t, p)
 		}, fixtureSnapshot, "character device"},
 		{"directory", func(t *testing.T, dir string, ev *evidence.Evidence) {
 			p := filepath.Join(dir, fixtureSnapshot)
@@ -158,7 +109,7 @@ func TestGateWitnessFiles(t *testing.T) {
 		{"sparse 2 GiB binlog with its real size and sha256", func(t *testing.T, dir string, ev *evidence.Evidence) {
 			p := filepath.Join(dir, fixtureBinlog)
 			os.Remove(p)
-			sparseFile(t, p, 2<<30)
+			evidencetest.SparseFile(t, p, 2<<30)
 			ev.Witness.Database.Files[0].Size, ev.Witness.Database.Files[0].SHA256 = 2<<30, sha256Of2GiBZeros
 		}, fixtureBinlog, "larger than"},
 	} {
@@ -167,7 +118,7 @@ func TestGateWitnessFiles(t *testing.T) {
 				ws *Witnesses
 				rs []finding.Reason
 			}
-			got := within(t, func() read {
+			got := evidencetest.Within(t, func() read {
 				ws, rs := readCopyWitnesses(t, func(dir string, ev *evidence.Evidence) { tc.edit(t, dir, ev) })
 				return read{ws, rs}
 			})
@@ -193,10 +144,10 @@ func TestGateWitnessFiles(t *testing.T) {
 // link count.
 func TestGateWitnessManyHardLinks(t *testing.T) {
 	sum := zeroSHA256(t, 64<<20)
-	got := within(t, func() []finding.Reason {
+	got := evidencetest.Within(t, func() []finding.Reason {
 		_, rs := readCopyWitnesses(t, func(dir string, ev *evidence.Evidence) {
 			big := filepath.Join(dir, "u80", "witness", "kafka", "big")
-			sparseFile(t, big, 64<<20)
+			evidencetest.SparseFile(t, big, 64<<20)
 			for i := range 124 {
 				rel := fmt.Sprintf("u80/witness/kafka/link-%03d", i)
 				if err := os.Link(big, filepath.Join(dir, filepath.FromSlash(rel))); err != nil {
@@ -252,11 +203,11 @@ func TestGateKafkaDump(t *testing.T) {
 		}
 	})
 	t.Run("FIFO", func(t *testing.T) {
-		rs := within(t, func() []finding.Reason {
+		rs := evidencetest.Within(t, func() []finding.Reason {
 			_, rs := readCopyWitnesses(t, func(dir string, ev *evidence.Evidence) {
 				toDump(t, dir, ev)
 				os.Remove(filepath.Join(dir, dump))
-				mkfifo(t, filepath.Join(dir, dump))
+				evidencetest.Mkfifo(t, filepath.Join(dir, dump))
 			})
 			return rs
 		})

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
+	"github.com/orderflow-audit/orderflow-audit/evidence/evidencetest"
 )
 
 // newBundle writes files (path relative to the root: content) beside an
@@ -79,25 +80,6 @@ func wantErr(t *testing.T, err, want error, path string) {
 	}
 }
 
-func mkfifo(t *testing.T, p string) {
-	t.Helper()
-	if err := syscall.Mkfifo(p, 0o644); err != nil {
-		t.Skipf("mkfifo: %v", err)
-	}
-}
-
-func sparse(t *testing.T, p string, size int64) {
-	t.Helper()
-	f, err := os.Create(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := f.Truncate(size); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestOpenEvidence(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -107,13 +89,13 @@ func TestOpenEvidence(t *testing.T) {
 	}{
 		{"missing", func(*testing.T, string) {}, ErrMissing, "no such file"},
 		{"directory", func(t *testing.T, p string) { os.Mkdir(p, 0o755) }, ErrNotRegular, "directory"},
-		{"FIFO", mkfifo, ErrNotRegular, "FIFO"},
+		{"FIFO", evidencetest.Mkfifo, ErrNotRegular, "FIFO"},
 		{"symlink to /dev/zero", func(t *testing.T, p string) { os.Symlink("/dev/zero", p) }, ErrNotRegular, "character device"},
 		{"hard link", func(t *testing.T, p string) {
 			os.WriteFile(p, []byte("{}"), 0o644)
 			os.Link(p, p+".2")
 		}, ErrHardLink, "2 links"},
-		{"larger than 64 MiB (sparse)", func(t *testing.T, p string) { sparse(t, p, MaxEvidenceBytes+1) }, ErrTooLarge, "the limit is 64 MiB"},
+		{"larger than 64 MiB (evidencetest.SparseFile)", func(t *testing.T, p string) { evidencetest.SparseFile(t, p, MaxEvidenceBytes+1) }, ErrTooLarge, "the limit is 64 MiB"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := filepath.Join(t.TempDir(), "u80.json")
@@ -189,7 +171,7 @@ func TestFilesRefused(t *testing.T) {
 			os.Remove(filepath.Join(root, "d"))
 			os.WriteFile(filepath.Join(root, "d"), []byte("x"), 0o644)
 		}, ErrNotDirectory},
-		{"FIFO", func(t *testing.T, root string) { mkfifo(t, filepath.Join(root, "d/f")) }, ErrNotRegular},
+		{"FIFO", func(t *testing.T, root string) { evidencetest.Mkfifo(t, filepath.Join(root, "d/f")) }, ErrNotRegular},
 		{"directory", func(t *testing.T, root string) { os.Mkdir(filepath.Join(root, "d/f"), 0o755) }, ErrNotRegular},
 		{"character device", func(t *testing.T, root string) {
 			if err := syscall.Mknod(filepath.Join(root, "d/f"), syscall.S_IFCHR|0o644, 0x0105); err != nil { // 1:5, /dev/zero
@@ -200,8 +182,8 @@ func TestFilesRefused(t *testing.T) {
 			os.WriteFile(filepath.Join(root, "d/f"), []byte("x"), 0o644)
 			os.Link(filepath.Join(root, "d/f"), filepath.Join(root, "d/g"))
 		}, ErrHardLink},
-		{"sparse, larger than a witness file may be", func(t *testing.T, root string) {
-			sparse(t, filepath.Join(root, "d/f"), 2<<30)
+		{"evidencetest.SparseFile, larger than a witness file may be", func(t *testing.T, root string) {
+			evidencetest.SparseFile(t, filepath.Join(root, "d/f"), 2<<30)
 		}, ErrTooLarge},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -262,11 +244,11 @@ func TestVerified(t *testing.T) {
 }
 
 // TestSizeBeforeHash: a file whose size is not the evidence's is refused
-// from fstat, without reading it: a 100 MiB sparse file with a claimed
+// from fstat, without reading it: a 100 MiB evidencetest.SparseFile file with a claimed
 // size of 1 byte comes back at once.
 func TestSizeBeforeHash(t *testing.T) {
 	root, ev := newBundle(t, map[string]string{})
-	sparse(t, filepath.Join(root, "big"), 100<<20)
+	evidencetest.SparseFile(t, filepath.Join(root, "big"), 100<<20)
 	b := open(t, ev)
 	start := time.Now()
 	_, err := b.Verified("big", 1, sum("x"))
@@ -302,7 +284,7 @@ func TestList(t *testing.T) {
 	root, ev := newBundle(t, map[string]string{"w/a": "1", "w/s/b": "2", "w/s/t/c": "3", "other": "4"})
 	os.Symlink("../other", filepath.Join(root, "w/s/link"))
 	os.Symlink("s", filepath.Join(root, "w/dirlink"))
-	mkfifo(t, filepath.Join(root, "w/s/fifo"))
+	evidencetest.Mkfifo(t, filepath.Join(root, "w/s/fifo"))
 	b := open(t, ev)
 	l, err := fast2(t, func() (*Listing, error) { return b.List("w") })
 	if err != nil {
