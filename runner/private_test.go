@@ -42,25 +42,6 @@ func defaultOpts(t *testing.T, ids ...string) (runner.Options, string) {
 	}, priv
 }
 
-// nothingLeft fails the test when the private server of a run is still
-// running or its directory is still there.
-func nothingLeft(t *testing.T, priv string) {
-	t.Helper()
-	var pids []string
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if pids = infratest.ServersIn(priv); len(pids) == 0 || time.Now().After(deadline) {
-			break
-		}
-	}
-	if len(pids) > 0 {
-		t.Errorf("mariadbd still runs in %s: pid(s) %v", priv, pids)
-	}
-	es, _ := os.ReadDir(priv)
-	for _, e := range es {
-		t.Errorf("left in %s: %s", priv, e.Name())
-	}
-}
-
 // TestDefaultRunWitnessed: a default run starts its own mariadbd and
 // writes both witnesses beside the logs: binlog files that the reader
 // parses and mariadb-binlog reads, holding one transaction per committed
@@ -74,7 +55,7 @@ func TestDefaultRunWitnessed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nothingLeft(t, priv)
+	infratest.NothingLeft(t, priv)
 	if ev.Summary.Passed != len(spec.DefaultIDs()) {
 		t.Fatalf("summary %+v", ev.Summary)
 	}
@@ -289,7 +270,7 @@ func TestPrivateServerCannotStart(t *testing.T) {
 			if len(es) != 0 {
 				t.Errorf("left beside the evidence: %v", es)
 			}
-			nothingLeft(t, priv)
+			infratest.NothingLeft(t, priv)
 		})
 	}
 }
@@ -333,7 +314,7 @@ func TestPrivateServerGoneOnEveryPath(t *testing.T) {
 			if !errors.Is(err, tc.is) {
 				t.Errorf("Run = %v; want %v", err, tc.is)
 			}
-			nothingLeft(t, priv)
+			infratest.NothingLeft(t, priv)
 		})
 	}
 	t.Run("interrupted while the server starts", func(t *testing.T) {
@@ -343,7 +324,7 @@ func TestPrivateServerGoneOnEveryPath(t *testing.T) {
 		if _, err := runner.Run(ctx, opts); !errors.Is(err, runner.ErrInterrupted) || errors.Is(err, infra.ErrUnavailable) {
 			t.Errorf("Run = %v; want ErrInterrupted (not the infrastructure)", err)
 		}
-		nothingLeft(t, priv)
+		infratest.NothingLeft(t, priv)
 	})
 	t.Run("scenario failed", func(t *testing.T) {
 		opts, priv := defaultOpts(t, "normalChain")
@@ -352,7 +333,7 @@ func TestPrivateServerGoneOnEveryPath(t *testing.T) {
 		if err != nil || ev.Summary.Failed != 1 {
 			t.Fatalf("Run = %v, %+v; want one failed scenario", err, ev)
 		}
-		nothingLeft(t, priv)
+		infratest.NothingLeft(t, priv)
 	})
 }
 

@@ -67,22 +67,3 @@ func defaultOpts(t *testing.T, ids ...string) (runner.Options, string) {
 		Executable: executable(t), Private: mariadbd.Config{Dir: priv},
 	}, priv
 }
-
-// nothingLeft fails the test when the private server of a run is still
-// running or its directory is still there.
-func nothingLeft(t *testing.T, priv string) {
-	t.Helper()
-	var pids []string
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if pids = infratest.ServersIn(priv); len(pids) == 0 || time.Now().After(deadline) {
-			break
-		}
-	}
-	if len(pids) > 0 {
-		t.Errorf("mariadbd still runs in %s: pid(s) %v", priv, pids)
-	}
-	es, _ := os.ReadDir(priv)
-	for _, e := range es {
-		t.Errorf("left in %s: %s", priv, e.Name())
-	}
-}

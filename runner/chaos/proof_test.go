@@ -11,6 +11,7 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/checks"
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/runner"
+	"github.com/orderflow-audit/orderflow-audit/runner/infra/infratest"
 	"github.com/orderflow-audit/orderflow-audit/runner/nemesis"
 	"github.com/orderflow-audit/orderflow-audit/spec"
 )
@@ -47,7 +48,7 @@ func TestChaosProofBoundaryFromWhatRan(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Run: %v", err)
 			}
-			defer nothingLeft(t, priv)
+			defer infratest.NothingLeft(t, priv)
 			counts := faultCounts(t, ev.Scenarios[0])
 			had, notRun := ev.ProofBoundary[1].Had, ev.ProofBoundary[3].Had
 			for _, k := range spec.NemesisKinds() {

@@ -13,6 +13,7 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/reports"
 	"github.com/orderflow-audit/orderflow-audit/runner"
+	"github.com/orderflow-audit/orderflow-audit/runner/infra/infratest"
 	"github.com/orderflow-audit/orderflow-audit/runner/nemesis"
 )
 
@@ -57,7 +58,7 @@ func TestChaosEveryFault(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	defer nothingLeft(t, priv)
+	defer infratest.NothingLeft(t, priv)
 	sc := ev.Scenarios[0]
 	if sc.Status != evidence.StatusPass {
 		t.Errorf("chaos %s: %s\n%s", sc.Status, sc.Reason, sc.Line)
@@ -210,7 +211,7 @@ func TestChaosReplayReproduces(t *testing.T) {
 				if _, err := runner.Run(context.Background(), opts); err != nil {
 					t.Fatalf("run %d: %v", i+1, err)
 				}
-				nothingLeft(t, priv)
+				infratest.NothingLeft(t, priv)
 				v, err := checks.Verify(context.Background(), opts.Out, checks.Options{BlackBox: true})
 				if err != nil {
 					t.Fatal(err)
@@ -300,7 +301,7 @@ func TestChaosAimedFaults(t *testing.T) {
 			if _, err := runner.Run(context.Background(), opts); err != nil {
 				t.Fatalf("Run: %v", err)
 			}
-			nothingLeft(t, priv)
+			infratest.NothingLeft(t, priv)
 			events, err := evidence.ReadEvents(filepath.Join(runner.LogDir(opts.Out), "chaos", "nemesis.jsonl"))
 			if err != nil {
 				t.Fatal(err)

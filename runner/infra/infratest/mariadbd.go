@@ -188,3 +188,22 @@ func ServersIn(dir string) []string {
 	}
 	return pids
 }
+
+// NothingLeft fails the test when a private server started in priv is
+// still running after a few seconds, or when anything is left in priv.
+func NothingLeft(t testing.TB, priv string) {
+	t.Helper()
+	var pids []string
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if pids = ServersIn(priv); len(pids) == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if len(pids) > 0 {
+		t.Errorf("mariadbd still runs in %s: pid(s) %v", priv, pids)
+	}
+	es, _ := os.ReadDir(priv)
+	for _, e := range es {
+		t.Errorf("left in %s: %s", priv, e.Name())
+	}
+}
