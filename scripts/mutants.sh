@@ -12,8 +12,26 @@
 # (no bug: it changes the code, not the behaviour) and must PASS. The
 # baseline must PASS every run, or nothing else means anything.
 #
+# Automatic mode (-a) takes its mutants from tools instead of patches:
+# gremlins' mutants (conditions negated or moved by one, arithmetic and
+# logic inverted, loop control swapped) of the relay, the consumer and the
+# order service (runner/internal/{relay,consumer,orders}; the load client
+# is the auditor's, not the system under test's), and rule-based
+# mutations of the migrations (a unique key made plain or narrowed, a
+# column type narrowed, a collation changed, an index or a check
+# removed), listed and applied by scripts/mutapply. A mutant is killed
+# when a run does not verify PASS. Mutants listed in
+# scripts/mutants/equivalent.tsv (id, reason) are triaged equivalent: they
+# do not count, and must still PASS. Needs gremlins on PATH or in
+# ~/go/bin (go install github.com/go-gremlins/gremlins/cmd/gremlins@v0.6.0).
+#
 # usage: scripts/mutants.sh [-n RUNS] [-o DIR] [-k] [PATTERN...]
-#   -n RUNS   runs per mutant (default 3)
+#        scripts/mutants.sh -a [-s N] [-S SEED] [-n RUNS] [-o DIR] [-k] [PATTERN...]
+#   -a        automatic mode; PATTERN then filters mutant ids or places
+#   -s N      (-a) a seeded random sample of N mutants (default: every one)
+#   -S SEED   (-a) the sample's seed (default 1)
+#   -n RUNS   runs per mutant (default 3; with -a, the runs of a mutant
+#             stop at its first kill)
 #   -o DIR    where the copy, the binaries and the runs go (default: a new
 #             temporary directory, removed at the end unless -k)
 #   -k        keep DIR (the evidence of every run)
@@ -29,14 +47,17 @@ set -euo pipefail
 export PATH="/usr/local/go/bin:${PATH:-/usr/local/bin:/usr/bin:/bin}"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
-runs=3 out="" keep=false
-while getopts "n:o:kh" opt; do
+runs=3 out="" keep=false auto=false sample=0 seed=1
+while getopts "n:o:khas:S:" opt; do
 	case "$opt" in
 	n) runs="$OPTARG" ;;
+	a) auto=true ;;
+	s) sample="$OPTARG" ;;
+	S) seed="$OPTARG" ;;
 	o) out="$OPTARG" ;;
 	k) keep=true ;;
 	h)
-		sed -n '2,28p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+		sed -n '2,48p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	*) exit 2 ;;
@@ -68,6 +89,12 @@ src="$out/src"
 rm -rf "$src"
 mkdir -p "$src" "$out/bin"
 (cd "$root" && git ls-files -z -co --exclude-standard | tar --null -T - -cf -) | tar -xf - -C "$src"
+
+if $auto; then
+	# shellcheck source=scripts/mutants-auto.sh
+	source "$root/scripts/mutants-auto.sh"
+	exit $?
+fi
 
 patches=()
 for p in "$root"/scripts/mutants/*.patch; do
