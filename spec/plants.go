@@ -85,6 +85,8 @@ var Plants = []Plant{
 		[]Exposure{{"effectDbError", []string{"offset-before-effect"}}}},
 	{"batch-out-of-order", "consumer handles the records of a polled batch last first",
 		[]Exposure{{"orderLifecycle", []string{"receive-out-of-order"}}}},
+	{"batch-dedupe-against-table", "batched consumer dedupes a poll's records against the inbox rows already there, not against each other",
+		[]Exposure{{"consumerRestart-batch", []string{"duplicate-inbox", "duplicate-effect"}}}},
 	{"duplicate-offset-not-committed", "consumer does not commit the offset of a duplicate its inbox rejected",
 		[]Exposure{{"consumerRestart", []string{"settled-not-committed"}}}},
 	{"offset-not-plus-one", "consumer commits a record's own offset instead of the next one",
