@@ -25,7 +25,9 @@ func claimRows(group []effectPair, chs []*change) (own [][]*change, extra []*cha
 	for i, p := range group {
 		e := p.effect.e
 		nid := i64(e.NotificationID)
-		claim(i, func(c *binlog.RowChange) bool { return is(c, "notification", binlog.Insert) && eqInt(c.After["id"], nid) })
+		claim(i, func(c *binlog.RowChange) bool {
+			return is(c, "notification", binlog.Insert) && eqInt(c.After["id"], nid)
+		})
 		if p.inbox != nil {
 			claim(i, inboxRow(p.inbox.e))
 			continue
