@@ -31,6 +31,8 @@ import (
 //  5. one offset commit of every partition's last record + 1, and an
 //     offset_commit event per partition.
 //
+// (The planted BatchOffsetBeforeEffect does step 5 between 1 and 2.)
+//
 // A statement that fails otherwise, or a COMMIT answered with an error,
 // rolls the batch back, and the records are settled one by one (settle),
 // so that one record's failure stays its own. A COMMIT without an answer
@@ -47,6 +49,11 @@ func (c *Consumer) handleBatch(ctx context.Context, recs []*kgo.Record) error {
 	}
 	for _, r := range recs {
 		if _, err := c.receive(r); err != nil {
+			return err
+		}
+	}
+	if c.cfg.Plant == plant.BatchOffsetBeforeEffect {
+		if err := c.commitBatch(ctx, recs); err != nil {
 			return err
 		}
 	}
@@ -75,6 +82,9 @@ func (c *Consumer) handleBatch(ctx context.Context, recs []*kgo.Record) error {
 		if err := c.hit(r, ids[i]); err != nil {
 			return err
 		}
+	}
+	if c.cfg.Plant == plant.BatchOffsetBeforeEffect {
+		return nil // committed before the transaction
 	}
 	return c.commitBatch(ctx, recs)
 }
@@ -135,9 +145,6 @@ func (c *Consumer) insertInbox(ctx context.Context, tx txLike, recs []*kgo.Recor
 	for i, r := range recs {
 		args = append(args, c.cfg.Name, ids[i].EventID, r.Topic, r.Partition, r.Offset)
 	}
-	if c.cfg.Plant == plant.BatchDedupeAgainstTable {
-		return c.insertInboxIgnore(ctx, tx, ids, args)
-	}
 	_, err := tx.ExecContext(ctx, qInsertInboxRows+rowsOf(len(recs), 5), args...)
 	if !isDuplicate(err) {
 		return replay, err
@@ -148,49 +155,6 @@ func (c *Consumer) insertInbox(ctx context.Context, tx txLike, recs []*kgo.Recor
 		case isDuplicate(err):
 			replay[i] = true
 		case err != nil:
-			return nil, err
-		}
-	}
-	return replay, nil
-}
-
-// insertInboxIgnore is the planted BatchDedupeAgainstTable: a record is
-// a replay when its inbox row is already in the table, and the rows of
-// the others go in with INSERT IGNORE, so that two records of one event
-// in one poll are both taken for new.
-func (c *Consumer) insertInboxIgnore(ctx context.Context, tx txLike, ids []Identity, args []any) ([]bool, error) {
-	replay := make([]bool, len(ids))
-	events := make([]any, len(ids))
-	for i, id := range ids {
-		events[i] = id.EventID
-	}
-	rows, err := tx.QueryContext(ctx, `SELECT event_id FROM inbox WHERE consumer = ? AND event_id IN (`+
-		strings.TrimSuffix(strings.Repeat("?, ", len(ids)), ", ")+")", append([]any{c.cfg.Name}, events...)...)
-	if err != nil {
-		return nil, err
-	}
-	there := map[string]bool{}
-	for rows.Next() {
-		var ev string
-		if err := rows.Scan(&ev); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		there[ev] = true
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	var fresh []any
-	for i, id := range ids {
-		replay[i] = there[id.EventID]
-		if !replay[i] {
-			fresh = append(fresh, args[5*i:5*i+5]...)
-		}
-	}
-	if len(fresh) > 0 {
-		if _, err := tx.ExecContext(ctx, "INSERT IGNORE"+strings.TrimPrefix(qInsertInboxRows, "INSERT")+rowsOf(len(fresh)/5, 5), fresh...); err != nil {
 			return nil, err
 		}
 	}
