@@ -35,7 +35,7 @@ func (c *checker) selection() {
 			"written by a version before it was recorded, or removed), so a scenario missing from the evidence cannot be detected")
 	case len(ids) == 0:
 		selected = map[string]bool{}
-		for _, id := range spec.DefaultIDs() {
+		for _, id := range modeIDs(nil, sel.ConsumerMode) {
 			selected[id] = true
 			if !present[id] {
 				c.fail(id, "scenario-missing", "run.selection selects every scenario (the default run), but the evidence has no scenario %s: "+
@@ -53,19 +53,19 @@ func (c *checker) selection() {
 		}
 	default:
 		selected = map[string]bool{}
-		for _, id := range ids {
+		for _, id := range modeIDs(ids, sel.ConsumerMode) {
 			selected[id] = true
 			if !present[id] {
-				c.fail(id, "scenario-missing", "run.selection selects scenario %s (--scenarios %s), but the evidence has no scenario %s",
-					id, strings.Join(ids, ","), id)
+				c.fail(id, "scenario-missing", "run.selection selects scenario %s (--scenarios %s%s), but the evidence has no scenario %s",
+					id, strings.Join(ids, ","), modeFlag(sel.ConsumerMode), id)
 			}
 		}
 	}
 	if selected != nil {
 		for _, sc := range ev.Scenarios {
 			if !selected[sc.ID] {
-				c.fail(sc.ID, "scenario-not-selected", "the evidence has scenario %s, which run.selection does not select (--scenarios %s)",
-					sc.ID, strings.Join(ids, ","))
+				c.fail(sc.ID, "scenario-not-selected", "the evidence has scenario %s, which run.selection does not select (--scenarios %s%s)",
+					sc.ID, strings.Join(ids, ","), modeFlag(sel.ConsumerMode))
 			}
 		}
 	}
@@ -80,4 +80,37 @@ func (c *checker) selection() {
 		}
 		c.inconclusive(b.Scenario, "boundary-not-run", "the %s boundary is unproven: its scenario %s did not run", b.Boundary, b.Scenario)
 	}
+}
+
+// modeIDs are the scenario ids a selection of ids (the default one when
+// empty) selects in the consumer mode of run.selection (batch variants,
+// spec.BatchID); ids the spec does not know are selected as they are.
+func modeIDs(ids []string, mode string) []string {
+	if spec.CheckConsumerMode(mode) != nil {
+		mode = "" // the schema refuses another value; the scenarios then show what ran
+	}
+	var known, unknown []string
+	for _, id := range ids {
+		if _, ok := spec.Lookup(id); ok {
+			known = append(known, id)
+		} else {
+			unknown = append(unknown, id)
+		}
+	}
+	if len(ids) > 0 && len(known) == 0 {
+		return unknown
+	}
+	out, err := spec.ModeIDs(known, mode)
+	if err != nil {
+		return ids
+	}
+	return append(out, unknown...)
+}
+
+// modeFlag is the --consumer-mode of a selection, for messages.
+func modeFlag(mode string) string {
+	if mode == "" {
+		return ""
+	}
+	return " --consumer-mode " + mode
 }

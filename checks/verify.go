@@ -244,7 +244,7 @@ func (c *checker) scenario(ctx context.Context, sc *evidence.Scenario) error {
 	}
 	c.seen[id] = true
 	s, known := spec.Lookup(id)
-	d, derived := derivations[id]
+	d, derived := derivations[s.Base()] // a batch variant is derived as its scenario
 	known = known && derived
 	if known {
 		c.sameAsSpec(sc, s)
@@ -417,7 +417,7 @@ func (c *checker) status(sc *evidence.Scenario, s spec.Scenario, d derivation, f
 }
 
 // sameAsSpec checks what the evidence says a known scenario is against the
-// spec: its suite, boundary and fault points.
+// spec: its suite, boundary, fault points and consumer mode.
 func (c *checker) sameAsSpec(sc *evidence.Scenario, s spec.Scenario) {
 	id := sc.ID
 	if s.Suite != sc.Suite {
@@ -429,5 +429,11 @@ func (c *checker) sameAsSpec(sc *evidence.Scenario, s spec.Scenario) {
 	if want := s.FaultPoints(); !equalStrings(sc.FaultPoints, want) {
 		c.mismatch(id, "scenario-mismatch", "fault_points", strings.Join(sc.FaultPoints, ","), strings.Join(want, ","),
 			"scenario %s injects faults at %s", id, orDefault(strings.Join(want, ", "), "no point"))
+	}
+	// Evidence of versions before the mode was recorded ran the per-record
+	// consumer and does not say so.
+	if want := string(s.Mode()); sc.ConsumerMode != want && (sc.ConsumerMode != "" || want != string(spec.ModeRecord)) {
+		c.mismatch(id, "scenario-mismatch", "consumer_mode", sc.ConsumerMode, want,
+			"scenario %s runs %s", id, orDefault(want+" consumer", "no consumer"))
 	}
 }

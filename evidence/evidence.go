@@ -180,10 +180,15 @@ type Scenario struct {
 	Reason      string   `json:"reason,omitempty"`
 	Metrics     []Metric `json:"metrics"`
 	Line        string   `json:"line"`
-	Database    string   `json:"database,omitempty"`
-	Kept        bool     `json:"kept"`
-	Topics      []string `json:"topics"`
-	Logs        []LogRef `json:"logs"`
+	// ConsumerMode is how the scenario's consumer settled records
+	// (spec.ConsumerMode: record, or batch for a batch variant); absent
+	// for a scenario without a consumer, and in evidence of versions
+	// before it was recorded (which ran the per-record consumer).
+	ConsumerMode string   `json:"consumer_mode,omitempty"`
+	Database     string   `json:"database,omitempty"`
+	Kept         bool     `json:"kept"`
+	Topics       []string `json:"topics"`
+	Logs         []LogRef `json:"logs"`
 	// Invariants are the live results of the invariant queries, run
 	// against the scenario's database at its end.
 	Invariants []InvariantResult `json:"invariants"`

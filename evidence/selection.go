@@ -15,6 +15,11 @@ type Selection struct {
 	// Plant is the bug planted into the system under test; empty for a
 	// clean run. Run.Planted labels the run with the same name.
 	Plant string `json:"plant,omitempty"`
+	// ConsumerMode is `run --consumer-mode` (spec.SelectBatch or
+	// spec.SelectBoth); empty for the per-record consumer alone. The
+	// consumer scenarios run as their batch variants (spec.BatchID) in
+	// batch, and also in both.
+	ConsumerMode string `json:"consumer_mode,omitempty"`
 	// Chaos is the chaos scenario's configuration; present only when the
 	// chaos scenario was selected.
 	Chaos *ChaosSelection `json:"chaos,omitempty"`

@@ -20,6 +20,7 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/orders"
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/relay"
 	"github.com/orderflow-audit/orderflow-audit/runner/sut"
+	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
 // Fixed test data: one SKU per scenario database, priced in cents.
@@ -94,13 +95,25 @@ func (e *Env) RelayWith(actor, topic string, faults *fault.Injector, mod func(*s
 // Consumer joins group on topic as member of the system under test,
 // writing to the inbox as "notifier".
 func (e *Env) Consumer(ctx context.Context, member, topic, group string, faults *fault.Injector) (sut.Consumer, error) {
+	return e.ConsumerOf(ctx, member, topic, group, "notifier", faults)
+}
+
+// ConsumerOf is Consumer with the inbox consumer name of its rows. It
+// runs in the scenario's consumer mode (spec.Scenario.Mode), and refuses
+// a scenario whose spec entry does not say it Consumes.
+func (e *Env) ConsumerOf(ctx context.Context, member, topic, group, inbox string, faults *fault.Injector) (sut.Consumer, error) {
+	if !e.Scenario.Consumes {
+		return nil, fmt.Errorf("scenario %s starts a consumer, but its spec entry does not say Consumes: "+
+			"it would not run in the batched consumer mode", e.Scenario.ID)
+	}
 	log, err := e.ActorLog(member)
 	if err != nil {
 		return nil, err
 	}
 	c, err := e.SUT.NewConsumer(ctx, sut.ConsumerConfig{
 		Actor:      sut.Actor{DB: e.DB, Log: log, Name: member, Faults: faults, Plant: e.Plant},
-		ClientOpts: e.Kafka.ClientOpts(), Topic: topic, Group: group, Inbox: "notifier",
+		ClientOpts: e.Kafka.ClientOpts(), Topic: topic, Group: group, Inbox: inbox,
+		Batch: e.Scenario.Mode() == spec.ModeBatch,
 	})
 	if err != nil {
 		return nil, err

@@ -59,7 +59,7 @@ func checkChaos(opts *Options, selected []Scenario) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
-	if !slices.ContainsFunc(selected, func(s Scenario) bool { return s.ID == "chaos" }) {
+	if !slices.ContainsFunc(selected, func(s Scenario) bool { return s.Base() == "chaos" }) {
 		return nil
 	}
 	if need := chaosNeeds(c); opts.Timeout < need {

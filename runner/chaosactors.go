@@ -14,6 +14,7 @@ import (
 	chaoseng "github.com/orderflow-audit/orderflow-audit/runner/chaos"
 	"github.com/orderflow-audit/orderflow-audit/runner/fault"
 	"github.com/orderflow-audit/orderflow-audit/runner/nemesis"
+	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
 // The reference actors as the chaos engine's targets: each slot runs
@@ -81,6 +82,7 @@ func (cr *chaosRun) targets() (chaoseng.Targets, error) {
 			return actor.Spec{
 				Role: actor.Consumer, DB: e.Scratch.Name, Plant: plantName, Brokers: []string{br.Addr}, Via: br.Addr,
 				Topic: cr.topic, Group: cr.group, Name: "notifier", Member: actorName, InstanceID: name,
+				BatchEffects: e.Scenario.Mode() == spec.ModeBatch,
 			}, actor.Env(dsnVia(db), nil)
 		})
 	}

@@ -21,10 +21,10 @@ const preflightTimeout = 15 * time.Second
 func (rs *runScope) preflight(ctx context.Context) error {
 	pctx, cancel := context.WithTimeout(ctx, preflightTimeout)
 	defer cancel()
-	selected, _ := Select(rs.opts.Scenarios)
+	selected, _ := SelectModes(rs.opts.Scenarios, rs.opts.ConsumerMode)
 	var needs infra.Needs
 	for _, sc := range selected {
-		n := privilegeNeeds[sc.ID]
+		n := privilegeNeeds[sc.Base()]
 		needs.Trigger = needs.Trigger || n.Trigger
 		needs.Process = needs.Process || n.Process
 	}

@@ -47,6 +47,10 @@ type Options struct {
 	KafkaImage string
 	// Scenarios selects by id; empty runs all.
 	Scenarios []string
+	// ConsumerMode runs the scenarios that run a consumer per record
+	// (spec.SelectRecord, the default ""), batched (spec.SelectBatch: as
+	// their batch variants, spec.BatchID) or both (spec.SelectBoth).
+	ConsumerMode string
 	// Seed feeds the scenarios' random choices (default 1).
 	Seed int64
 	// Timeout bounds each scenario (default 60s).
@@ -150,7 +154,7 @@ func Check(opts Options) error {
 	if err := opts.setDefaults(); err != nil {
 		return err
 	}
-	selected, err := Select(opts.Scenarios)
+	selected, err := SelectModes(opts.Scenarios, opts.ConsumerMode)
 	if err != nil {
 		return &marked{err, ErrBadOptions}
 	}
@@ -183,7 +187,7 @@ func Run(ctx context.Context, opts Options) (*evidence.Evidence, error) {
 		return nil, err
 	}
 	_ = opts.setDefaults()
-	selected, _ := Select(opts.Scenarios)
+	selected, _ := SelectModes(opts.Scenarios, opts.ConsumerMode)
 	unlock, err := lockOut(opts.Out)
 	if err != nil {
 		return nil, err
@@ -368,8 +372,8 @@ func notRun(sc Scenario, reason string) evidence.Scenario {
 func scenarioRecord(sc Scenario) evidence.Scenario {
 	return evidence.Scenario{
 		ID: sc.ID, Suite: sc.Suite, Boundary: sc.Boundary, Description: sc.Description,
-		FaultPoints: sc.FaultPoints(),
-		Metrics:     []evidence.Metric{}, Topics: []string{}, Logs: []evidence.LogRef{},
+		FaultPoints: sc.FaultPoints(), ConsumerMode: string(sc.Mode()),
+		Metrics: []evidence.Metric{}, Topics: []string{}, Logs: []evidence.LogRef{},
 		Invariants: []evidence.InvariantResult{}, Tables: []evidence.TableDigest{},
 	}
 }

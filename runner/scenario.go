@@ -73,14 +73,23 @@ func Bound() []string {
 
 // Select returns the scenarios named in ids (all when ids is empty), in run
 // order. An unknown id is an error listing the valid ones.
-func Select(ids []string) ([]Scenario, error) {
+func Select(ids []string) ([]Scenario, error) { return SelectModes(ids, "") }
+
+// SelectModes is Select with the consumer scenarios in the consumer modes
+// of mode (`run --consumer-mode`: record, batch or both; "" is record):
+// a batch variant (spec.BatchID) runs its scenario's function.
+func SelectModes(ids []string, mode string) ([]Scenario, error) {
+	if err := spec.CheckConsumerMode(mode); err != nil {
+		return nil, err
+	}
 	sel, err := spec.Select(ids)
 	if err != nil {
 		return nil, err
 	}
+	sel = spec.WithModes(sel, mode)
 	out := make([]Scenario, len(sel))
 	for i, s := range sel {
-		out[i] = Scenario{Scenario: s, Run: runs[s.ID]}
+		out[i] = Scenario{Scenario: s, Run: runs[s.Base()]}
 	}
 	return out, nil
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
+	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
 // selection is what the run was asked to do, recorded in the evidence
@@ -17,7 +18,10 @@ func selection(o *Options) *evidence.Selection {
 			s.Scenarios = append(s.Scenarios, id)
 		}
 	}
-	if !slices.Contains(s.Scenarios, "chaos") {
+	if o.ConsumerMode != "" && o.ConsumerMode != spec.SelectRecord {
+		s.ConsumerMode = o.ConsumerMode
+	}
+	if !slices.ContainsFunc(s.Scenarios, func(id string) bool { base, _ := spec.BaseID(id); return base == "chaos" }) {
 		return s
 	}
 	c := o.chaosConfig()

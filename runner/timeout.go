@@ -16,7 +16,7 @@ func MinTimeout(selected []Scenario) (time.Duration, string) {
 		id  string
 	)
 	for _, sc := range selected {
-		m, ok := minTimeouts[sc.ID]
+		m, ok := minTimeouts[sc.Base()]
 		if !ok {
 			m = DefaultMinTimeout
 		}

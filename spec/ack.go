@@ -4,7 +4,7 @@ package spec
 // transaction, then the offset; a crash in between is replayed and the inbox
 // rejects the duplicate.
 var ackScenarios = []Scenario{{
-	ID: "offsetReplay", Suite: SuiteU80, Boundary: BoundaryAck,
+	ID: "offsetReplay", Consumes: true, Suite: SuiteU80, Boundary: BoundaryAck,
 	Faults:      []FaultRef{{AfterEffectBeforeOffsetCommit, InjectHook}},
 	Description: "the consumer commits the effect but not the offset; a new member of the group replays the record; the inbox rejects it",
 	Design: &Design{

@@ -4,7 +4,7 @@ package spec
 // business invariants over its end state.
 var chainScenarios = []Scenario{
 	{
-		ID: "normalChain", Suite: SuiteU80, Boundary: BoundaryNone,
+		ID: "normalChain", Consumes: true, Suite: SuiteU80, Boundary: BoundaryNone,
 		Description: "order -> claim -> publish -> mark -> consume, each outbox state observed by a query; a redelivery is blocked by the inbox key",
 		Metrics: []Metric{
 			{Name: "outboxTx", Accept: "PENDING→CLAIMED→SENT",
@@ -16,7 +16,7 @@ var chainScenarios = []Scenario{
 		Needs: []Feature{FeatureStepwiseRelay, FeatureClaimTokens},
 	},
 	{
-		ID: "businessInvariants", Suite: SuiteU80, Boundary: BoundaryNone,
+		ID: "businessInvariants", Consumes: true, Suite: SuiteU80, Boundary: BoundaryNone,
 		Description: "three orders through the whole chain, then the anti-join invariants run live as SQL",
 		Metrics: []Metric{
 			{Name: "sent", Accept: "3", Means: "SENT outbox rows"},

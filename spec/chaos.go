@@ -48,7 +48,7 @@ const (
 const ActorInfra = "infrastructure"
 
 var chaosScenarios = []Scenario{{
-	ID: "chaos", Suite: SuiteEXT, Boundary: BoundaryNone, OptIn: true,
+	ID: "chaos", Consumes: true, Suite: SuiteEXT, Boundary: BoundaryNone, OptIn: true,
 	Faults: refs(chaosFaults),
 	Description: "N orders from several users placed concurrently over HTTP through the order service, R relays and C " +
 		"consumers of one group, each its own OS process, while a nemesis applies a seeded random schedule of faults " +

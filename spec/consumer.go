@@ -5,7 +5,7 @@ package spec
 // a restart after clean commits.
 var consumerScenarios = []Scenario{
 	{
-		ID: "orderLifecycle", Suite: SuiteEXT, Boundary: BoundaryNone,
+		ID: "orderLifecycle", Consumes: true, Suite: SuiteEXT, Boundary: BoundaryNone,
 		Description: "4 orders each go created → paid → shipped (aggregate_version 1, 2, 3; each later intent written in " +
 			"the transaction that updates the order row) on a topic of 3 partitions keyed by order id; one relay round, " +
 			"one consumer: each order's records share a partition and its effects follow its versions",
@@ -29,7 +29,7 @@ var consumerScenarios = []Scenario{
 			"between partitions was at stake",
 	},
 	{
-		ID: "effectDbError", Suite: SuiteEXT, Boundary: BoundaryAck,
+		ID: "effectDbError", Consumes: true, Suite: SuiteEXT, Boundary: BoundaryAck,
 		Faults: []FaultRef{{EffectCommitKilled, InjectSQL}, {EffectInsertError, InjectSQL}},
 		Description: "3 orders, one consumer: its connection is killed by KILL CONNECTION before the COMMIT of e-1's effect " +
 			"transaction (commit_unknown), and a trigger refuses e-2's effect insert after its inbox insert " +
@@ -47,7 +47,10 @@ var consumerScenarios = []Scenario{
 				Means: "runner: the group's committed offset on the broker once the consumer stopped after e-2 failed; " +
 					"verifier: the group's last commit on the partition of e-2's unsettled record when the " +
 					"`effect-insert-error` fault was recorded"},
-			{Name: "replays", Accept: "2", Means: "runner: records handled minus the topic's end offset; verifier: replays"},
+			{Name: "replays", Accept: "2", Batch: "5",
+				Means: "runner: records handled minus the topic's end offset; verifier: replays (batched: the refused insert fails " +
+					"the poll's transaction of all 3, the one-by-one retry kills e-1's COMMIT and rewinds all 3; the next poll " +
+					"of 3 settles e-1 and rewinds at e-2; the last settles e-2 and e-3)"},
 			{Name: "effects", Accept: "3", Means: "notification rows"},
 			{Name: "lag", Accept: "0",
 				Means: "runner: end offset minus the group's committed offset, both from the broker; verifier: end offset of " +
@@ -56,7 +59,7 @@ var consumerScenarios = []Scenario{
 		Needs: []Feature{FeatureFaultHooks},
 	},
 	{
-		ID: "replayCrash", Suite: SuiteEXT, Boundary: BoundaryAck,
+		ID: "replayCrash", Consumes: true, Suite: SuiteEXT, Boundary: BoundaryAck,
 		Faults: []FaultRef{{EffectInsertError, InjectSQL}, {AfterEffectBeforeOffsetCommit, InjectHook}},
 		Description: "2 orders in one batch: a trigger refuses e-1's effect insert, the consumer rolls back and rewinds; " +
 			"replaying both, it stops after e-1's effect and before that offset commit; consumer-2 of the group resumes at " +
@@ -73,7 +76,7 @@ var consumerScenarios = []Scenario{
 		Needs: []Feature{FeatureFaultHooks},
 	},
 	{
-		ID: "consumerRestart", Suite: SuiteEXT, Boundary: BoundaryAck,
+		ID: "consumerRestart", Consumes: true, Suite: SuiteEXT, Boundary: BoundaryAck,
 		Description: "2 orders, the second published twice (a duplicate record); consumer-1 applies both, its inbox rejects " +
 			"the duplicate, it commits every offset and stops; a third order is published; consumer-2 of the same group " +
 			"resumes exactly at the next record and the group ends with no lag",

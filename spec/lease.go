@@ -6,7 +6,7 @@ package spec
 // cannot match.
 var leaseScenarios = []Scenario{
 	{
-		ID: "selfTakeover", Suite: SuiteEXT, Boundary: BoundarySend,
+		ID: "selfTakeover", Consumes: true, Suite: SuiteEXT, Boundary: BoundarySend,
 		Description: "relay A claims (v1) and publishes, stalls past its lease, and takes the row over itself: the same " +
 			"claim_id with claim_version 2 and a fresh lease that relay B cannot claim through; A's mark with v1 hits 0 rows, " +
 			"with v2 1 row",
@@ -24,7 +24,7 @@ var leaseScenarios = []Scenario{
 		Needs: []Feature{FeatureStepwiseRelay, FeatureClaimTokens},
 	},
 	{
-		ID: "batchSelfTakeover", Suite: SuiteEXT, Boundary: BoundarySend,
+		ID: "batchSelfTakeover", Consumes: true, Suite: SuiteEXT, Boundary: BoundarySend,
 		Description: "2 orders; relay A claims both in one round and publishes both; between its publish and its batch " +
 			"mark the first lease runs out (aged by SQL) and A takes that row over itself (v2, the same claim_id); A's one " +
 			"compare-and-set over the batch, with v1 for both, must hit the second row only; A publishes the first again " +
@@ -43,7 +43,7 @@ var leaseScenarios = []Scenario{
 		Needs: []Feature{FeatureStepwiseRelay, FeatureClaimTokens},
 	},
 	{
-		ID: "relayClockSkew", Suite: SuiteEXT, Boundary: BoundarySend,
+		ID: "relayClockSkew", Consumes: true, Suite: SuiteEXT, Boundary: BoundarySend,
 		Description: "2 orders; a relay whose own clock is an hour ahead and one whose clock is an hour behind each claim " +
 			"one; every lease ends the configured lease after its claim on the database clock, so that neither relay can " +
 			"claim the other's row",

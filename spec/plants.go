@@ -85,6 +85,8 @@ var Plants = []Plant{
 		[]Exposure{{"effectDbError", []string{"offset-before-effect"}}}},
 	{"batch-out-of-order", "consumer handles the records of a polled batch last first",
 		[]Exposure{{"orderLifecycle", []string{"receive-out-of-order"}}}},
+	{"batch-offset-before-effect", "batched consumer commits a poll's offsets before the poll's effect transaction",
+		[]Exposure{{"replayCrash-batch", []string{"offset-before-effect"}}}},
 	{"duplicate-offset-not-committed", "consumer does not commit the offset of a duplicate its inbox rejected",
 		[]Exposure{{"consumerRestart", []string{"settled-not-committed"}}}},
 	{"offset-not-plus-one", "consumer commits a record's own offset instead of the next one",

@@ -6,7 +6,7 @@ package spec
 // its lease, and a duplicate is absorbed by the inbox.
 var publishScenarios = []Scenario{
 	{
-		ID: "publishFailures", Suite: SuiteEXT, Boundary: BoundarySend,
+		ID: "publishFailures", Consumes: true, Suite: SuiteEXT, Boundary: BoundarySend,
 		Faults: []FaultRef{{PublishRefused, InjectBroker}, {PublishTimeout, InjectBroker}, {PublishAckLost, InjectBroker}},
 		Description: "3 orders, one relay round each (a round publishes its batch in one go, and the broker fails whole requests): the broker refuses the first record, appends the second but loses its " +
 			"acknowledgement, and leaves the third unanswered; nothing is marked; after the leases run out the same relay " +

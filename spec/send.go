@@ -5,7 +5,7 @@ package spec
 // between is taken over after its lease.
 var sendScenarios = []Scenario{
 	{
-		ID: "sendBeforeMarkCrash", Suite: SuiteU80, Boundary: BoundarySend,
+		ID: "sendBeforeMarkCrash", Consumes: true, Suite: SuiteU80, Boundary: BoundarySend,
 		Faults:      []FaultRef{{AfterPublishBeforeMark, InjectHook}},
 		Description: "relay A publishes and stops before marking; its lease expires; relay B re-claims (v2) and publishes again; A's stale mark hits 0 rows",
 		Design: &Design{
@@ -22,7 +22,7 @@ var sendScenarios = []Scenario{
 		Needs: []Feature{FeatureStepwiseRelay, FeatureClaimTokens, FeatureFaultHooks},
 	},
 	{
-		ID: "concurrentRelays", Suite: SuiteEXT, Boundary: BoundarySend,
+		ID: "concurrentRelays", Consumes: true, Suite: SuiteEXT, Boundary: BoundarySend,
 		Description: "8 orders; relay B claims 4 inside relay A's claim of 4, after A's select locked its rows and before A " +
 			"claims them, and both hold what they got, so that both hold live claims at once (the verifier finds the scenario " +
 			"inconclusive when they did not); then one relay tries to claim all 8 while they are held and must get none; no " +
@@ -45,7 +45,7 @@ var sendScenarios = []Scenario{
 		Needs: []Feature{FeatureStepwiseRelay, FeatureClaimTokens},
 	},
 	{
-		ID: "relayKill9", Suite: SuiteEXT, Boundary: BoundarySend,
+		ID: "relayKill9", Consumes: true, Suite: SuiteEXT, Boundary: BoundarySend,
 		Faults:      []FaultRef{{AfterPublishBeforeMark, InjectSignal}},
 		Description: "relay A runs as its own OS process and is killed by SIGKILL after publishing, before marking; its short lease runs out on the database clock; relay B takes over",
 		Details: "relay A is `orderflow-audit actor relay` with a 400 ms lease, which runs out on the database clock " +

@@ -61,6 +61,10 @@ type Metric struct {
 	// Example is, for a metric without Accept, the value a clean run of
 	// the reference shows; the README's example lines print it.
 	Example string
+	// Batch is, where it differs from Accept, the accepted value in the
+	// scenario's batch variant (ConsumerMode): the batched consumer
+	// settles and replays a poll's records together.
+	Batch string
 }
 
 // Design is the row of the boundary table (docs/design.md) that a U80 boundary
@@ -102,6 +106,10 @@ type Scenario struct {
 	// OptIn keeps the scenario out of the default selection: it runs only
 	// when --scenarios names it (a long or randomized experiment).
 	OptIn bool
+	// Consumes says the scenario runs the consumer: it runs in each
+	// consumer mode the run selects (ConsumerMode, modes.go). The runner
+	// refuses a consumer to a scenario without it.
+	Consumes bool
 }
 
 // withDetails returns s with its Details.
@@ -236,9 +244,13 @@ func IDs() []string {
 
 // Lookup returns the scenario with id.
 func Lookup(id string) (Scenario, bool) {
+	base, mode := BaseID(id)
 	for _, s := range table {
-		if s.ID == id {
+		switch {
+		case s.ID == id:
 			return s, true
+		case s.ID == base && mode == ModeBatch && s.Consumes:
+			return s.batchVariant(), true
 		}
 	}
 	return Scenario{}, false
@@ -257,8 +269,9 @@ func DefaultIDs() []string {
 }
 
 // Select returns the scenarios named in ids (the default selection, every
-// scenario that is not OptIn, when ids is empty), in run order. An unknown
-// id is an error listing the valid ones.
+// scenario that is not OptIn, when ids is empty), in run order; a batch
+// variant's id (BatchID) selects it right after its scenario's place. An
+// unknown id is an error listing the valid ones.
 func Select(ids []string) ([]Scenario, error) {
 	all := All()
 	if len(ids) == 0 {
@@ -274,7 +287,16 @@ func Select(ids []string) ([]Scenario, error) {
 		sort.Strings(unknown)
 		return nil, fmt.Errorf("unknown scenario %s (valid: %s)", strings.Join(unknown, ", "), strings.Join(IDs(), ", "))
 	}
-	return slices.DeleteFunc(all, func(s Scenario) bool { return !slices.Contains(ids, s.ID) }), nil
+	var out []Scenario
+	for _, s := range all {
+		if slices.Contains(ids, s.ID) {
+			out = append(out, s)
+		}
+		if s.Consumes && slices.Contains(ids, BatchID(s.ID)) {
+			out = append(out, s.batchVariant())
+		}
+	}
+	return out, nil
 }
 
 // Boundaries returns the boundary table's scenarios: the U80 scenarios with

@@ -52,6 +52,7 @@ for w in "${what[@]}"; do
 		run planted/amount-ignores-quantity --plant amount-ignores-quantity --scenarios orderAmounts
 		run planted/token-alg-none --plant token-alg-none --scenarios tokenClaims
 		run planted/proof-from-config --plant proof-from-config --scenarios orderCrashWindow
+		run planted/batch-offset-before-effect --plant batch-offset-before-effect --scenarios replayCrash-batch
 		;;
 	*)
 		echo "regen: unknown fixture $w (witnessed, u80, planted)" >&2

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/orderflow-audit/orderflow-audit/runner/nemesis"
+	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
 // chaosFlags are the flags of the chaos scenario, shared by run and
@@ -63,7 +64,7 @@ var chaosFlagNames = []string{"duration", "orders", "relays", "consumers", "faul
 // setWithout returns a chaos flag that was set although ids do not select
 // the chaos scenario ("" when none was).
 func (cf *chaosFlags) setWithout(set map[string]bool, ids []string) string {
-	if slices.Contains(ids, "chaos") {
+	if slices.Contains(ids, "chaos") || slices.Contains(ids, spec.BatchID("chaos")) {
 		return ""
 	}
 	for _, n := range chaosFlagNames {

@@ -70,6 +70,7 @@ type runFlags struct {
 	brokers, dsn, out string
 	db, kafka         string
 	plant             string
+	consumerMode      string
 	chaos             chaosFlags
 }
 
@@ -77,6 +78,7 @@ func runFlagSet(rf *runFlags) *flagSet {
 	fs := newFlagSet("run", "run [flags]", runAbout,
 		`orderflow-audit run
 orderflow-audit run --scenarios normalChain,offsetReplay --keep
+orderflow-audit run --consumer-mode both
 orderflow-audit run --kafka-brokers 127.0.0.1:9092 --out /tmp/e/u80.json
 orderflow-audit run --db container:mysql:8.4 --kafka container:apache/kafka:4.1.0`)
 	var bugs []string
@@ -104,6 +106,9 @@ orderflow-audit run --db container:mysql:8.4 --kafka container:apache/kafka:4.1.
 	fs.StringVar(&rf.out, "out", "evidence/u80.json", "evidence `file` to write (.json); logs go to the directory beside it named after it")
 	fs.BoolVar(&rf.asJSON, "json", false, "print a machine-readable summary (one JSON object, also on errors) instead of the observation lines")
 	fs.StringVar(&rf.plant, "plant", "", "plant one `bug` into the system under test (negative control; the evidence says so):\n"+strings.Join(bugs, ", "))
+	fs.StringVar(&rf.consumerMode, "consumer-mode", spec.SelectRecord, "how the scenarios that run a consumer run it: record (one effect transaction and\n"+
+		"offset commit per record), batch (a poll's records in one transaction and one\n"+
+		"offset commit, as <id>-batch) or both (each such scenario twice)")
 	rf.chaos.register(fs)
 	return fs
 }
@@ -146,6 +151,9 @@ func (rf *runFlags) check(fs *flagSet, args []string) (runner.Options, error) {
 	if err != nil {
 		return opts, usageErrorf("%v", err)
 	}
+	if err := spec.CheckConsumerMode(rf.consumerMode); err != nil {
+		return opts, usageErrorf("--consumer-mode: %v", err)
+	}
 	if rf.timeout <= 0 {
 		return opts, usageErrorf("--timeout must be positive")
 	}
@@ -180,7 +188,8 @@ func (rf *runFlags) check(fs *flagSet, args []string) (runner.Options, error) {
 	opts = runner.Options{
 		MySQL: cfg, Brokers: ext, DBImage: dbImage, KafkaImage: kafkaImage, Scenarios: rf.ids, Seed: rf.seed,
 		Timeout: rf.timeout, Keep: rf.keep, Out: rf.out, Plant: bug, Args: redactArgs(args), Chaos: chaos,
-		Version: ti.Version, Revision: ti.Revision, Build: &ti.Build,
+		ConsumerMode: rf.consumerMode,
+		Version:      ti.Version, Revision: ti.Revision, Build: &ti.Build,
 	}
 	if err := runner.Check(opts); err != nil {
 		return opts, err // bad options or output: exit 2

@@ -255,7 +255,7 @@ func runConsumer(ctx context.Context, s Spec, db *sql.DB, log *evidence.Log,
 	}
 	c, err := consumer.New(ctx, consumer.Config{
 		DB: db, ClientOpts: k.ClientOpts(extra...), Topic: s.Topic, Group: s.Group, Name: s.Name,
-		Member: member, Log: log, Faults: faults, Plant: bug,
+		Member: member, Log: log, Faults: faults, Plant: bug, BatchEffects: s.BatchEffects,
 	})
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {

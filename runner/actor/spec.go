@@ -99,6 +99,7 @@ type Spec struct {
 	Name          string // inbox consumer name
 	Member        string // member name in events (default: Actor)
 	InstanceID    string // static group membership (group.instance.id); empty: dynamic
+	BatchEffects  bool   // settle a poll's records in one effect transaction (consumer.Config.BatchEffects)
 	UntilEffects  int
 	UntilReceived int
 	Timeout       time.Duration // bound of --once; default 30s
@@ -169,6 +170,7 @@ func (s *Spec) RegisterFlags(fs *flag.FlagSet) {
 		fs.StringVar(&s.Name, "name", "", "inbox consumer `name` (default notifier)")
 		fs.StringVar(&s.Member, "member", "", "member `name` in the events (default: --actor)")
 		fs.StringVar(&s.InstanceID, "instance-id", "", "static group membership: this member's group.instance.id (`id`); a restarted\nprocess with the same id takes its place without a rebalance")
+		fs.BoolVar(&s.BatchEffects, "batch-effects", false, "settle the records of a poll in one effect transaction and one offset commit (the batched consumer)")
 		fs.IntVar(&s.UntilEffects, "until-effects", 0, "with --once: stop after `n` effects")
 		fs.IntVar(&s.UntilReceived, "until-received", 0, "with --once: stop after `n` received records")
 		fs.DurationVar(&s.Timeout, "timeout", DefaultOnceTimeout, "with --once: give up after `duration` (exit 1)")
@@ -232,6 +234,9 @@ func (s Spec) Args() []string {
 		str("name", s.Name)
 		str("member", s.Member)
 		str("instance-id", s.InstanceID)
+		if s.BatchEffects {
+			args = append(args, "--batch-effects")
+		}
 		num("until-effects", s.UntilEffects)
 		num("until-received", s.UntilReceived)
 		dur("timeout", s.Timeout, DefaultOnceTimeout)

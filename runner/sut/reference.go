@@ -25,7 +25,7 @@ func Reference() Implementation {
 		},
 		NewConsumer: func(ctx context.Context, c ConsumerConfig) (Consumer, error) {
 			return consumer.New(ctx, consumer.Config{DB: c.DB, ClientOpts: c.ClientOpts, Topic: c.Topic, Group: c.Group,
-				Name: c.Inbox, Member: c.Name, Log: c.Log, Faults: c.Faults, Plant: c.Plant})
+				Name: c.Inbox, Member: c.Name, Log: c.Log, Faults: c.Faults, Plant: c.Plant, BatchEffects: c.Batch})
 		},
 	}
 }

@@ -76,6 +76,10 @@ type ConsumerConfig struct {
 	Group      string
 	// Inbox is the consumer name of its inbox rows.
 	Inbox string
+	// Batch settles the records of a poll together (the batched consumer:
+	// spec.ModeBatch, a scenario's batch variant); false settles each
+	// record on its own.
+	Batch bool
 }
 
 // OrderService serves POST /orders.

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
+	"github.com/orderflow-audit/orderflow-audit/runner/internal/plant"
 	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
@@ -30,6 +31,8 @@ import (
 //  5. one offset commit of every partition's last record + 1, and an
 //     offset_commit event per partition.
 //
+// (The planted BatchOffsetBeforeEffect does step 5 between 1 and 2.)
+//
 // A statement that fails otherwise, or a COMMIT answered with an error,
 // rolls the batch back, and the records are settled one by one (settle),
 // so that one record's failure stays its own. A COMMIT without an answer
@@ -46,6 +49,11 @@ func (c *Consumer) handleBatch(ctx context.Context, recs []*kgo.Record) error {
 	}
 	for _, r := range recs {
 		if _, err := c.receive(r); err != nil {
+			return err
+		}
+	}
+	if c.cfg.Plant == plant.BatchOffsetBeforeEffect {
+		if err := c.commitBatch(ctx, recs); err != nil {
 			return err
 		}
 	}
@@ -74,6 +82,9 @@ func (c *Consumer) handleBatch(ctx context.Context, recs []*kgo.Record) error {
 		if err := c.hit(r, ids[i]); err != nil {
 			return err
 		}
+	}
+	if c.cfg.Plant == plant.BatchOffsetBeforeEffect {
+		return nil // committed before the transaction
 	}
 	return c.commitBatch(ctx, recs)
 }

@@ -77,9 +77,11 @@ type Config struct {
 	// BatchEffects commits the effects of a polled batch of records in one
 	// transaction and their offsets in one commit (batch.go), falling back
 	// to one transaction per record when the batch's fails. Off (one
-	// transaction and one offset commit per record) by default, and
-	// ignored with a planted bug: the scenarios audit the per-record
-	// consumer; `orderflow-audit bench` runs this one.
+	// transaction and one offset commit per record) by default; the batch
+	// variants of the scenarios (`run --consumer-mode batch|both`) and
+	// `orderflow-audit bench` run this one. A planted bug of the
+	// per-record path stays in the per-record path (Handle, and the
+	// batch's fallback to it).
 	BatchEffects bool
 }
 

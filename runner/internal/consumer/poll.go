@@ -45,7 +45,7 @@ func (c *Consumer) PollOnce(ctx context.Context) (Stats, error) {
 		slices.Reverse(recs)
 	}
 	handle := c.handleEach
-	if c.cfg.BatchEffects && c.cfg.Plant == plant.None && len(recs) > 1 {
+	if c.cfg.BatchEffects && len(recs) > 1 {
 		handle = c.handleBatch
 	}
 	if err := handle(ctx, recs); errors.Is(err, errRewound) {

@@ -37,6 +37,8 @@ const (
 	EffectErrorSwallowed Bug = "effect-error-swallowed"
 	// BatchOutOfOrder: consumer handles the records of a polled batch last first.
 	BatchOutOfOrder Bug = "batch-out-of-order"
+	// BatchOffsetBeforeEffect: batched consumer commits a poll's offsets before the poll's effect transaction.
+	BatchOffsetBeforeEffect Bug = "batch-offset-before-effect"
 	// DuplicateOffsetNotCommitted: consumer does not commit the offset of a duplicate its inbox rejected.
 	DuplicateOffsetNotCommitted Bug = "duplicate-offset-not-committed"
 	// OffsetNotPlusOne: consumer commits a record's own offset instead of the next one.
