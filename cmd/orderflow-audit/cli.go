@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"text/tabwriter"
 
 	"github.com/go-sql-driver/mysql"
@@ -263,8 +264,18 @@ func newFlagSet(name, synopsis, about, example string) *flagSet {
 	fs.SetOutput(io.Discard)
 	f := &flagSet{FlagSet: fs, synopsis: synopsis, about: about, example: example}
 	fs.Usage = func() {} // parse prints usage itself
+	made.Lock()
+	made.sets[name] = f
+	made.Unlock()
 	return f
 }
+
+// made holds the last flag set made for each command, for the generated
+// parts of docs/cli.md (clidoc.go).
+var made = struct {
+	sync.Mutex
+	sets map[string]*flagSet
+}{sets: map[string]*flagSet{}}
 
 // printUsage writes the synopsis, the description, the flags and the
 // example.
