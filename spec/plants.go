@@ -1,6 +1,8 @@
 package spec
 
 import (
+	"github.com/orderflow-audit/orderflow-audit/internal/didyoumean"
+
 	"fmt"
 	"slices"
 	"strings"
@@ -135,5 +137,5 @@ func ParsePlant(s string) (string, error) {
 	for i, p := range Plants {
 		names[i] = p.Bug
 	}
-	return "", fmt.Errorf("unknown planted bug %q (valid: %s)", s, strings.Join(names, ", "))
+	return "", fmt.Errorf("unknown planted bug %q%s (valid: %s)", s, didyoumean.Hint(s, names), strings.Join(names, ", "))
 }

@@ -23,6 +23,8 @@ package spec
 //go:generate go run ./cmd/specgen
 
 import (
+	"github.com/orderflow-audit/orderflow-audit/internal/didyoumean"
+
 	"fmt"
 	"slices"
 	"sort"
@@ -285,7 +287,11 @@ func Select(ids []string) ([]Scenario, error) {
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
-		return nil, fmt.Errorf("unknown scenario %s (valid: %s)", strings.Join(unknown, ", "), strings.Join(IDs(), ", "))
+		hint := ""
+		if len(unknown) == 1 {
+			hint = didyoumean.Hint(unknown[0], IDs())
+		}
+		return nil, fmt.Errorf("unknown scenario %s%s (valid: %s)", strings.Join(unknown, ", "), hint, strings.Join(IDs(), ", "))
 	}
 	var out []Scenario
 	for _, s := range all {

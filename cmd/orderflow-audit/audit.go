@@ -20,7 +20,11 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/runner/audit"
 )
 
-const auditAbout = `Audits a pipeline the tool did not write, as a black box, from one profile
+const auditAbout = `Audits a pipeline the tool did not write, as a black box: starts its
+processes from the profile, drives load through them under seeded faults,
+and decides from the binlog, the broker's log and the client's record alone.
+
+Audits a pipeline the tool did not write, as a black box, from one profile
 (docs/blackbox.md): starts a private MariaDB server with the binary log on and
 the profile's migrations applied, the embedded broker with the profile's topic,
 a TCP proxy per process in front of the database, and the profile's roles from
@@ -59,7 +63,7 @@ type auditFlags struct {
 func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var af auditFlags
 	fs := newFlagSet("audit", "audit --profile FILE [flags]", auditAbout,
-		`orderflow-audit audit --profile profiles/reference.yaml --seed 3 --duration 5s --faults kill,pause --out /tmp/a/audit.json`)
+		`orderflow-audit audit --profile profiles/reference.yaml --seed 3 --duration 5s --faults kill,pause`)
 	fs.StringVar(&af.profile, "profile", "", "the pipeline's profile (`file`, YAML; required)")
 	fs.StringVar(&af.out, "out", filepath.Join("evidence", "audit.json"), "evidence `file` to write (.json); its bundle goes in the directory beside it named after it")
 	fs.Int64Var(&af.seed, "seed", 1, "`seed` of the nemesis's schedule")

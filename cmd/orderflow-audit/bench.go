@@ -12,7 +12,10 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/runner/infra"
 )
 
-const benchAbout = `Measures the reference pipeline (the order service, the relay and the
+const benchAbout = `Measures the reference pipeline's throughput and latency in four phases
+(placement, relays, consumers, end to end) and checks its own run.
+
+Measures the reference pipeline (the order service, the relay and the
 consumer) on a scratch database and a broker, in four phases of --events
 orders each: placement alone (orders over HTTP by --clients clients), the
 relays alone draining those intents into the topic, the consumers alone

@@ -12,10 +12,12 @@ import (
 )
 
 func cmdBroker(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("broker", "broker [--listen 127.0.0.1:9092] [--advertise HOST:PORT] [--data-dir DIR] [--topic NAME]...",
+	fs := newFlagSet("broker", "broker [flags]",
 		`Runs the embedded Kafka wire-protocol broker (franz-go kfake, in-process;
 not Apache Kafka) until SIGINT or SIGTERM, so that Kafka tools and actor
-processes can connect to it. It listens on loopback only, unless --advertise
+processes can connect to it.
+
+It listens on loopback only, unless --advertise
 is given: a broker in a container (the local/broker image of
 scripts/container-images.sh) listens on the container's every interface
 (--listen 0.0.0.0:9092) and tells its clients the address of the port

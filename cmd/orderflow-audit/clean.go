@@ -9,7 +9,10 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/runner/infra"
 )
 
-const cleanAbout = `Drops the scratch databases (ofa_*) that runs no longer alive left on an
+const cleanAbout = `Drops the scratch databases that runs no longer alive left on an external
+server.
+
+Drops the scratch databases (ofa_*) that runs no longer alive left on an
 external server (a run's private server goes away with the run): a run killed outright (SIGKILL, a crash, a second Ctrl-C) or one that
 lost its server cannot drop its own. Only databases that carry the
 orderflow-audit marker are considered, and of those only the ones whose run

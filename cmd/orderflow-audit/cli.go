@@ -10,7 +10,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
-	"sync"
 	"text/tabwriter"
 
 	"github.com/go-sql-driver/mysql"
@@ -18,6 +17,7 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/checks"
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/evidence/profile"
+	"github.com/orderflow-audit/orderflow-audit/internal/didyoumean"
 	"github.com/orderflow-audit/orderflow-audit/internal/mariadbd"
 	"github.com/orderflow-audit/orderflow-audit/runner"
 	"github.com/orderflow-audit/orderflow-audit/runner/actor"
@@ -130,7 +130,8 @@ func fail(stderr io.Writer, cmd string, err error, dsns ...string) int {
 		return exitCodeFor(err)
 	}
 	fmt.Fprintf(stderr, "%s: %s\n", prefix, checks.Printable(redactSecrets(err.Error(), dsns...)))
-	if errors.Is(err, errUsage) && cmd != "" {
+	usage := errors.Is(err, errUsage) || errors.Is(err, runner.ErrBadOptions) || errors.Is(err, audit.ErrBadOptions)
+	if usage && cmd != "" {
 		fmt.Fprintf(stderr, "Run '%s %s -h' for usage.\n", progName, cmd)
 	}
 	return exitCodeFor(err)
@@ -178,6 +179,17 @@ func commands() []command {
 	}
 }
 
+// visibleNames are the names of the commands help lists.
+func visibleNames() []string {
+	var names []string
+	for _, c := range commands() {
+		if !c.hidden {
+			names = append(names, c.name)
+		}
+	}
+	return names
+}
+
 func lookup(name string) (command, bool) {
 	for _, c := range commands() {
 		if c.name == name {
@@ -204,7 +216,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	c, ok := lookup(name)
 	if !ok {
-		fmt.Fprintf(stderr, "%s: unknown command %q\n", progName, name)
+		fmt.Fprintf(stderr, "%s: unknown command %q%s\n", progName, name, didyoumean.Hint(name, visibleNames()))
 		fmt.Fprintf(stderr, "Run '%s help' for the list of commands.\n", progName)
 		return exitUsage
 	}
@@ -236,141 +248,17 @@ Examples:
 
 Exit codes: 0 ok, 1 a scenario or check failed, 2 usage error or bad input,
 3 database or broker unavailable (also lost mid-run), 4 inconclusive (not
-everything ran or can be decided); 130/143 a second Ctrl-C/SIGTERM.
+everything ran or can be decided) or interrupted: a first Ctrl-C or SIGTERM
+cleans up and exits 4; a second exits at once, 130 (SIGINT) or 143 (SIGTERM).
 
 Environment: %[2]s (run: default a private mariadbd started for the run;
 verify and clean: default %[3]s), %[4]s (default: an
 embedded broker), %[5]s (where mariadbd is; default PATH).
 
-Run '%[1]s <command> -h' for the flags of a command.
+Run '%[1]s <command> -h' for the flags of a command; every command and flag
+is in docs/cli.md, servers and exit codes in docs/operations.md.
 `, progName, infra.EnvMySQLDSN, infra.DefaultMySQLDSN, infra.EnvKafkaBrokers, mariadbd.EnvBinDir)
 }
-
-// flagSet is a subcommand's flag.FlagSet with its help text. Flags and
-// positional arguments may be interleaved ("verify FILE --json"); "--" ends
-// the flags.
-type flagSet struct {
-	*flag.FlagSet
-	synopsis string // e.g. "verify [flags] EVIDENCE"
-	about    string // what the command does, one paragraph
-	example  string // one or more example command lines
-	pos      []string
-}
-
-// newFlagSet returns a ContinueOnError flag set writing its messages to
-// stderr (set by parse).
-func newFlagSet(name, synopsis, about, example string) *flagSet {
-	fs := flag.NewFlagSet(progName+" "+name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	f := &flagSet{FlagSet: fs, synopsis: synopsis, about: about, example: example}
-	fs.Usage = func() {} // parse prints usage itself
-	made.Lock()
-	made.sets[name] = f
-	made.Unlock()
-	return f
-}
-
-// made holds the last flag set made for each command, for the generated
-// parts of docs/cli.md (clidoc.go).
-var made = struct {
-	sync.Mutex
-	sets map[string]*flagSet
-}{sets: map[string]*flagSet{}}
-
-// printUsage writes the synopsis, the description, the flags and the
-// example.
-func (f *flagSet) printUsage(w io.Writer) {
-	fmt.Fprintf(w, "Usage:\n  %s %s\n\n", progName, f.synopsis)
-	if f.about != "" {
-		fmt.Fprintf(w, "%s\n\n", strings.TrimSpace(f.about))
-	}
-	hasFlags := false
-	f.VisitAll(func(*flag.Flag) { hasFlags = true })
-	if hasFlags {
-		fmt.Fprintln(w, "Flags:")
-		f.printFlags(w)
-		fmt.Fprintln(w)
-	}
-	if f.example != "" {
-		fmt.Fprintln(w, "Example:")
-		for _, l := range strings.Split(strings.TrimSpace(f.example), "\n") {
-			fmt.Fprintf(w, "  %s\n", strings.TrimSpace(l))
-		}
-	}
-}
-
-// printFlags lists the flags GNU-style ("--name value", "-o value" for a
-// one-letter name); both "-name" and "--name" are accepted by the flag
-// package. Defaults are quoted only when they are strings.
-func (f *flagSet) printFlags(w io.Writer) {
-	f.VisitAll(func(fl *flag.Flag) {
-		name, usage := flag.UnquoteUsage(fl)
-		line := "  --" + fl.Name
-		if len(fl.Name) == 1 {
-			line = "  -" + fl.Name
-		}
-		if name != "" {
-			line += " " + name
-		}
-		fmt.Fprintf(w, "%s\n    \t%s", line, strings.ReplaceAll(usage, "\n", "\n    \t"))
-		if fl.DefValue != "" && fl.DefValue != "false" && fl.DefValue != "0" && fl.DefValue != "0s" && fl.DefValue != "[]" {
-			if fmt.Sprintf("%T", fl.Value) == "*flag.stringValue" {
-				fmt.Fprintf(w, " (default %q)", fl.DefValue)
-			} else {
-				fmt.Fprintf(w, " (default %s)", fl.DefValue)
-			}
-		}
-		fmt.Fprintln(w)
-	})
-}
-
-// parse parses args. On -h/--help it prints the usage to stdout and returns
-// (exitOK, false); on a bad flag it prints the problem and where the usage
-// is to stderr and returns (exitUsage, false). ok means: go on.
-func (f *flagSet) parse(args []string, stdout, stderr io.Writer) (code int, ok bool) {
-	f.pos = nil
-	for {
-		err := f.FlagSet.Parse(args)
-		if errors.Is(err, flag.ErrHelp) {
-			f.printUsage(stdout)
-			return exitOK, false
-		}
-		if err != nil {
-			fmt.Fprintf(stderr, "%s: %v\nRun '%s -h' for usage.\n", f.Name(), err, f.Name())
-			return exitUsage, false
-		}
-		rest := f.FlagSet.Args()
-		if len(rest) == 0 {
-			return exitOK, true
-		}
-		if i := len(args) - len(rest); i > 0 && args[i-1] == "--" {
-			f.pos = append(f.pos, rest...)
-			return exitOK, true
-		}
-		f.pos = append(f.pos, rest[0])
-		args = rest[1:]
-	}
-}
-
-// Args returns the positional arguments after parse.
-func (f *flagSet) Args() []string { return f.pos }
-
-// NArg returns the number of positional arguments after parse.
-func (f *flagSet) NArg() int { return len(f.pos) }
-
-// Arg returns the i'th positional argument, or "".
-func (f *flagSet) Arg(i int) string {
-	if i < 0 || i >= len(f.pos) {
-		return ""
-	}
-	return f.pos[i]
-}
-
-// stringList is a repeatable string flag.
-type stringList []string
-
-func (s *stringList) String() string     { return strings.Join(*s, ",") }
-func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
 // toolInfo is what the evidence records about this binary.
 type toolInfo struct {
@@ -418,7 +306,7 @@ func buildInfo() toolInfo {
 
 func cmdVersion(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("version", "version",
-		"Prints the tool's name, version, VCS revision (\"unknown\" when the binary was built without VCS stamping) and Go version.",
+		"Prints the tool's name, version, VCS revision (\"unknown\" when the binary was\nbuilt without VCS stamping) and Go version.",
 		progName+" version")
 	if code, ok := fs.parse(args, stdout, stderr); !ok {
 		return code
@@ -441,18 +329,18 @@ func cmdHelp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		printMainUsage(stdout)
 		return exitOK
 	case 1:
-		if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-			printMainUsage(stdout)
+		if args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
+			fmt.Fprintf(stdout, "Usage:\n  %[1]s help [COMMAND]\n\nPrints the list of commands, or COMMAND's help (the same as '%[1]s COMMAND -h').\n\nExamples:\n  %[1]s help\n  %[1]s help verify\n", progName)
 			return exitOK
 		}
 		c, ok := lookup(args[0])
 		if !ok {
-			fmt.Fprintf(stderr, "%s help: unknown command %q\n", progName, args[0])
+			fmt.Fprintf(stderr, "%s help: unknown command %q%s\nRun '%s help' for the list of commands.\n", progName, args[0], didyoumean.Hint(args[0], visibleNames()), progName)
 			return exitUsage
 		}
 		return c.run(ctx, []string{"-h"}, stdout, stderr)
 	default:
-		fmt.Fprintf(stderr, "%s help: want at most one command name\n", progName)
+		fmt.Fprintf(stderr, "%s help: want at most one command name\nRun '%s help -h' for usage.\n", progName, progName)
 		return exitUsage
 	}
 }

@@ -38,10 +38,11 @@ func cliDocBlock(name string) (string, error) {
 		fmt.Fprintf(&b, "```\n%s %s\n```\n\n%s.\n", progName, name, upperFirst(c.summary))
 		return b.String(), nil
 	}
-	fmt.Fprintf(&b, "```\n%s %s\n```\n\n%s.\n", progName, f.synopsis, upperFirst(c.summary))
+	fmt.Fprintf(&b, "```\n%s %s\n```\n\n%s\n", progName, f.synopsis, strings.TrimSpace(f.about))
 	var rows [][]string
 	f.VisitAll(func(fl *flag.Flag) {
 		value, usage := flag.UnquoteUsage(fl)
+		value = placeholder(value)
 		def := fl.DefValue
 		switch def {
 		case "", "false", "0", "0s", "[]":

@@ -16,7 +16,10 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
-const exploreAbout = `Runs the chaos scenario once per seed (each run on a private mariadbd and an
+const exploreAbout = `Runs the chaos scenario once per seed, verifies each, prints a summary, and
+shrinks the first failure to the command that replays it.
+
+Runs the chaos scenario once per seed (each run on a private mariadbd and an
 embedded broker of its own, as 'run --scenarios chaos --seed N' does), verifies
 each evidence with the verifier, and prints one line per seed and a summary
 table: seeds, PASS, FAIL, INCONCLUSIVE, faults injected by kind, events/s. A
@@ -53,7 +56,7 @@ func exploreFlagSet(ef *exploreFlags) *flagSet {
 orderflow-audit explore --seeds 1..20 --plant mark-without-token --stop-on-fail
 orderflow-audit explore --seeds 7 --duration 10s --faults kill,pause`)
 	fs.StringVar(&ef.seeds, "seeds", "1..10", "seeds to run: `N`, N..M or a comma-separated list of both")
-	fs.StringVar(&ef.plant, "plant", "", "plant one `bug` into the system under test in every run (negative control)")
+	fs.StringVar(&ef.plant, "plant", "", "plant one `BUG` into the system under test in every run (negative control)")
 	fs.BoolVar(&ef.stopOnFail, "stop-on-fail", false, "stop at the first failing seed (with --plant: the first that finds the bug)")
 	fs.BoolVar(&ef.noShrink, "no-shrink", false, "do not shrink a failure")
 	fs.IntVar(&ef.shrinkRuns, "shrink-runs", 20, "at most `n` runs to shrink a failure (a smaller schedule is kept when it fails twice in a row)")

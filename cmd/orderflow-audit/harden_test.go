@@ -554,6 +554,55 @@ func TestRunFlagsRefused(t *testing.T) {
 	}
 }
 
+// TestOneVoice: every command's -h fits one screen (60 lines of at most
+// 100 columns), has the same headings, spells a DSN, a number and a
+// duration alike and points to docs/cli.md; a mistyped command, flag,
+// scenario or planted bug gets a "did you mean" and the -h hint.
+func TestOneVoice(t *testing.T) {
+	for _, name := range visibleNames() {
+		code, out, _ := runCLI(t, name, "-h")
+		if code != exitOK {
+			t.Errorf("%s -h: exit %d", name, code)
+		}
+		lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+		if len(lines) > 60 {
+			t.Errorf("%s -h is %d lines; one screen is 60", name, len(lines))
+		}
+		for _, l := range lines {
+			if len([]rune(l)) > 100 {
+				t.Errorf("%s -h has a line of %d columns: %s", name, len([]rune(l)), l)
+			}
+		}
+		if !strings.HasPrefix(out, "Usage:\n") || !strings.Contains(out, "Examples:\n") {
+			t.Errorf("%s -h lacks Usage: or Examples:\n%s", name, out)
+		}
+		if name != "help" && !strings.Contains(out, "docs/cli.md#"+name) {
+			t.Errorf("%s -h does not point to docs/cli.md#%s", name, name)
+		}
+		for _, bad := range []string{" string ", " int ", " duration ", "Example:\n"} {
+			if strings.Contains(out, bad) {
+				t.Errorf("%s -h spells a placeholder or heading %q the other way:\n%s", name, bad, out)
+			}
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"verfy"}, "did you mean verify?"},
+		{[]string{"help", "reprot"}, "did you mean report?"},
+		{[]string{"run", "--scenario", "x"}, "did you mean --scenarios?"},
+		{[]string{"run", "--scenarios", "normalchain"}, "did you mean normalChain?"},
+		{[]string{"run", "--plant", "mark-before-publsh"}, "did you mean mark-before-publish?"},
+		{[]string{"explore", "--seed", "1"}, "did you mean --seeds?"},
+	} {
+		code, _, stderr := runCLI(t, tc.args...)
+		if code != exitUsage || !strings.Contains(stderr, tc.want) || !strings.Contains(stderr, "-h' for") && !strings.Contains(stderr, "help' for") {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 with %q and the hint", tc.args, code, stderr, tc.want)
+		}
+	}
+}
+
 // TestHelpPolish: one-letter flags are shown as -o, numeric defaults are
 // not quoted, --plant lists the bugs, a bad flag gets a line and a hint
 // (not the whole usage), and the scenario list fits 80 columns.
@@ -563,7 +612,7 @@ func TestHelpPolish(t *testing.T) {
 		t.Errorf("report -h shows -o wrongly:\n%s", out)
 	}
 	_, out, _ = runCLI(t, "run", "-h")
-	for _, want := range []string{"(default 1)", "(default 1m0s)", `(default "evidence/u80.json")`, "no-inbox-dedupe", "mark-before-publish"} {
+	for _, want := range []string{"(default 1)", "(default 1m0s)", "(default evidence/u80.json)", "--plant BUG", "--mysql-dsn DSN", "docs/cli.md#run"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("run -h lacks %s:\n%s", want, out)
 		}

@@ -12,8 +12,10 @@ import (
 
 func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("report", "report [flags] EVIDENCE",
-		`Verifies the evidence file first (as 'verify' does) and renders it as
-GitHub-flavoured Markdown: the verdict with every reason, the observation
+		`Verifies the evidence file (as 'verify' does) and renders it as Markdown for
+review, as GitHub shows it.
+
+The report holds the verdict with every reason, the observation
 lines, the boundary table, the invariants (live and replayed), the
 proof-boundary matrix, a Mermaid timeline per scenario and the details of each
 scenario. Event logs are read relative to the evidence file, as streams
@@ -44,7 +46,7 @@ orderflow-audit report --allow-unwitnessed evidence/u80.json`)
 	var out string
 	fs.StringVar(&out, "o", "", "write the report to this file (atomically) instead of stdout")
 	fs.StringVar(&out, "out", "", "same as -o")
-	dsn := fs.String("mysql-dsn", "", "verify on this MySQL/MariaDB server instead of the embedded SQLite engine")
+	dsn := fs.String("mysql-dsn", "", "verify on the MySQL/MariaDB server of this `DSN` instead of the embedded SQLite engine")
 	allow := fs.Bool("allow-unwitnessed", false, "verify as verify --allow-unwitnessed does: evidence without a witness may PASS,\n"+
 		`and the report says "unwitnessed" and lists what`)
 	if code, ok := fs.parse(args, stdout, stderr); !ok {

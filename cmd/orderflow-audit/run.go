@@ -20,7 +20,11 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
-const runAbout = `Runs the scenarios against a real MySQL-family server and a Kafka-protocol
+const runAbout = `Runs the scenarios against the reference pipeline on a private mariadbd and
+the embedded broker (or your servers, or containers), prints one observation
+line per scenario and writes the evidence file with its bundle beside it.
+
+Runs the scenarios against a real MySQL-family server and a Kafka-protocol
 broker, each scenario in its own scratch database ofa_<run>_<scenario> and its
 own topic. By default the run starts a private mariadbd of its own (a fresh
 data directory in TMPDIR, a free loopback port, the binary log on; removed at
@@ -81,10 +85,6 @@ orderflow-audit run --scenarios normalChain,offsetReplay --keep
 orderflow-audit run --consumer-mode both
 orderflow-audit run --kafka-brokers 127.0.0.1:9092 --out /tmp/e/u80.json
 orderflow-audit run --db container:mysql:8.4 --kafka container:apache/kafka:4.1.0`)
-	var bugs []string
-	for _, p := range spec.Plants {
-		bugs = append(bugs, p.Bug)
-	}
 	fs.Func("scenarios", "comma-separated scenario `ids` (default: all; see 'orderflow-audit scenarios')", func(v string) error {
 		ids, err := splitList(v)
 		rf.ids = ids
@@ -105,8 +105,9 @@ orderflow-audit run --db container:mysql:8.4 --kafka container:apache/kafka:4.1.
 		container.LabelBroker+"=kfake runs orderflow-audit broker); not with --kafka-brokers")
 	fs.StringVar(&rf.out, "out", "evidence/u80.json", "evidence `file` to write (.json); logs go to the directory beside it named after it")
 	fs.BoolVar(&rf.asJSON, "json", false, "print a machine-readable summary (one JSON object, also on errors) instead of the observation lines")
-	fs.StringVar(&rf.plant, "plant", "", "plant one `bug` into the system under test (negative control; the evidence says so):\n"+strings.Join(bugs, ", "))
-	fs.StringVar(&rf.consumerMode, "consumer-mode", spec.SelectRecord, "how the scenarios that run a consumer run it: record (one effect transaction and\n"+
+	fs.StringVar(&rf.plant, "plant", "", "plant one `BUG` into the system under test (negative control; the evidence says so); "+
+		"docs/negative-controls.md lists them, and so does the error for an unknown one")
+	fs.StringVar(&rf.consumerMode, "consumer-mode", spec.SelectRecord, "how the scenarios that run a consumer run it, a `MODE`: record (one effect transaction and\n"+
 		"offset commit per record), batch (a poll's records in one transaction and one\n"+
 		"offset commit, as <id>-batch) or both (each such scenario twice)")
 	rf.chaos.register(fs)

@@ -23,7 +23,10 @@ import (
 // 3 the --mysql-dsn server is unavailable, 4 INCONCLUSIVE or interrupted.
 func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("verify", "verify [flags] EVIDENCE",
-		`Checks an evidence file without trusting whoever produced it: the file and
+		`Checks an evidence file without trusting whoever produced it, from its
+bundle alone, and prints PASS, FAIL or INCONCLUSIVE with every reason.
+
+It checks the file and
 every event line against the JSON Schemas; its scenarios against those its
 run.args selected (a boundary whose scenario did not run is unproven, so at
 best INCONCLUSIVE); the logs' presence, place, sha256, line counts, seq
@@ -64,7 +67,7 @@ orderflow-audit verify /tmp/bb/audit.json   # a black-box audit's bundle`)
 		`{"status":"BAD_INPUT","error":"..."} on stdout as well as the message on stderr`)
 	allow := fs.Bool("allow-unwitnessed", false, "let evidence without a witness (or with one listed as missing) PASS on the actors' word;\n"+
 		`the verdict then says "unwitnessed" and lists what`)
-	dsn := fs.String("mysql-dsn", "", "run the invariants in a scratch database ofa_verify_<random> on this MySQL/MariaDB\nserver (dropped after) instead of the embedded SQLite")
+	dsn := fs.String("mysql-dsn", "", "run the invariants in a scratch database ofa_verify_<random> on the MySQL/MariaDB\nserver of this `DSN` (dropped after) instead of the embedded SQLite")
 	if code, ok := fs.parse(args, stdout, stderr); !ok {
 		return code
 	}

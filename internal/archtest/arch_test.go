@@ -24,6 +24,7 @@ var layers = []struct {
 	layer  int
 }{
 	{"spec", 0}, {"schemas", 0}, {"invariants", 0}, {"migrations", 0}, {"internal/mariadbd", 0}, {"profiles", 0},
+	{"internal/didyoumean", -1}, // a string helper below every layer
 	{"witness", 1},
 	{"evidence", 2},
 	{"checks", 3}, {"runner", 3},
@@ -41,7 +42,7 @@ func layerOf(pkg string) (string, int, bool) {
 			best, layer = l.prefix, l.layer
 		}
 	}
-	return best, layer, layer >= 0
+	return best, layer, best != ""
 }
 
 type pkg struct {
