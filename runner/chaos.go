@@ -92,14 +92,8 @@ func ChaosArgs(c nemesis.Config) []string {
 		}
 		args = append(args, "--faults", strings.Join(kinds, ","))
 	}
-	if slices.Equal(c.Only, nemesis.NoFaults) {
-		args = append(args, "--only-faults", "none")
-	} else if len(c.Only) > 0 {
-		only := make([]string, len(c.Only))
-		for i, n := range c.Only {
-			only[i] = strconv.Itoa(n)
-		}
-		args = append(args, "--only-faults", strings.Join(only, ","))
+	if only := nemesis.FormatOnly(c.Only); only != "" {
+		args = append(args, "--only-faults", only)
 	}
 	return args
 }

@@ -2,8 +2,6 @@ package main
 
 import (
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/orderflow-audit/orderflow-audit/runner/nemesis"
@@ -40,16 +38,8 @@ func (cf *chaosFlags) config() (nemesis.Config, error) {
 	if cf.orders < 1 || cf.relays < 1 || cf.consumers < 1 {
 		return c, usageErrorf("--orders, --relays and --consumers must be at least 1")
 	}
-	if cf.only == "none" {
-		c.Only = nemesis.NoFaults
-	} else if cf.only != "" {
-		for _, p := range strings.Split(cf.only, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(p))
-			if err != nil || n < 1 {
-				return c, usageErrorf("--only-faults %q: want fault numbers from 1, comma-separated", cf.only)
-			}
-			c.Only = append(c.Only, n)
-		}
+	if c.Only, err = nemesis.ParseOnly(cf.only); err != nil {
+		return c, usageErrorf("%v", err)
 	}
 	c.SetDefaults()
 	if err := c.Validate(); err != nil {

@@ -62,6 +62,10 @@ type Options struct {
 	Duration time.Duration
 	// Faults are the kinds the nemesis draws from; empty: none.
 	Faults []nemesis.Kind
+	// Only keeps the faults of the schedule with these numbers (empty:
+	// all; nemesis.NoFaults: none), as the chaos scenario's --only-faults:
+	// a shrunk schedule is the seed's with some of its faults left out.
+	Only []int
 	// Out is the evidence file (DIR/audit.json); its bundle's files go
 	// beneath DIR/audit/.
 	Out string
@@ -196,11 +200,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 
 	res := &Result{}
-	targets := make([]string, len(rs.list))
-	for i, r := range rs.list {
-		targets[i] = r.name
-	}
-	faults := schedule(opts.Seed, opts.Duration, opts.Faults, targets)
+	faults := Schedule(opts)
 	fmt.Fprintf(opts.Progress, "load for %v with %d fault(s) planned (seed %d)\n", opts.Duration, len(faults), opts.Seed)
 	lctx, cancel := context.WithTimeout(ctx, opts.Duration)
 	nr := &nemesisRun{s: s, roles: rs}

@@ -218,3 +218,27 @@ func TestLoadSentThenRefusedIsUnknown(t *testing.T) {
 		t.Fatalf("history %+v; want ok, then unknown (sent, then the retry refused)", c.history)
 	}
 }
+
+// TestScheduleOnly: Schedule draws over the profile's replicas as Run
+// does, and Only keeps the faults it numbers, numbered as in the full
+// schedule (what explore's shrinking prints and --only-faults replays);
+// NoFaults keeps none.
+func TestScheduleOnly(t *testing.T) {
+	p := &profile.Profile{Roles: map[string]profile.RoleDef{"relay": {Replicas: 2}, "service": {Replicas: 1}}}
+	o := Options{Profile: p, Seed: 7, Duration: 20 * time.Second, Faults: Kinds}
+	full := Schedule(o)
+	if want := schedule(7, 20*time.Second, Kinds, []string{"relay-1", "relay-2", "service-1"}); !reflect.DeepEqual(full, want) {
+		t.Fatalf("Schedule is not the schedule over the replicas relay-1, relay-2, service-1")
+	}
+	if len(full) < 4 {
+		t.Fatalf("%d faults in 20 s", len(full))
+	}
+	o.Only = []int{2, full[len(full)-1].N}
+	if got := Schedule(o); !reflect.DeepEqual(got, []nemesis.Fault{full[1], full[len(full)-1]}) {
+		t.Errorf("Only %v kept %v", o.Only, got)
+	}
+	o.Only = nemesis.NoFaults
+	if got := Schedule(o); len(got) != 0 {
+		t.Errorf("NoFaults kept %v", got)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -79,27 +80,17 @@ const (
 	meanGap = nemesis.DefaultEvery
 )
 
-// fault is one planned fault.
-type fault struct {
-	N      int           `json:"n"`
-	At     time.Duration `json:"at_ns"`
-	Kind   nemesis.Kind  `json:"kind"`
-	Target string        `json:"target"` // "relay-1", or a link "relay-1>database"
-	For    time.Duration `json:"for_ns,omitempty"`
-	Delay  time.Duration `json:"delay_ns,omitempty"`
-}
-
 // schedule draws the faults of one audit over [0, d): gaps as chaos draws
 // them (exponential with mean meanGap, between 100 ms and twice the mean),
 // each fault's kind, replica and length from the seed. Every draw takes the
 // same random values whatever it picks, so that a shorter duration gives a
 // prefix of a longer one's schedule.
-func schedule(seed int64, d time.Duration, kinds []nemesis.Kind, targets []string) []fault {
+func schedule(seed int64, d time.Duration, kinds []nemesis.Kind, targets []string) []nemesis.Fault {
 	if len(kinds) == 0 || len(targets) == 0 {
 		return nil
 	}
 	r := rand.New(rand.NewPCG(uint64(seed), 0x6175646974)) // "audit"
-	var out []fault
+	var out []nemesis.Fault
 	at := time.Duration(0)
 	for n := 1; ; n++ {
 		gap := time.Duration(r.ExpFloat64() * float64(meanGap))
@@ -108,7 +99,7 @@ func schedule(seed int64, d time.Duration, kinds []nemesis.Kind, targets []strin
 		if at >= d {
 			return out
 		}
-		f := fault{N: n, At: at, Kind: k, Target: targets[pick%len(targets)]}
+		f := nemesis.Fault{N: n, At: at, Kind: k, Target: targets[pick%len(targets)]}
 		switch k {
 		case nemesis.ProduceRefused, nemesis.ProduceTimeout, nemesis.AckLost, nemesis.FetchError, nemesis.Rebalance:
 			f.Target = nemesis.TargetBroker
@@ -128,6 +119,31 @@ func schedule(seed int64, d time.Duration, kinds []nemesis.Kind, targets []strin
 		}
 		out = append(out, f)
 	}
+}
+
+// Schedule is the schedule an audit with o runs: the seed's faults over
+// o.Duration, drawn from o.Faults over the profile's replicas, those that
+// o.Only keeps (nemesis.Keeps, as the chaos scenario's schedule; the
+// numbers stay the full schedule's). explore's shrinking names faults by
+// these numbers, and `audit --only-faults` replays what it kept.
+func Schedule(o Options) []nemesis.Fault {
+	if o.Profile == nil {
+		return nil
+	}
+	var targets []string
+	for name, def := range o.Profile.Roles {
+		for i := 1; i <= def.Replicas; i++ {
+			targets = append(targets, name+"-"+strconv.Itoa(i))
+		}
+	}
+	slices.Sort(targets) // planRoles's order: roles by name, then replica
+	var out []nemesis.Fault
+	for _, f := range schedule(o.Seed, o.Duration, o.Faults, targets) {
+		if nemesis.Keeps(o.Only, f.N) {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // NemesisEvent is one fault as applied: when it began and healed, and
@@ -177,7 +193,7 @@ func (nr *nemesisRun) release(target string) {
 
 // run applies faults at their times from now until ctx ends; each
 // lasting fault heals itself after its length, or at heal.
-func (nr *nemesisRun) run(ctx context.Context, faults []fault) {
+func (nr *nemesisRun) run(ctx context.Context, faults []nemesis.Fault) {
 	start := time.Now()
 	for _, f := range faults {
 		select {
@@ -193,7 +209,7 @@ func (nr *nemesisRun) run(ctx context.Context, faults []fault) {
 	}
 }
 
-func (nr *nemesisRun) apply(ctx context.Context, f fault) {
+func (nr *nemesisRun) apply(ctx context.Context, f nemesis.Fault) {
 	ev := NemesisEvent{N: f.N, Kind: string(f.Kind), Target: f.Target, Start: time.Now().UTC(), Result: "done"}
 	if f.Delay > 0 {
 		ev.Delay = f.Delay.String()
@@ -270,7 +286,7 @@ func (nr *nemesisRun) record(ev NemesisEvent) {
 
 // brokerFault opens a window fault of the embedded broker for f.For, or
 // restarts it.
-func (nr *nemesisRun) brokerFault(ctx context.Context, f fault, ev *NemesisEvent, wait func()) {
+func (nr *nemesisRun) brokerFault(ctx context.Context, f nemesis.Fault, ev *NemesisEvent, wait func()) {
 	k := nr.s.kafka
 	if f.Kind == nemesis.BrokerRestart {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)

@@ -186,6 +186,47 @@ func (c Config) Validate() error {
 // none): the load alone.
 var NoFaults = []int{0}
 
+// Keeps tells whether only (Config.Only: empty keeps every fault,
+// NoFaults none) keeps the fault numbered n. The chaos scenario's schedule
+// and the audit's both filter by it, so that one --only-faults replays a
+// shrunk schedule of either.
+func Keeps(only []int, n int) bool {
+	return len(only) == 0 || slices.Contains(only, n)
+}
+
+// ParseOnly parses --only-faults: "" (every fault), "none" (NoFaults), or
+// fault numbers from 1, comma-separated.
+func ParseOnly(s string) ([]int, error) {
+	switch s {
+	case "":
+		return nil, nil
+	case "none":
+		return slices.Clone(NoFaults), nil
+	}
+	var out []int
+	for _, p := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("--only-faults %q: want fault numbers from 1, comma-separated, or none", s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// FormatOnly is the --only-faults value that ParseOnly reads back as only
+// ("" for every fault).
+func FormatOnly(only []int) string {
+	if slices.Equal(only, NoFaults) {
+		return "none"
+	}
+	parts := make([]string, len(only))
+	for i, n := range only {
+		parts[i] = strconv.Itoa(n)
+	}
+	return strings.Join(parts, ",")
+}
+
 // Fault is one planned fault: what, on what, when and for how long.
 type Fault struct {
 	// N is the fault's 1-based number in the generated schedule (kept
@@ -247,7 +288,7 @@ func Schedule(cfg Config) []Fault {
 		var out []Fault
 		for i, f := range cfg.Plan {
 			f.N = i + 1
-			if f.At < cfg.Duration && (len(cfg.Only) == 0 || slices.Contains(cfg.Only, f.N)) {
+			if f.At < cfg.Duration && Keeps(cfg.Only, f.N) {
 				out = append(out, f)
 			}
 		}
@@ -267,7 +308,7 @@ func Schedule(cfg Config) []Fault {
 			break
 		}
 		f.N, f.At = n, at
-		if len(cfg.Only) == 0 || slices.Contains(cfg.Only, n) {
+		if Keeps(cfg.Only, n) {
 			out = append(out, f)
 		}
 	}
