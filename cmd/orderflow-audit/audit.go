@@ -18,6 +18,7 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/evidence/profile"
 	"github.com/orderflow-audit/orderflow-audit/runner/audit"
+	"github.com/orderflow-audit/orderflow-audit/runner/nemesis"
 )
 
 const auditAbout = `Audits a pipeline the tool did not write, as a black box: starts its
@@ -54,6 +55,7 @@ Templates in commands, environment, readiness URLs and the load:
 // auditFlags are the flags of audit.
 type auditFlags struct {
 	profile, out, faults string
+	only                 string
 	progress             string
 	seed                 int64
 	duration, ready      time.Duration
@@ -69,6 +71,7 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.Int64Var(&af.seed, "seed", 1, "`seed` of the nemesis's schedule")
 	fs.DurationVar(&af.duration, "duration", audit.DefaultDuration, "load phase, faults included (`duration`)")
 	fs.StringVar(&af.faults, "faults", "all", "fault `kinds` to draw from: all, none, or a list of "+audit.KindList())
+	fs.StringVar(&af.only, "only-faults", "", "keep only these `numbers` of the seed's schedule (comma-separated, or none;\nwhat explore --profile's shrinking prints)")
 	fs.DurationVar(&af.ready, "ready-timeout", audit.DefaultReadyTimeout, "bound of every role's start (`duration`)")
 	fs.BoolVar(&af.keep, "keep", false, "keep the private server's data directory")
 	fs.StringVar(&af.progress, "progress", "auto", "a progress line on stderr: `auto` (on a terminal), on, off")
@@ -95,16 +98,7 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if bar.on {
 		opts.OnProgress = bar.draw
 	}
-	opts.Verify = func(ctx context.Context, path string) (evidence.Claims, error) {
-		v, err := bbverify.Verify(context.WithoutCancel(ctx), path, bbverify.Options{})
-		if err != nil {
-			return evidence.Claims{}, err
-		}
-		if v.Layer == nil {
-			return evidence.Claims{Status: string(blackbox.Inconclusive), Rules: []evidence.ClaimedRule{}}, nil
-		}
-		return bbverify.Claims(v.Layer), nil
-	}
+	opts.Verify = auditClaims
 	res, err := audit.Run(ctx, opts)
 	if err != nil {
 		if cause := interruption(ctx); cause != nil {
@@ -132,6 +126,19 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	return verdictExit(checks.Status(v.Status))
 }
 
+// auditClaims are the claims an audit records: the witness-only
+// verifier's verdict of the staged bundle.
+func auditClaims(ctx context.Context, path string) (evidence.Claims, error) {
+	v, err := bbverify.Verify(context.WithoutCancel(ctx), path, bbverify.Options{})
+	if err != nil {
+		return evidence.Claims{}, err
+	}
+	if v.Layer == nil {
+		return evidence.Claims{Status: string(blackbox.Inconclusive), Rules: []evidence.ClaimedRule{}}, nil
+	}
+	return bbverify.Claims(v.Layer), nil
+}
+
 // options loads the profile and checks the flags.
 func (af *auditFlags) options(args []string) (audit.Options, error) {
 	if af.profile == "" {
@@ -149,6 +156,10 @@ func (af *auditFlags) options(args []string) (audit.Options, error) {
 	if err != nil {
 		return audit.Options{}, err
 	}
+	only, err := nemesis.ParseOnly(af.only)
+	if err != nil {
+		return audit.Options{}, usageErrorf("%v", err)
+	}
 	if !strings.HasSuffix(af.out, ".json") {
 		return audit.Options{}, usageErrorf("--out %q: want a path ending in .json", af.out)
 	}
@@ -162,7 +173,7 @@ func (af *auditFlags) options(args []string) (audit.Options, error) {
 	}
 	return audit.Options{
 		Profile: p, ProfileText: text, ProfileDir: filepath.Dir(af.profile), Seed: af.seed, Duration: af.duration,
-		Faults: kinds, Out: af.out, Keep: af.keep, Exe: exe, ReadyTimeout: af.ready,
+		Faults: kinds, Only: only, Out: af.out, Keep: af.keep, Exe: exe, ReadyTimeout: af.ready,
 		Tool: evidence.Tool{Name: progName, Version: ti.Version, Revision: ti.Revision, Build: &ti.Build},
 		Args: redactArgs(args),
 	}, nil

@@ -32,6 +32,15 @@ failing schedule is printed on a line of its own, starting with
 'orderflow-audit run'. With --plant, a seed counts as finding the bug when it
 fails with one of the rules the bug's negative control names.
 
+With --profile FILE, a seed is an audit of that pipeline instead ('audit
+--profile FILE --seed N', with --duration, --faults and --only-faults as audit
+takes them; the load and the roles are the profile's, so --orders, --relays,
+--consumers and --plant are refused: plant a bug in a role's command). Its
+verdict is the witness-only verifier's, its bundle is kept in
+--out-dir/seed-N/audit.json when it failed, and the shrunk schedule is
+printed as the 'orderflow-audit audit' command that replays it (the seed's
+schedule with --only-faults and a shorter --duration, as for chaos).
+
 Ctrl-C stops after the running seed's cleanup (no process, temporary
 directory or scratch database is left) and prints the summary of the seeds
 that finished; a second Ctrl-C exits at once. Exit 0 when every seed passed
@@ -40,6 +49,7 @@ inconclusive or the exploration was interrupted.`
 
 // exploreFlags are explore's flags.
 type exploreFlags struct {
+	profile    string
 	seeds      string
 	plant      string
 	stopOnFail bool
@@ -54,13 +64,15 @@ func exploreFlagSet(ef *exploreFlags) *flagSet {
 	fs := newFlagSet("explore", "explore [flags]", exploreAbout,
 		`orderflow-audit explore --seeds 1..100
 orderflow-audit explore --seeds 1..20 --plant mark-without-token --stop-on-fail
-orderflow-audit explore --seeds 7 --duration 10s --faults kill,pause`)
+orderflow-audit explore --seeds 7 --duration 10s --faults kill,pause
+orderflow-audit explore --profile examples/watermill/profile.yaml --seeds 1..20 --faults none --duration 6s`)
+	fs.StringVar(&ef.profile, "profile", "", "explore audits of this pipeline's profile (`file`) instead of the chaos scenario:\n'audit --profile FILE --seed N' per seed")
 	fs.StringVar(&ef.seeds, "seeds", "1..10", "seeds to run: `N`, N..M or a comma-separated list of both")
 	fs.StringVar(&ef.plant, "plant", "", "plant one `BUG` into the system under test in every run (negative control)")
 	fs.BoolVar(&ef.stopOnFail, "stop-on-fail", false, "stop at the first failing seed (with --plant: the first that finds the bug)")
 	fs.BoolVar(&ef.noShrink, "no-shrink", false, "do not shrink a failure")
 	fs.IntVar(&ef.shrinkRuns, "shrink-runs", 20, "at most `n` runs to shrink a failure (a smaller schedule is kept when it fails twice in a row)")
-	fs.StringVar(&ef.outDir, "out-dir", filepath.Join("evidence", "explore"), "where the evidence of failing seeds is kept (`dir`/seed-N/u80.json)")
+	fs.StringVar(&ef.outDir, "out-dir", filepath.Join("evidence", "explore"), "where the evidence of failing seeds is kept (`dir`/seed-N/u80.json, or audit.json)")
 	fs.StringVar(&ef.progress, "progress", "auto", "progress bar on stderr: auto (when stderr is a terminal), on or off")
 	ef.chaos.register(fs)
 	return fs
@@ -96,10 +108,10 @@ func parseSeeds(s string) ([]int64, error) {
 
 // exploration is one explore command's state.
 type exploration struct {
+	subject subject
 	cfg     nemesis.Config
 	plant   runner.Plant
 	outDir  string
-	exe     string
 	stdout  io.Writer
 	stderr  io.Writer
 	bar     *progressBar
@@ -160,6 +172,16 @@ func (ef *exploreFlags) check(fs *flagSet, stdout, stderr io.Writer) (*explorati
 	if err != nil {
 		return nil, nil, usageErrorf("%v", err)
 	}
+	if ef.profile != "" {
+		sub, cfg, err := ef.auditSubject(fs)
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := ef.checkRest(); err != nil {
+			return nil, nil, err
+		}
+		return &exploration{subject: sub, cfg: cfg, outDir: ef.outDir, stdout: stdout, stderr: stderr}, seeds, nil
+	}
 	cfg, err := ef.chaos.config()
 	if err != nil {
 		return nil, nil, err
@@ -168,22 +190,32 @@ func (ef *exploreFlags) check(fs *flagSet, stdout, stderr io.Writer) (*explorati
 	if err != nil {
 		return nil, nil, usageErrorf("%v", err)
 	}
-	if ef.shrinkRuns < 0 {
-		return nil, nil, usageErrorf("--shrink-runs must not be negative")
-	}
-	switch ef.progress {
-	case "auto", "on", "off":
-	default:
-		return nil, nil, usageErrorf("--progress %q: want auto, on or off", ef.progress)
-	}
-	if err := os.MkdirAll(ef.outDir, 0o755); err != nil {
-		return nil, nil, usageErrorf("--out-dir %s: %v", ef.outDir, err)
+	if err := ef.checkRest(); err != nil {
+		return nil, nil, err
 	}
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, nil, fmt.Errorf("find this program to run the actors from: %w", err)
 	}
-	return &exploration{cfg: cfg, plant: bug, outDir: ef.outDir, exe: exe, stdout: stdout, stderr: stderr}, seeds, nil
+	return &exploration{subject: chaosSubject{plant: bug, exe: exe}, cfg: cfg, plant: bug, outDir: ef.outDir, stdout: stdout, stderr: stderr},
+		seeds, nil
+}
+
+// checkRest checks the flags that chaos and audits share and makes the
+// output directory.
+func (ef *exploreFlags) checkRest() error {
+	if ef.shrinkRuns < 0 {
+		return usageErrorf("--shrink-runs must not be negative")
+	}
+	switch ef.progress {
+	case "auto", "on", "off":
+	default:
+		return usageErrorf("--progress %q: want auto, on or off", ef.progress)
+	}
+	if err := os.MkdirAll(ef.outDir, 0o755); err != nil {
+		return usageErrorf("--out-dir %s: %v", ef.outDir, err)
+	}
+	return nil
 }
 
 // firstFailure returns the first seed that failed (with a plant: that

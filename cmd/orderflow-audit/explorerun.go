@@ -62,9 +62,24 @@ func (r seedResult) eventsPerSecond() float64 {
 	return float64(r.events) / r.elapsed.Seconds()
 }
 
-// runSeed runs the chaos scenario with seed in a directory of its own
-// under the output directory, verifies it, and keeps the evidence only
-// when it failed.
+// subject is what explore runs once per seed: the chaos scenario of the
+// reference pipeline (chaosSubject), or an audit of a profile
+// (auditSubject, exploreaudit.go).
+type subject interface {
+	// file is the evidence file's name in a seed's directory.
+	file() string
+	// run runs seed with cfg, its evidence written to out, verifies it
+	// and fills res; it sets res.interrupted when ctx ended first.
+	run(ctx context.Context, seed int64, cfg nemesis.Config, out string, res *seedResult)
+	// schedule is the schedule of faults a run with cfg injects.
+	schedule(cfg nemesis.Config) []nemesis.Fault
+	// replay is the command that replays seed with cfg.
+	replay(seed int64, cfg nemesis.Config) string
+}
+
+// runSeed runs the subject with seed in a directory of its own under the
+// output directory, verifies it, and keeps the evidence only when it
+// failed.
 func (x *exploration) runSeed(ctx context.Context, seed int64, cfg nemesis.Config) (res seedResult) {
 	cfg.Seed = seed // the schedule is the seed's (the runner sets it too)
 	res = seedResult{seed: seed, cfg: cfg}
@@ -81,24 +96,46 @@ func (x *exploration) runSeed(ctx context.Context, seed int64, cfg nemesis.Confi
 			os.RemoveAll(dir)
 		}
 	}()
-	out := filepath.Join(dir, "u80.json")
-	args := append(replayArgs(seed, cfg, x.plant), "--out", out)
+	x.subject.run(ctx, seed, cfg, filepath.Join(dir, x.subject.file()), &res)
+	if res.status == statusFail && !res.interrupted {
+		keep = true
+		res.kept = x.keep(dir, seed)
+	}
+	return res
+}
+
+// chaosSubject is the chaos scenario of the reference pipeline.
+type chaosSubject struct {
+	plant runner.Plant
+	exe   string
+}
+
+func (chaosSubject) file() string { return "u80.json" }
+
+func (chaosSubject) schedule(cfg nemesis.Config) []nemesis.Fault { return nemesis.Schedule(cfg) }
+
+func (c chaosSubject) replay(seed int64, cfg nemesis.Config) string {
+	return "orderflow-audit run " + strings.Join(replayArgs(seed, cfg, c.plant), " ")
+}
+
+func (c chaosSubject) run(ctx context.Context, seed int64, cfg nemesis.Config, out string, res *seedResult) {
+	args := append(replayArgs(seed, cfg, c.plant), "--out", out)
 	ti := buildInfo()
 	if ti.Modified {
 		ti.Revision += " (modified)"
 	}
 	ev, err := runner.Run(ctx, runner.Options{
-		Scenarios: []string{"chaos"}, Seed: seed, Chaos: cfg, Plant: x.plant, Out: out, Args: args,
-		Timeout: runner.ChaosTimeout(cfg), Executable: x.exe, Progress: io.Discard,
+		Scenarios: []string{"chaos"}, Seed: seed, Chaos: cfg, Plant: c.plant, Out: out, Args: args,
+		Timeout: runner.ChaosTimeout(cfg), Executable: c.exe, Progress: io.Discard,
 		Version: ti.Version, Revision: ti.Revision, Build: &ti.Build,
 	})
 	if ctx.Err() != nil {
 		res.interrupted = true
-		return res
+		return
 	}
 	if err != nil && ev == nil {
 		res.status, res.why = statusError, oneLineErr(err)
-		return res
+		return
 	}
 	if len(ev.Scenarios) == 1 {
 		res.elapsed = time.Duration(ev.Scenarios[0].ElapsedMS) * time.Millisecond
@@ -110,19 +147,14 @@ func (x *exploration) runSeed(ctx context.Context, seed int64, cfg nemesis.Confi
 	v, err := checks.Verify(ctx, out, checks.Options{BlackBox: true})
 	if ctx.Err() != nil {
 		res.interrupted = true
-		return res
+		return
 	}
 	if err != nil {
 		res.status, res.why = statusError, "verify: "+oneLineErr(err)
-		return res
+		return
 	}
 	res.events = v.Events
 	res.status, res.rules, res.why = classify(v)
-	if res.status == statusFail {
-		keep = true
-		res.kept = x.keep(dir, seed)
-	}
-	return res
 }
 
 // keep moves a failing seed's bundle to out-dir/seed-N (replacing an older
@@ -131,9 +163,9 @@ func (x *exploration) keep(dir string, seed int64) string {
 	dst := filepath.Join(x.outDir, "seed-"+strconv.FormatInt(seed, 10))
 	_ = os.RemoveAll(dst)
 	if err := os.Rename(dir, dst); err != nil {
-		return filepath.Join(dir, "u80.json")
+		return filepath.Join(dir, x.subject.file())
 	}
-	return filepath.Join(dst, "u80.json")
+	return filepath.Join(dst, x.subject.file())
 }
 
 // classify turns the verifier's verdict into the seed's: FAIL with the
@@ -175,13 +207,21 @@ func classify(v *checks.Verdict) (string, []string, string) {
 	return statusPass, nil, ""
 }
 
+// lineMetrics are the figures a seed's line shows, those its run has:
+// the chaos scenario's orders, an audit's records and lost events.
+var lineMetrics = []string{"orders", "events", "records", "effects", "lost", "faults"}
+
 // line is the seed's line on stdout.
 func (r seedResult) line(plant runner.Plant) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "seed %-5d %-12s %6.1fs", r.seed, r.status, r.wall.Seconds())
 	if r.metrics != nil {
-		fmt.Fprintf(&b, "  orders=%s events=%s effects=%s faults=%s", r.metrics["orders"], r.metrics["events"],
-			r.metrics["effects"], r.metrics["faults"])
+		b.WriteString(" ")
+		for _, k := range lineMetrics {
+			if v, ok := r.metrics[k]; ok {
+				fmt.Fprintf(&b, " %s=%s", k, v)
+			}
+		}
 	}
 	if r.events > 0 {
 		fmt.Fprintf(&b, "  %.0f events/s", r.eventsPerSecond())

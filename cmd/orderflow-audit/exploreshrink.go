@@ -11,12 +11,13 @@ import (
 )
 
 // Shrinking a failure: fewer faults, then a shorter duration, then fewer
-// orders, each step kept only when the run fails again with the same
-// rule, within a budget of runs. The schedule of a seed is a pure
-// function of the seed and the flags (runner/nemesis): --only-faults
-// keeps some of its faults, --orders does not move them, and a shorter
+// orders (the chaos scenario's), each step kept only when the run fails
+// again with the same rule, within a budget of runs. The schedule of a
+// seed is a pure function of the seed and the flags (runner/nemesis, and
+// audit.Schedule for an audit): --only-faults keeps some of its faults
+// (nemesis.Keeps, for both), --orders does not move them, and a shorter
 // --duration keeps a prefix of them, so every candidate is a flag change
-// that `orderflow-audit run` replays.
+// that `orderflow-audit run` (or `audit`) replays.
 
 // shrinker holds the search.
 type shrinker struct {
@@ -44,18 +45,17 @@ func (x *exploration) shrink(ctx context.Context, r seedResult, budget int) {
 		run: func(ctx context.Context, c nemesis.Config) seedResult { return x.runSeed(ctx, r.seed, c) }}
 	fmt.Fprintf(x.stderr, "shrinking seed %d (rule %s, at most %d runs)...\n", r.seed, rule, budget)
 	s.shrink(ctx)
-	faults := nemesis.Schedule(s.best)
+	faults := x.subject.schedule(s.best)
 	var parts []string
 	for _, f := range faults {
 		parts = append(parts, f.String())
 	}
-	fmt.Fprintf(x.stdout, "shrunk seed %d in %d run(s): %d fault(s), %d order(s), %v; rule %s still fails\n",
-		r.seed, s.runs, len(faults), s.best.Orders, s.best.Duration, rule)
+	fmt.Fprintf(x.stdout, "shrunk seed %d in %d run(s): %s; rule %s still fails\n", r.seed, s.runs, s.describe(s.best), rule)
 	if len(parts) > 0 {
 		fmt.Fprintf(x.stdout, "  faults: %s\n", strings.Join(parts, "; "))
 	}
 	fmt.Fprintln(x.stdout, "replay:")
-	fmt.Fprintln(x.stdout, "orderflow-audit run "+strings.Join(replayArgs(r.seed, s.best, x.plant), " "))
+	fmt.Fprintln(x.stdout, x.subject.replay(r.seed, s.best))
 }
 
 // shrink runs the three steps.
@@ -92,8 +92,7 @@ func (s *shrinker) try(ctx context.Context, c nemesis.Config) bool {
 		case ok:
 			note = " (once more)"
 		}
-		fmt.Fprintf(s.x.stderr, "  shrink run %d: %d fault(s), %d order(s), %v: %s%s\n", s.runs, len(nemesis.Schedule(c)), c.Orders,
-			c.Duration, verdict, note)
+		fmt.Fprintf(s.x.stderr, "  shrink run %d: %s: %s%s\n", s.runs, s.describe(c), verdict, note)
 		if !ok {
 			return false
 		}
@@ -102,10 +101,19 @@ func (s *shrinker) try(ctx context.Context, c nemesis.Config) bool {
 	return true
 }
 
+// describe is c's size: its faults, its orders (the chaos scenario's;
+// an audit's load is its profile's), its duration.
+func (s *shrinker) describe(c nemesis.Config) string {
+	if c.Orders > 0 {
+		return fmt.Sprintf("%d fault(s), %d order(s), %v", len(s.x.subject.schedule(c)), c.Orders, c.Duration)
+	}
+	return fmt.Sprintf("%d fault(s), %v", len(s.x.subject.schedule(c)), c.Duration)
+}
+
 // numbers are the fault numbers of c's schedule.
-func numbers(c nemesis.Config) []int {
+func (s *shrinker) numbers(c nemesis.Config) []int {
 	var out []int
-	for _, f := range nemesis.Schedule(c) {
+	for _, f := range s.x.subject.schedule(c) {
 		out = append(out, f.N)
 	}
 	return out
@@ -114,7 +122,7 @@ func numbers(c nemesis.Config) []int {
 // faults removes faults: first all of them, then halves, then one at a
 // time (a coarse ddmin).
 func (s *shrinker) faults(ctx context.Context) {
-	cur := numbers(s.best)
+	cur := s.numbers(s.best)
 	if len(cur) == 0 {
 		return
 	}
@@ -158,7 +166,7 @@ func (s *shrinker) orders(ctx context.Context) {
 // duration cuts the duration to just after the last fault kept ends.
 func (s *shrinker) duration(ctx context.Context) {
 	end := time.Second
-	for _, f := range nemesis.Schedule(s.best) {
+	for _, f := range s.x.subject.schedule(s.best) {
 		end = max(end, f.At+f.For+300*time.Millisecond)
 	}
 	end = end.Round(100 * time.Millisecond)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	stdsql "database/sql"
+	"database/sql/driver"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -36,13 +37,15 @@ Example:
 	dbf.register(fs)
 	listen := fs.String("listen", envOr("LISTEN_ADDR", "127.0.0.1:8080"), "`address` to listen on [LISTEN_ADDR]")
 	topic := fs.String("topic", envOr("KAFKA_TOPIC", "orders"), "Kafka `topic` the forwarder is to publish OrderCreated to [KAFKA_TOPIC]")
+	lock := fs.String("publish-lock", envOr("PUBLISH_LOCK", ""), "serialize the writers: hold the MySQL named lock `name` (GET_LOCK) around each\n"+
+		"order's transaction, from before its insert until after its commit [PUBLISH_LOCK]")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	return exitCode(stderr, "service", serve(ctx, dbf, *listen, *topic, newLogger(stderr, "service")))
+	return exitCode(stderr, "service", serve(ctx, dbf, *listen, *topic, *lock, newLogger(stderr, "service")))
 }
 
-func serve(ctx context.Context, dbf dbFlags, listen, topic string, log *slog.Logger) error {
+func serve(ctx context.Context, dbf dbFlags, listen, topic, lock string, log *slog.Logger) error {
 	if topic == "" {
 		return fmt.Errorf("%w: --topic must not be empty", errUsage)
 	}
@@ -53,7 +56,7 @@ func serve(ctx context.Context, dbf dbFlags, listen, topic string, log *slog.Log
 	defer db.Close()
 	db.SetMaxOpenConns(64)
 	db.SetMaxIdleConns(64)
-	s := &orderService{db: db, topic: topic, log: log, wlog: watermill.NewSlogLogger(log)}
+	s := &orderService{db: db, topic: topic, lock: lock, log: log, wlog: watermill.NewSlogLogger(log)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /orders", s.createOrder)
 	mux.HandleFunc("GET /healthz", s.healthz)
@@ -64,7 +67,7 @@ func serve(ctx context.Context, dbf dbFlags, listen, topic string, log *slog.Log
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
-	log.Info("listening", "addr", ln.Addr().String(), "topic", topic)
+	log.Info("listening", "addr", ln.Addr().String(), "topic", topic, "publish_lock", lock)
 	select {
 	case err := <-done:
 		return fmt.Errorf("serve: %w", err)
@@ -82,8 +85,11 @@ func serve(ctx context.Context, dbf dbFlags, listen, topic string, log *slog.Log
 type orderService struct {
 	db    *stdsql.DB
 	topic string
-	log   *slog.Logger
-	wlog  watermill.LoggerAdapter
+	// lock, when set, is the named lock each order's transaction holds
+	// (--publish-lock): one writer at a time.
+	lock string
+	log  *slog.Logger
+	wlog watermill.LoggerAdapter
 }
 
 // orderRequest is the body of POST /orders.
@@ -162,10 +168,47 @@ func (s *orderService) createOrder(w http.ResponseWriter, r *http.Request) {
 // request, which the insert waited for).
 var errDuplicateKey = errors.New("idempotency key already used")
 
+// lockWait bounds the wait for the publish lock.
+const lockWait = 30 // seconds
+
 // insert writes the order and publishes its OrderCreated message in one
-// transaction.
-func (s *orderService) insert(ctx context.Context, key, correlation string, req orderRequest) (ans orderAnswer, err error) {
-	tx, err := s.db.BeginTx(ctx, nil)
+// transaction; with a publish lock, on a connection of its own that holds
+// the lock from before the transaction begins until after it ended. The
+// lock is the session's: a connection that dies releases it.
+func (s *orderService) insert(ctx context.Context, key, correlation string, req orderRequest) (orderAnswer, error) {
+	if s.lock == "" {
+		return s.insertTx(ctx, s.db, key, correlation, req)
+	}
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return orderAnswer{}, fmt.Errorf("connection: %w", err)
+	}
+	defer conn.Close()
+	var got stdsql.NullInt64
+	if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK(?, ?)", s.lock, lockWait).Scan(&got); err != nil {
+		return orderAnswer{}, fmt.Errorf("GET_LOCK(%q): %w", s.lock, err)
+	}
+	if !got.Valid || got.Int64 != 1 {
+		return orderAnswer{}, fmt.Errorf("GET_LOCK(%q): not granted within %d s", s.lock, lockWait)
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if _, err := conn.ExecContext(rctx, "DO RELEASE_LOCK(?)", s.lock); err != nil {
+			// Never give the pool a connection that may hold the lock.
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+	}()
+	return s.insertTx(ctx, conn, key, correlation, req)
+}
+
+// beginner is a *sql.DB or a *sql.Conn.
+type beginner interface {
+	BeginTx(ctx context.Context, opts *stdsql.TxOptions) (*stdsql.Tx, error)
+}
+
+func (s *orderService) insertTx(ctx context.Context, db beginner, key, correlation string, req orderRequest) (ans orderAnswer, err error) {
+	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return ans, fmt.Errorf("begin: %w", err)
 	}
