@@ -127,7 +127,7 @@ func TestShrink(t *testing.T) {
 		return seedResult{status: statusPass}
 	}
 	var stderr strings.Builder
-	x := &exploration{stderr: &stderr, bar: &progressBar{}}
+	x := &exploration{subject: chaosSubject{}, stderr: &stderr, bar: &progressBar{}}
 	s := &shrinker{x: x, run: fake, seed: 5, rule: "r", budget: 80, best: c}
 	s.shrink(context.Background())
 	got := nemesis.Schedule(s.best)
@@ -159,7 +159,7 @@ func TestShrinkBudget(t *testing.T) {
 		return seedResult{status: statusFail, rules: []string{"r"}}
 	}
 	var stderr strings.Builder
-	s := &shrinker{x: &exploration{stderr: &stderr, bar: &progressBar{}}, run: fake, seed: 5, rule: "r", budget: 3, best: c}
+	s := &shrinker{x: &exploration{subject: chaosSubject{}, stderr: &stderr, bar: &progressBar{}}, run: fake, seed: 5, rule: "r", budget: 3, best: c}
 	s.shrink(context.Background())
 	if runs != 3 {
 		t.Fatalf("%d runs; want the budget, 3", runs)
