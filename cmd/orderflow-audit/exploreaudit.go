@@ -128,6 +128,7 @@ func (a *auditSubject) run(ctx context.Context, seed int64, cfg nemesis.Config, 
 		res.events = int64(st.Events)
 		res.metrics["events"] = strconv.Itoa(st.Events)
 		res.metrics["records"] = strconv.Itoa(st.Records)
+		res.metrics["duplicates"] = strconv.Itoa(st.Duplicates)
 		res.metrics["effects"] = strconv.Itoa(st.Effects)
 		lost := 0
 		for _, rr := range v.Layer.Rules {

@@ -208,8 +208,9 @@ func classify(v *checks.Verdict) (string, []string, string) {
 }
 
 // lineMetrics are the figures a seed's line shows, those its run has:
-// the chaos scenario's orders, an audit's records and lost events.
-var lineMetrics = []string{"orders", "events", "records", "effects", "lost", "faults"}
+// the chaos scenario's orders, an audit's records, duplicates and lost
+// events.
+var lineMetrics = []string{"orders", "events", "records", "duplicates", "effects", "lost", "faults"}
 
 // line is the seed's line on stdout.
 func (r seedResult) line(plant runner.Plant) string {
