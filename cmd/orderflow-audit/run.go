@@ -75,6 +75,7 @@ type runFlags struct {
 	db, kafka         string
 	plant             string
 	consumerMode      string
+	full              bool
 	chaos             chaosFlags
 }
 
@@ -82,7 +83,7 @@ func runFlagSet(rf *runFlags) *flagSet {
 	fs := newFlagSet("run", "run [flags]", runAbout,
 		`orderflow-audit run
 orderflow-audit run --scenarios normalChain,offsetReplay --keep
-orderflow-audit run --consumer-mode both
+orderflow-audit run --full
 orderflow-audit run --kafka-brokers 127.0.0.1:9092 --out /tmp/e/u80.json
 orderflow-audit run --db container:mysql:8.4 --kafka container:apache/kafka:4.1.0`)
 	fs.Func("scenarios", "comma-separated scenario `ids` (default: all; see 'orderflow-audit scenarios')", func(v string) error {
@@ -90,6 +91,8 @@ orderflow-audit run --db container:mysql:8.4 --kafka container:apache/kafka:4.1.
 		rf.ids = ids
 		return err
 	})
+	fs.BoolVar(&rf.full, "full", false, "the full audit: every scenario of the default suite and the chaos scenario, each\n"+
+		"that runs a consumer in both consumer modes (--consumer-mode both); about 30 s")
 	fs.Int64Var(&rf.seed, "seed", 1, "seed for the scenarios' random choices (not 0)")
 	fs.DurationVar(&rf.timeout, "timeout", 60*time.Second, "time limit of each scenario (at least what the selection needs: 1s, 3s with relayKill9)")
 	fs.BoolVar(&rf.keep, "keep", false, "keep the scratch databases and topics for inspection; with the private server,\n"+
@@ -148,6 +151,12 @@ func (rf *runFlags) check(fs *flagSet, args []string) (runner.Options, error) {
 			return opts, usageErrorf("--kafka-brokers (or %s): %v; leave it unset for the embedded broker", infra.EnvKafkaBrokers, err)
 		}
 	}
+	if rf.full {
+		if set["scenarios"] || set["consumer-mode"] {
+			return opts, usageErrorf("--full selects the scenarios and the consumer modes itself: leave out --scenarios and --consumer-mode")
+		}
+		rf.ids, rf.consumerMode = fullSelection(), spec.SelectBoth
+	}
 	bug, err := runner.ParsePlant(rf.plant)
 	if err != nil {
 		return opts, usageErrorf("%v", err)
@@ -196,6 +205,18 @@ func (rf *runFlags) check(fs *flagSet, args []string) (runner.Options, error) {
 		return opts, err // bad options or output: exit 2
 	}
 	return opts, nil
+}
+
+// fullSelection is what --full runs: the default suite and the chaos
+// scenario.
+func fullSelection() []string {
+	var ids []string
+	for _, s := range spec.All() {
+		if !s.OptIn || s.ID == "chaos" {
+			ids = append(ids, s.ID)
+		}
+	}
+	return ids
 }
 
 // containers resolves --db and --kafka to the images of the containers to
