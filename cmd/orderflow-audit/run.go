@@ -95,17 +95,15 @@ orderflow-audit run --db container:mysql:8.4 --kafka container:apache/kafka:4.1.
 		"that runs a consumer in both consumer modes (--consumer-mode both); about 30 s")
 	fs.Int64Var(&rf.seed, "seed", 1, "seed for the scenarios' random choices (not 0)")
 	fs.DurationVar(&rf.timeout, "timeout", 60*time.Second, "time limit of each scenario (at least what the selection needs: 1s, 3s with relayKill9)")
-	fs.BoolVar(&rf.keep, "keep", false, "keep the scratch databases and topics for inspection; with the private server,\n"+
-		"keep its data directory and print the command that starts a server on it (topics\n"+
-		"outlive the run on an external broker; the embedded broker's are in the witness)")
+	fs.BoolVar(&rf.keep, "keep", false, "keep the scratch databases and topics, and the private server's data directory\n"+
+		"(printing the command that starts a server on it)")
 	fs.StringVar(&rf.brokers, "kafka-brokers", "", "external Kafka brokers `host:port,...` (env "+infra.EnvKafkaBrokers+"; default: embedded kfake)")
 	fs.StringVar(&rf.dsn, "mysql-dsn", "", "external MySQL/MariaDB `DSN` (env "+infra.EnvMySQLDSN+"; default: a private mariadbd\nstarted for the run, found by "+mariadbd.EnvBinDir+" or PATH)")
 	fs.StringVar(&rf.db, "db", "", "where the database server runs: embedded (a private mariadbd, the default) or\n"+
-		"container[:`IMAGE`] (a MySQL or MariaDB image, default "+container.DefaultDBImage+"; started through\n"+
-		"testcontainers-go with the binary log on, removed at the end); not with --mysql-dsn")
+		"container[:`IMAGE`] (default "+container.DefaultDBImage+", through testcontainers-go); not with --mysql-dsn")
 	fs.StringVar(&rf.kafka, "kafka", "", "where the broker runs: embedded (kfake, the default) or container[:`IMAGE`]\n"+
-		"(default "+container.DefaultKafkaImage+", a single KRaft node; an image labelled\n"+
-		container.LabelBroker+"=kfake runs orderflow-audit broker); not with --kafka-brokers")
+		"(default "+container.DefaultKafkaImage+"; an image labelled "+container.LabelBroker+"=kfake runs\n"+
+		"orderflow-audit broker); not with --kafka-brokers")
 	fs.StringVar(&rf.out, "out", "evidence/u80.json", "evidence `file` to write (.json); logs go to the directory beside it named after it")
 	fs.BoolVar(&rf.asJSON, "json", false, "print a machine-readable summary (one JSON object, also on errors) instead of the observation lines")
 	fs.StringVar(&rf.plant, "plant", "", "plant one `BUG` into the system under test (negative control; the evidence says so); "+
