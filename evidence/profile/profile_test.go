@@ -83,6 +83,22 @@ func edit(t *testing.T, old, new string) string {
 	return strings.Replace(minimal, old, new, 1)
 }
 
+// TestServerOptions: the private server's settings a profile may choose
+// become its flags; nothing else does.
+func TestServerOptions(t *testing.T) {
+	p, err := profile.Parse("profile.yaml", []byte(minimal+"database:\n  server_options: {innodb_autoinc_lock_mode: 0, transaction_isolation: READ-COMMITTED, innodb_lock_wait_timeout: 7}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(p.Database.ServerOptions.Args(), " ")
+	if want := "--innodb-autoinc-lock-mode=0 --transaction-isolation=READ-COMMITTED --innodb-lock-wait-timeout=7"; got != want {
+		t.Errorf("Args() = %q; want %q", got, want)
+	}
+	if m, _ := profile.Parse("profile.yaml", []byte(minimal)); len(m.Database.ServerOptions.Args()) != 0 {
+		t.Errorf("a profile without server_options gives flags %v", m.Database.ServerOptions.Args())
+	}
+}
+
 func TestParseMalformed(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -91,6 +107,12 @@ func TestParseMalformed(t *testing.T) {
 	}{
 		{"unknown field", func(t *testing.T) string { return edit(t, "  table: outbox\n", "  table: outbox\n  tabel: x\n") },
 			[]string{"profile.yaml:7: outbox.tabel: unknown field"}},
+		{"a server option off the allowlist", func(t *testing.T) string {
+			return minimal + "database: {server_options: {init_file: /etc/passwd}}\n"
+		}, []string{"profile.yaml:11: database.server_options.init_file: unknown field"}},
+		{"a server option out of range", func(t *testing.T) string {
+			return minimal + "database: {server_options: {innodb_autoinc_lock_mode: 3}}\n"
+		}, []string{"profile.yaml:11: database.server_options.innodb_autoinc_lock_mode: value must be one of \"0\", \"1\", \"2\""}},
 		{"unknown top-level field", func(t *testing.T) string { return minimal + "promise: {order: none}\n" },
 			[]string{"profile.yaml:11: promise: unknown field"}},
 		{"wrong type", func(t *testing.T) string { return edit(t, "name: shop", "name: [shop]") },

@@ -66,7 +66,9 @@ func setUp(ctx context.Context, opts *Options, runID string) (_ *scope, err erro
 			s.close()
 		}
 	}()
-	if s.private, err = mariadbd.Start(ctx, opts.Private); err != nil {
+	private := opts.Private
+	private.Args = append(append([]string{}, private.Args...), opts.Profile.Database.ServerOptions.Args()...)
+	if s.private, err = mariadbd.Start(ctx, private); err != nil {
 		return nil, infra.Unavailable(err)
 	}
 	fmt.Fprintf(opts.Progress, "private MariaDB server on 127.0.0.1:%d (%s)\n", s.private.Port, s.private.Dir)
