@@ -153,7 +153,7 @@ func (s *scope) checkOwnPrivileges(ctx context.Context, create bool) error {
 	}
 	var scratch error
 	if create {
-		scratch = s.server.CheckPrivileges(ctx, infra.ScratchName(s.runID, "pf"), infra.Needs{})
+		scratch = s.server.CheckPrivileges(ctx, infra.ScratchName(s.runID, "pf"), infra.Needs{For: "the run's database, its migrations and the pipeline"})
 		if scratch != nil && !errors.Is(scratch, infra.ErrPrivileges) {
 			return fmt.Errorf("preflight: %w", scratch)
 		}
@@ -169,10 +169,21 @@ func (s *scope) checkOwnPrivileges(ctx context.Context, create bool) error {
 			account, s.cfg.Addr, len(missing), strings.Join(missing, "; "), ownGrant))
 	}
 	if scratch != nil {
-		parts = append(parts, "for the run's database and the migrations: "+s.server.RedactErr(scratch))
+		parts = append(parts, s.server.RedactErr(scratch))
 	}
-	return infra.Unavailable(fmt.Errorf("preflight: %w: %s", infra.ErrPrivileges, strings.Join(parts, "; ")))
+	return privilegesErr("preflight: " + strings.Join(parts, "; and "))
 }
+
+// privilegesErr is an error of msg that wraps infra.ErrPrivileges and
+// infra.ErrUnavailable (exit 3) without repeating their text.
+func privilegesErr(msg string) error {
+	return infra.Unavailable(&privileges{msg})
+}
+
+type privileges struct{ msg string }
+
+func (e *privileges) Error() string { return e.msg }
+func (e *privileges) Unwrap() error { return infra.ErrPrivileges }
 
 // accessDenied tells a refusal for want of a privilege (as
 // infra.CheckPrivileges reads them).
@@ -285,7 +296,8 @@ func (o *Options) fitFaults() error {
 		all = all && slices.Contains(o.Faults, k)
 	}
 	var kept []nemesis.Kind
-	var left []string
+	var left, whys []string
+	byWhy := map[string][]string{}
 	for _, k := range o.Faults {
 		why, no := notOffered[k]
 		if !no {
@@ -295,10 +307,16 @@ func (o *Options) fitFaults() error {
 		if !all {
 			return fmt.Errorf("%w: --faults %s: not offered here: %s", ErrBadOptions, k, why)
 		}
-		left = append(left, string(k)+" ("+why+")")
+		if byWhy[why] == nil {
+			whys = append(whys, why)
+		}
+		byWhy[why] = append(byWhy[why], string(k))
+	}
+	for _, why := range whys {
+		left = append(left, strings.Join(byWhy[why], ", ")+": "+why)
 	}
 	if len(left) > 0 {
-		fmt.Fprintf(o.Progress, "faults not offered here, left out: %s\n", strings.Join(left, ", "))
+		fmt.Fprintf(o.Progress, "faults not offered here, left out: %s\n", strings.Join(left, "; "))
 	}
 	if o.Faults != nil {
 		o.Faults = kept

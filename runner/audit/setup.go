@@ -177,8 +177,8 @@ func (s *scope) createDatabase(ctx context.Context) error {
 		for i, stmt := range migrations.SplitStatements(string(body)) {
 			if _, err := s.db.ExecContext(ctx, stmt); err != nil {
 				if s.own && accessDenied(err) {
-					return infra.Unavailable(fmt.Errorf("%w: the account may not run migration %s, statement %d: %v; grant what it needs on %s",
-						infra.ErrPrivileges, f, i+1, err, s.dbName))
+					return privilegesErr(fmt.Sprintf("the account may not run migration %s, statement %d: %v; grant what it needs on %s",
+						f, i+1, s.server.RedactErr(err), s.dbName))
 				}
 				return fmt.Errorf("%w: migration %s, statement %d: %v", ErrBadOptions, f, i+1, err)
 			}
