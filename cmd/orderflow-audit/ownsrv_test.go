@@ -194,3 +194,65 @@ func TestAuditOwnServerPreflight(t *testing.T) {
 		noPassword(t, "stderr", errs, "")
 	})
 }
+
+// sqlLoadProfile is the reference profile without its order service: the
+// audit's own client writes the orders, an order and its outbox row in one
+// transaction as the order service does, the token in the payload's note.
+func sqlLoadProfile(t *testing.T, edit ...string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "profiles", "reference.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	load := s[strings.Index(s, "\nload:\n"):strings.Index(s, "\n# The roles run")]
+	service := s[strings.Index(s, "\n  service:\n"):strings.Index(s, "\n  relay:\n")]
+	return referenceProfile(t, append([]string{load, `
+load:
+  sql:
+    statements:
+      - |
+        INSERT INTO orders (principal, sku, quantity, amount_cents) VALUES ('audit-client', 'SKU-1', 1, 100)
+      - |
+        INSERT INTO outbox (event_id, aggregate_id, aggregate_version, payload, state)
+        VALUES (CONCAT('e-', LAST_INSERT_ID()), LAST_INSERT_ID(), 1,
+                JSON_OBJECT('orderId', LAST_INSERT_ID(), 'sku', 'SKU-1', 'quantity', 1, 'amountCents', 100, 'note', {{token}}),
+                'PENDING')
+  correlate: "payload$.note"
+  concurrency: 4`, service, ""}, edit...)...)
+}
+
+// TestAuditSQLLoad audits a pipeline with no HTTP service, only a relay
+// and a consumer: the audit's client writes the orders through the
+// database, every transaction recorded in its history; the verdict is
+// PASS, and the answer rule held every request to the binlog.
+func TestAuditSQLLoad(t *testing.T) {
+	r := runAudit(t, sqlLoadProfile(t), "--seed", "4", "--duration", "3s", "--faults", "kill,pause,net-cut")
+	if r.code != exitOK {
+		t.Fatalf("exit %d; want 0\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	line := strings.SplitN(r.stdout, "\n", 2)[0]
+	if !strings.Contains(line, "PASS") || strings.Contains(line, "requests ok 0 ") || strings.Contains(line, "events committed 0,") {
+		t.Errorf("observation line %q: want PASS with requests committed", line)
+	}
+	raw, err := os.ReadFile(r.out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bb, err := evidence.ParseBlackBox(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bb.Client.Requests == nil || *bb.Client.Requests == 0 {
+		t.Errorf("the bundle records no request of the client: %+v", bb.Client)
+	}
+	answer := ""
+	for _, c := range bb.Claims.Rules {
+		if c.ID == "answer" {
+			answer = c.Status
+		}
+	}
+	if answer != "PASS" {
+		t.Errorf("rule answer: %q; want PASS (the client's history held to the binlog)", answer)
+	}
+}
