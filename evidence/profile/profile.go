@@ -213,8 +213,11 @@ type Promises struct {
 // LoadSpec is what the load client sends and how its requests are found
 // in the outbox.
 type LoadSpec struct {
-	HTTP      HTTPRequest `json:"http"`
-	Correlate Field       `json:"correlate"`
+	// HTTP or SQL, exactly one: a request to the pipeline's service, or
+	// statements the client runs in one transaction per request.
+	HTTP      *HTTPRequest `json:"http,omitempty"`
+	SQL       *SQLLoad     `json:"sql,omitempty"`
+	Correlate Field        `json:"correlate"`
 	// Token is the template of a request's correlation token, which the
 	// pipeline must write where Correlate says (default DefaultToken).
 	Token       string `json:"token,omitempty"`

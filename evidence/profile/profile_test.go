@@ -151,6 +151,24 @@ func TestParseMalformed(t *testing.T) {
 		{"role not defined", func(t *testing.T) string {
 			return minimal + "roles:\n  relay: {start: ./relay, env: {DB: \"{{proxy.relay.db}}\", UP: \"{{role.service}}\"}}\n"
 		}, []string{"profile.yaml:12: roles.relay.env.UP: the template names role \"service\", which roles does not define"}},
+		{"load with neither http nor sql", func(t *testing.T) string {
+			return minimal + "load:\n  correlate: payload$.note\n"
+		}, []string{"profile.yaml:11: load: give exactly one of http (requests to your service) and sql (statements the audit's client runs)"}},
+		{"sql load: a template in quotes, a second statement, a commit, an unknown name", func(t *testing.T) string {
+			return minimal + "load:\n  correlate: payload$.note\n  sql:\n    statements:\n" +
+				"      - INSERT INTO t (a) VALUES ('{{token}}')\n" +
+				"      - \"INSERT INTO t (a) VALUES ({{token}}); DELETE FROM t\"\n" +
+				"      - COMMIT\n" +
+				"      - INSERT INTO t (a) VALUES ({{nope}})\n"
+		}, []string{
+			"profile.yaml:15: load.sql.statements[0]: {{token}} inside a quoted string: a template is bound as a parameter, write it bare (CONCAT('x-', {{token}}) to build a string)",
+			"profile.yaml:16: load.sql.statements[1]: one statement per item: text after the ; (give each statement an item of its own)",
+			"profile.yaml:17: load.sql.statements[2]: a load statement is one of INSERT, UPDATE, DELETE, REPLACE, SELECT, WITH, DO, SET @: the audit runs them in a transaction of its own and ends it itself",
+			"profile.yaml:18: load.sql.statements[3]: unknown template name {{nope}} (a load statement knows {{n}} {{key}} {{token}} {{run}} {{topic}} {{db}})",
+		}},
+		{"sql load without the token", func(t *testing.T) string {
+			return minimal + "load:\n  correlate: payload$.note\n  sql:\n    statements: [\"INSERT INTO t (a) VALUES ({{key}})\"]\n"
+		}, []string{"profile.yaml:14: load.sql.statements: no statement writes the correlation token: bind {{token}} where load.correlate reads it"}},
 		{"every problem", func(t *testing.T) string {
 			return edit(t, "name: shop", "name: 3") + "bogus: 1\n"
 		}, []string{
