@@ -36,11 +36,11 @@ type pipe struct {
 	key   map[string]string // published under another key
 	part  map[string]int32  // published to this partition (default 0)
 	// Consumer hooks, by event id.
-	noEffect   map[string]bool // inbox row, no effect
-	noInbox    map[string]bool // effect, no inbox row
+	noEffect   map[string]bool   // inbox row, no effect
+	noInbox    map[string]bool   // effect, no inbox row
 	orderOf    map[string]string // the effect names this order, not the record's key
-	consumeRev bool            // consume each partition's records newest first
-	commitLess int64           // commit this many offsets short of the end
+	consumeRev bool              // consume each partition's records newest first
+	commitLess int64             // commit this many offsets short of the end
 }
 
 func newPipe(db *sql.DB, kc *kgo.Client, topic string) *pipe {
