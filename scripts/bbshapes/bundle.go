@@ -35,8 +35,9 @@ type server struct {
 	settings binlog.Settings
 }
 
-func startServer(ctx context.Context) (*server, error) {
-	s, err := mariadbd.Start(ctx, mariadbd.Config{Args: []string{"--innodb-flush-log-at-trx-commit=2"}})
+// startServer starts the private server; args are extra server flags.
+func startServer(ctx context.Context, args ...string) (*server, error) {
+	s, err := mariadbd.Start(ctx, mariadbd.Config{Args: append([]string{"--innodb-flush-log-at-trx-commit=2"}, args...)})
 	if err != nil {
 		return nil, err
 	}

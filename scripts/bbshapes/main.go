@@ -42,7 +42,12 @@ func run(ctx context.Context, out, only string, bulk int) error {
 	if err != nil {
 		return err
 	}
-	srv, err := startServer(ctx)
+	var args []string
+	if bulk > 0 {
+		// The bundle gate reads no file over 128 MiB: binlog files of 64 MiB.
+		args = append(args, "--max-binlog-size=64M")
+	}
+	srv, err := startServer(ctx, args...)
 	if err != nil {
 		return err
 	}
