@@ -101,6 +101,7 @@ const (
 	RuleWitnessMark             Rule = "witness-mark"
 	RuleWitnessLeaseExpired     Rule = "witness-lease-expired"
 	RuleWitnessLeaseClock       Rule = "witness-lease-clock"
+	RuleWitnessClaimBatch       Rule = "witness-claim-batch"
 	RuleWitnessEffectTx         Rule = "witness-effect-tx"
 	RuleWitnessRejectWrote      Rule = "witness-reject-wrote"
 	RuleWitnessUnloggedWrite    Rule = "witness-unlogged-write"
@@ -209,6 +210,7 @@ var Rules = []RuleInfo{
 	{RuleWitnessAnswer, "a 2xx answer the client recorded names an order the binlog does not hold under its key (and principal), or a body other than the stored answer"},
 	{RuleWitnessClaim, "a logged claim is not an outbox row change with its state before and its token and lease after, in a transaction of claims"},
 	{RuleWitnessMark, "a mark of 1 row has no CLAIMED -> SENT change under its token in the binlog (or one in a transaction of other writes), or a mark of 0 rows has one"},
+	{RuleWitnessClaimBatch, "a claim transaction in the binlog took more rows than the batch its relay logged: a round that claims past its bound"},
 	{RuleWitnessLeaseClock, "a claim's lease_until in the binlog is not the server's changed_at of that claim plus the lease it logged: a lease not on the database clock"},
 	{RuleWitnessLeaseExpired, "a logged lease expiry is not an outbox change that moves lease_until back under the same token (or 0 rows has one)"},
 	{RuleWitnessEffectTx, "an effect is not one binlog transaction (of the logged trx_id) of its inbox row and its notification with the logged values"},

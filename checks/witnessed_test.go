@@ -392,6 +392,7 @@ func TestWitnessOutboxCAS(t *testing.T) {
 		{"claim never made", "normalChain", "relay-a.jsonl", first("claim"), set("claim_id", "relay-z"), "witness-claim", first("claim"), nil},
 		{"claim of another row", "normalChain", "relay-a.jsonl", first("claim"), set("event_id", "e-2"), "witness-claim", first("claim"), nil},
 		{"claim lease not on the database clock", "normalChain", "relay-a.jsonl", first("claim"), set("lease_ms", 29999), "witness-lease-clock", first("claim"), nil},
+		{"claim round past its batch", "concurrentRelays", "relay-a.jsonl", first("claim"), set("batch", 1), "witness-claim-batch", none, nil},
 		{"unlogged claim", "relayKill9", "relay-a.jsonl", first("claim"), drop, "witness-unlogged-write", none, nil},
 		{"mark 1 row logged as 0", "normalChain", "relay-a.jsonl", first("mark"), set("rows", 0), "witness-mark", first("mark"), nil},
 		{"mark 0 rows logged as 1", "sendBeforeMarkCrash", "relay-a.jsonl", first("mark"), set("rows", 1), "witness-mark", first("mark"), nil},

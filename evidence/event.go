@@ -74,7 +74,8 @@ const (
 	// KindClaim: a relay claimed an intent. event_id, order_id,
 	// claim_version, claim_id, lease_until, state_before (PENDING or
 	// CLAIMED); lease_ms (the lease the relay is configured with, when it
-	// says so).
+	// says so); batch (the most rows the claim's round may take: the
+	// relay's batch, when it says so).
 	KindClaim Kind = "claim"
 	// KindPublish: the broker acknowledged (or refused) a record. event_id,
 	// claim_version, claim_id, topic, and partition+offset on success or
@@ -213,6 +214,7 @@ type Event struct {
 	// Appended fields (kept last so that the order of the older ones
 	// does not move).
 	LeaseMS       *int64 `json:"lease_ms,omitempty"`
+	Batch         *int64 `json:"batch,omitempty"`
 	RecordKey     string `json:"record_key,omitempty"`
 	RecordEventID string `json:"record_event_id,omitempty"`
 	// The order service's business fields: the user a request was made

@@ -68,7 +68,7 @@ audit() {
 	for i in $(seq 1 "$runs"); do
 		local dir="$out/runs/$name/$i" verdict=NO_EVIDENCE
 		mkdir -p "$dir"
-		"$bin" run --out "$dir/u80.json" >"$dir/run.out" 2>"$dir/run.err" || true
+		"$bin" run --full --out "$dir/u80.json" >"$dir/run.out" 2>"$dir/run.err" || true
 		if [ -f "$dir/u80.json" ]; then
 			"$bin" verify --json "$dir/u80.json" >"$dir/verify.json" 2>"$dir/verify.err" || true
 			verdict="$(jq -r '.status // "ERROR"' "$dir/verify.json" 2>/dev/null || echo ERROR)"

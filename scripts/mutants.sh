@@ -19,7 +19,8 @@
 # is the auditor's, not the system under test's), and rule-based
 # mutations of the migrations (a unique key made plain or narrowed, a
 # column type narrowed, a collation changed, an index or a check
-# removed), listed and applied by scripts/mutapply. A mutant is killed
+# removed), listed and applied by scripts/mutapply. Each runs `run --full`
+# (the default suite and chaos, both consumer modes); a mutant is killed
 # when a run does not verify PASS. Mutants listed in
 # scripts/mutants/equivalent.tsv (id, reason) are triaged equivalent: they
 # do not count, and must still PASS. Needs gremlins on PATH or in

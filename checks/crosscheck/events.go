@@ -51,6 +51,7 @@ func Keep(out []Event, e *evidence.Event, src model.Source) []Event {
 	c.Quantity = clonePtr(e.Quantity)
 	c.Stock = clonePtr(e.Stock)
 	c.LeaseMS = clonePtr(e.LeaseMS)
+	c.Batch = clonePtr(e.Batch)
 	c.AggregateVersion = clonePtr(e.AggregateVersion)
 	c.PriceCents = clonePtr(e.PriceCents)
 	c.AmountCents = clonePtr(e.AmountCents)

@@ -32,6 +32,7 @@ func outboxUpdate(event, from, to string, v int64, id string) func(*binlog.RowCh
 // transaction of claims only.
 func (s *scenarioCheck) claims() {
 	claimTx := map[*binlog.Transaction]string{}
+	batch := map[*binlog.Transaction]int64{} // the smallest batch its claims logged
 	var order []*binlog.Transaction
 	for _, w := range s.kinds(evidence.KindClaim) {
 		e := w.e
@@ -50,6 +51,9 @@ func (s *scenarioCheck) claims() {
 			order = append(order, ch.tx)
 		}
 		claimTx[ch.tx] = e.ClaimID
+		if e.Batch != nil && (batch[ch.tx] == 0 || *e.Batch < batch[ch.tx]) {
+			batch[ch.tx] = *e.Batch
+		}
 		var problems []string
 		if !eqStr(ch.c.Before["state"], e.StateBefore) {
 			problems = append(problems, fmt.Sprintf("the row was %s before, the log says %s", show(ch.c.Before["state"]), e.StateBefore))
@@ -74,6 +78,10 @@ func (s *scenarioCheck) claims() {
 	}
 	for _, tx := range order {
 		id := claimTx[tx]
+		if n := claimsIn(s.db.byTx[tx], id); batch[tx] > 0 && int64(n) > batch[tx] {
+			s.add(finding.Reason{Rule: "witness-claim-batch", Status: finding.Fail, Witness: txWhere(*tx),
+				Message: fmt.Sprintf("a claim transaction took %d rows; its relay's round may take at most %d (the batch its claims logged)", n, batch[tx])})
+		}
 		for _, ch := range s.db.byTx[tx] {
 			if !claimLike(ch.c, id) {
 				s.db.use(ch)
@@ -101,6 +109,17 @@ func leaseOffClock(c *binlog.RowChange, leaseMS *int64) string {
 	}
 	return fmt.Sprintf("wrote lease_until %s at %s (the server's changed_at), %s off the lease of %d ms it logged",
 		show(c.After["lease_until"]), show(c.After["changed_at"]), until.Sub(want), *leaseMS)
+}
+
+// claimsIn counts the claims of claim id in a transaction's changes.
+func claimsIn(chs []*change, id string) int {
+	n := 0
+	for _, ch := range chs {
+		if claimLike(ch.c, id) {
+			n++
+		}
+	}
+	return n
 }
 
 // claimLike tells whether c claims an outbox row for claim id id.

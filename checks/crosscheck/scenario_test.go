@@ -118,3 +118,49 @@ func TestLeaseOffClock(t *testing.T) {
 		}
 	}
 }
+
+// TestWitnessClaimBatch: a claim transaction that took more rows than the
+// batch its relay logged fails witness-claim-batch; one within it, or
+// whose claims logged no batch (an older log), does not.
+func TestWitnessClaimBatch(t *testing.T) {
+	claim := func(ev string) binlog.RowChange {
+		row := func(state string, v int64, id any) map[string]binlog.Value {
+			return map[string]binlog.Value{"event_id": ev, "state": state, "claim_version": v, "claim_id": id, "lease_until": nil}
+		}
+		return binlog.RowChange{Table: "outbox", Op: binlog.Update, Before: row("PENDING", 0, nil), After: row("CLAIMED", 1, "r")}
+	}
+	v1 := int64(1)
+	for _, tc := range []struct {
+		name  string
+		rows  int
+		batch *int64
+		fail  bool
+	}{
+		{"three rows of a batch of three", 3, evidence.Ptr(int64(3)), false},
+		{"three rows of a batch of two", 3, evidence.Ptr(int64(2)), true},
+		{"one row of a batch of one", 1, evidence.Ptr(int64(1)), false},
+		{"no batch logged", 3, nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var tx []binlog.RowChange
+			var events []Event
+			for i := range tc.rows {
+				ev := "e-" + string(rune('1'+i))
+				tx = append(tx, claim(ev))
+				events = append(events, Event{e: evidence.Event{Kind: evidence.KindClaim, EventID: ev, ClaimVersion: &v1, ClaimID: "r",
+					StateBefore: "PENDING", Batch: tc.batch}})
+			}
+			db := newScenarioDB("ofa_x_s", []binlog.Transaction{{GTID: binlog.GTID{Server: 1, Seq: 9}, File: "binlog.000001", Changes: tx}})
+			s := &scenarioCheck{db: db, events: events}
+			s.claims()
+			var got []string
+			for _, r := range s.reasons {
+				got = append(got, r.Rule+": "+r.Message)
+			}
+			failed := len(got) == 1 && strings.HasPrefix(got[0], "witness-claim-batch: a claim transaction took 3 rows")
+			if failed != tc.fail || (!tc.fail && len(got) > 0) {
+				t.Errorf("reasons %v; want a witness-claim-batch failure: %v", got, tc.fail)
+			}
+		})
+	}
+}

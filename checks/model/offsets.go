@@ -253,6 +253,11 @@ func (m *Model) memberReceived(actor string, es *eventState, k recordKey) {
 // is taken to have committed it (a replay's inbox_reject shows it did).
 func (m *Model) inboxHas(k inboxKey) bool {
 	if _, ok := m.inbox[k]; ok {
+		// The row is known to exist (logged, or an unlogged insert the
+		// binlog showed, resolvetx.go); a decision on it settles the
+		// unknown commits still open on it all the same.
+		m.decidedCommits += int64(m.openCommits[k])
+		delete(m.openCommits, k)
 		return true
 	}
 	if m.openCommits[k] == 0 {

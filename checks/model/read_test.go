@@ -369,6 +369,22 @@ func TestUnknownCommitsDecided(t *testing.T) {
 			t.Errorf("%s: UnknownCommits() = %d, %d; want %d, %d", c.history, u, d, c.unknown, c.decided)
 		}
 	}
+	// The binlog showed the unknown commit's inbox row (resolvetx.go puts
+	// the unlogged insert before the commit_unknown, at its commit): the
+	// replay's inbox_reject still decides it (the saved false alarm of
+	// chaos --faults conn-kill --seed 8, testdata/false-alarm-connkill-seed8).
+	{
+		h := modeltest.Load(t, histories+"/ok-commit-unknown-committed")
+		i := slices.IndexFunc(h.Events, func(e evidence.Event) bool { return e.Kind == evidence.KindCommitUnknown })
+		ins := h.Events[i]
+		ins.Kind, ins.Err = evidence.KindInboxInsert, ""
+		ins.InboxKey = ins.EventID
+		h.Events = slices.Insert(h.Events, i, ins)
+		m := replay(t, h, nil)
+		if u, d := m.UnknownCommits(); u != 1 || d != 1 {
+			t.Errorf("with the row known before the commit_unknown: UnknownCommits() = %d, %d; want 1, 1", u, d)
+		}
+	}
 	// Cut before the replay's decision, the commit stays open.
 	h := modeltest.Load(t, histories+"/ok-commit-unknown-committed")
 	i := slices.IndexFunc(h.Events, func(e evidence.Event) bool { return e.Kind == evidence.KindInboxReject })

@@ -27,11 +27,14 @@ and decides from the binlog, the broker's log and the client's record alone.
 
 Audits a pipeline the tool did not write, as a black box, from one profile
 (docs/blackbox.md): starts a private MariaDB server with the binary log on and
-the profile's migrations applied, the embedded broker with the profile's topic,
-a TCP proxy per process in front of the database, and the profile's roles from
+the profile's migrations applied, the embedded broker with the profile's topic
+(or, when the profile names them, uses your own server, database.dsn, and
+Kafka, broker: external, after a preflight of the binary log, the account's
+privileges and the broker), a TCP proxy per process in front of the database, and the profile's roles from
 their commands (each in its own process group, its stdout and stderr captured
 into the bundle, started again whenever it ends); sends the profile's load from
-the tool's own client, every request and what it learned recorded; injects a
+the tool's own client (HTTP requests, or SQL statements it runs itself in one
+transaction per request), every request and what it learned recorded; injects a
 seeded schedule of faults (--faults: kill = SIGKILL and restart, pause =
 SIGSTOP past a bound then SIGCONT, latency and net-cut on a process's database
 link); heals; waits for the pipeline to settle within the profile's liveness
@@ -73,7 +76,7 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.StringVar(&af.faults, "faults", "all", "fault `kinds` to draw from: all, none, or a list of "+audit.KindList())
 	fs.StringVar(&af.only, "only-faults", "", "keep only these `numbers` of the seed's schedule (comma-separated, or none;\nwhat explore --profile's shrinking prints)")
 	fs.DurationVar(&af.ready, "ready-timeout", audit.DefaultReadyTimeout, "bound of every role's start (`duration`)")
-	fs.BoolVar(&af.keep, "keep", false, "keep the private server's data directory")
+	fs.BoolVar(&af.keep, "keep", false, "keep the private server's data directory (on your own server and broker: the run's database and topic)")
 	fs.StringVar(&af.progress, "progress", "auto", "a progress line on stderr: `auto` (on a terminal), on, off")
 	if code, ok := fs.parse(args, stdout, stderr); !ok {
 		return code

@@ -257,7 +257,7 @@ func TestAuditBadProfile(t *testing.T) {
 		{[]string{"--profile", good, "--faults", "conn-kill"}, "not built for the audit yet"},
 		{[]string{"--profile", good, "--duration", "1ms"}, "--duration"},
 		{[]string{"--profile", good, "--out", "x.txt"}, "ending in .json"},
-		{[]string{"--profile", own}, "private server only"},
+		{[]string{"--profile", own}, "migrations only to a database it creates"},
 		{[]string{}, "--profile is required"},
 	} {
 		code, _, errs := runCLI(t, append([]string{"audit", "--out", filepath.Join(t.TempDir(), "a.json")}, tc.args...)...)

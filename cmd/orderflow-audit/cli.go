@@ -220,7 +220,34 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "Run '%s help' for the list of commands.\n", progName)
 		return exitUsage
 	}
+	switch name {
+	case "scenarios", "help", "version":
+		// What only prints: a stdout closed before its output was written
+		// whole is said and exits 4, as verify, report and run do.
+		w := &watchedWriter{w: stdout}
+		code := c.run(ctx, args[1:], w, stderr)
+		if code == exitOK && w.err != nil {
+			fmt.Fprintf(stderr, "%s %s: stdout was closed before the output was written whole\n", progName, name)
+			return exitInconclusive
+		}
+		return code
+	}
 	return c.run(ctx, args[1:], stdout, stderr)
+}
+
+// watchedWriter remembers the first error of its writer.
+type watchedWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (w *watchedWriter) Write(p []byte) (int, error) {
+	if w.err != nil {
+		return 0, w.err
+	}
+	n, err := w.w.Write(p)
+	w.err = err
+	return n, err
 }
 
 func printMainUsage(w io.Writer) {

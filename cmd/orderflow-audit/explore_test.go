@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -12,6 +15,7 @@ import (
 
 	"github.com/orderflow-audit/orderflow-audit/runner/infra/infratest"
 	"github.com/orderflow-audit/orderflow-audit/runner/nemesis"
+	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
 func TestParseSeeds(t *testing.T) {
@@ -175,5 +179,32 @@ func TestRunChaosFlagsNeedChaos(t *testing.T) {
 	code, _, stderr = runCLI(t, "run", "--scenarios", "chaos", "--orders", "0", "--out", filepath.Join(t.TempDir(), "u80.json"))
 	if code != exitUsage {
 		t.Fatalf("--orders 0: exit %d, stderr %q; want 2", code, stderr)
+	}
+}
+
+// TestExploreSummaryFits100Columns: with every fault kind in the runs, the
+// summary (its table and the faults under it) stays within 100 columns and
+// still names every kind with its count.
+func TestExploreSummaryFits100Columns(t *testing.T) {
+	var parts []string
+	for i, k := range spec.NemesisKinds() {
+		parts = append(parts, fmt.Sprintf("%s:%d", k, 100+i))
+	}
+	var out bytes.Buffer
+	x := &exploration{stdout: &out, stderr: io.Discard}
+	for s := int64(1); s <= 100; s++ {
+		x.results = append(x.results, seedResult{seed: s, status: statusPass, events: 1000, elapsed: time.Second,
+			metrics: map[string]string{"faults": strings.Join(parts, "+")}})
+	}
+	x.summary(time.Hour, 100, false)
+	for _, l := range strings.Split(strings.TrimRight(out.String(), "\n"), "\n") {
+		if n := len([]rune(l)); n > 100 {
+			t.Errorf("a line of %d columns: %s", n, l)
+		}
+	}
+	for i, k := range spec.NemesisKinds() {
+		if want := fmt.Sprintf("%s %d", k, 100*(100+i)); !strings.Contains(strings.Join(strings.Fields(out.String()), " "), want) {
+			t.Errorf("the summary does not say %q:\n%s", want, out.String())
+		}
 	}
 }

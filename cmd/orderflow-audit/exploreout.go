@@ -43,11 +43,25 @@ func (x *exploration) summary(wall time.Duration, planned int, interrupted bool)
 		tablewriter.WithHeaderAutoFormat(tw.Off),
 		tablewriter.WithRowAlignment(tw.AlignLeft),
 	)
-	t.Header("seeds", "PASS", "FAIL", "INCONCLUSIVE", "ERROR", "faults by kind", "events/s", "wall")
+	// The faults go under the table, wrapped: in a cell they made it
+	// about 190 columns wide.
+	t.Header("seeds", "PASS", "FAIL", "INCONCLUSIVE", "ERROR", "faults", "events/s in chaos", "wall")
+	total := 0
+	for _, n := range faults {
+		total += n
+	}
 	_ = t.Append(seeds, fmt.Sprint(counts[statusPass]), fmt.Sprint(counts[statusFail]), fmt.Sprint(counts[statusInconclusive]),
-		fmt.Sprint(counts[statusError]), strings.ReplaceAll(spec.FormatFaultCounts(faults), "+", " "),
-		fmt.Sprintf("%.0f", rate), wall.Round(time.Second).String())
+		fmt.Sprint(counts[statusError]), fmt.Sprint(total), fmt.Sprintf("%.0f", rate), wall.Round(time.Second).String())
 	_ = t.Render()
+	if len(faults) > 0 {
+		kinds := strings.ReplaceAll(strings.ReplaceAll(spec.FormatFaultCounts(faults), "+", ", "), ":", " ")
+		for i, l := range wrap("faults by kind: "+kinds, 100) {
+			if i > 0 {
+				l = "  " + l
+			}
+			fmt.Fprintln(x.stdout, l)
+		}
+	}
 	if interrupted {
 		fmt.Fprintln(x.stderr, "explore: interrupted; the summary covers the seeds that finished")
 	}

@@ -603,6 +603,31 @@ func TestOneVoice(t *testing.T) {
 	}
 }
 
+// TestUsageErrorsEndWithHint: every usage error of every command ends
+// with the line that says where its usage is; the main usage says what a
+// first and a second signal give.
+func TestUsageErrorsEndWithHint(t *testing.T) {
+	for _, args := range [][]string{
+		{"run", "--seed", "0"}, {"run", "--timeout", "-1s"}, {"run", "extra"}, {"run", "--plant", "x"},
+		{"verify"}, {"verify", "a.json", "b.json"}, {"report"}, {"report", "--nope"},
+		{"audit"}, {"explore", "--seeds", "0"}, {"clean", "extra"}, {"bench", "--events", "-1"},
+		{"broker", "extra"}, {"scenarios", "extra"}, {"version", "extra"}, {"help", "a", "b"}, {"nosuch"},
+	} {
+		code, _, stderr := runCLI(t, args...)
+		lines := strings.Split(strings.TrimRight(stderr, "\n"), "\n")
+		last := lines[len(lines)-1]
+		if code != exitUsage || !strings.HasPrefix(last, "Run 'orderflow-audit ") {
+			t.Errorf("%v: exit %d, last line %q; want exit 2 and the hint last", args, code, last)
+		}
+	}
+	_, out, _ := runCLI(t, "help")
+	for _, want := range []string{"a first Ctrl-C or SIGTERM", "cleans up and exits 4", "130 (SIGINT)", "143 (SIGTERM)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the main usage does not say %q:\n%s", want, out)
+		}
+	}
+}
+
 // TestHelpPolish: one-letter flags are shown as -o, numeric defaults are
 // not quoted, --plant lists the bugs, a bad flag gets a line and a hint
 // (not the whole usage), and the scenario list fits 80 columns.

@@ -332,3 +332,29 @@ func TestVerifyStdoutClosed(t *testing.T) {
 		}
 	}
 }
+
+// TestPrintersStdoutClosed: the commands that only print treat a closed
+// stdout as verify and report do: one line saying so, exit 4, no "broken
+// pipe".
+func TestPrintersStdoutClosed(t *testing.T) {
+	for _, args := range [][]string{{"scenarios"}, {"help"}, {"version"}} {
+		cmd := exec.Command(binary(t), args...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Close()
+		cmd.Stdout = w
+		err = cmd.Run()
+		w.Close()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != exitInconclusive {
+			t.Errorf("%v with stdout closed: %v; want exit %d; stderr:\n%s", args, err, exitInconclusive, stderr.String())
+		}
+		if s := stderr.String(); !strings.Contains(s, "stdout was closed") || strings.Contains(s, "broken pipe") {
+			t.Errorf("%v: stderr %q; want one line saying stdout was closed", args, s)
+		}
+	}
+}

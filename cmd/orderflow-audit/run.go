@@ -75,6 +75,7 @@ type runFlags struct {
 	db, kafka         string
 	plant             string
 	consumerMode      string
+	full              bool
 	chaos             chaosFlags
 }
 
@@ -82,7 +83,7 @@ func runFlagSet(rf *runFlags) *flagSet {
 	fs := newFlagSet("run", "run [flags]", runAbout,
 		`orderflow-audit run
 orderflow-audit run --scenarios normalChain,offsetReplay --keep
-orderflow-audit run --consumer-mode both
+orderflow-audit run --full
 orderflow-audit run --kafka-brokers 127.0.0.1:9092 --out /tmp/e/u80.json
 orderflow-audit run --db container:mysql:8.4 --kafka container:apache/kafka:4.1.0`)
 	fs.Func("scenarios", "comma-separated scenario `ids` (default: all; see 'orderflow-audit scenarios')", func(v string) error {
@@ -90,19 +91,19 @@ orderflow-audit run --db container:mysql:8.4 --kafka container:apache/kafka:4.1.
 		rf.ids = ids
 		return err
 	})
+	fs.BoolVar(&rf.full, "full", false, "the full audit: every scenario of the default suite and the chaos scenario, each\n"+
+		"that runs a consumer in both consumer modes (--consumer-mode both); about 30 s")
 	fs.Int64Var(&rf.seed, "seed", 1, "seed for the scenarios' random choices (not 0)")
 	fs.DurationVar(&rf.timeout, "timeout", 60*time.Second, "time limit of each scenario (at least what the selection needs: 1s, 3s with relayKill9)")
-	fs.BoolVar(&rf.keep, "keep", false, "keep the scratch databases and topics for inspection; with the private server,\n"+
-		"keep its data directory and print the command that starts a server on it (topics\n"+
-		"outlive the run on an external broker; the embedded broker's are in the witness)")
+	fs.BoolVar(&rf.keep, "keep", false, "keep the scratch databases and topics, and the private server's data directory\n"+
+		"(printing the command that starts a server on it)")
 	fs.StringVar(&rf.brokers, "kafka-brokers", "", "external Kafka brokers `host:port,...` (env "+infra.EnvKafkaBrokers+"; default: embedded kfake)")
 	fs.StringVar(&rf.dsn, "mysql-dsn", "", "external MySQL/MariaDB `DSN` (env "+infra.EnvMySQLDSN+"; default: a private mariadbd\nstarted for the run, found by "+mariadbd.EnvBinDir+" or PATH)")
 	fs.StringVar(&rf.db, "db", "", "where the database server runs: embedded (a private mariadbd, the default) or\n"+
-		"container[:`IMAGE`] (a MySQL or MariaDB image, default "+container.DefaultDBImage+"; started through\n"+
-		"testcontainers-go with the binary log on, removed at the end); not with --mysql-dsn")
+		"container[:`IMAGE`] (default "+container.DefaultDBImage+", through testcontainers-go); not with --mysql-dsn")
 	fs.StringVar(&rf.kafka, "kafka", "", "where the broker runs: embedded (kfake, the default) or container[:`IMAGE`]\n"+
-		"(default "+container.DefaultKafkaImage+", a single KRaft node; an image labelled\n"+
-		container.LabelBroker+"=kfake runs orderflow-audit broker); not with --kafka-brokers")
+		"(default "+container.DefaultKafkaImage+"; an image labelled "+container.LabelBroker+"=kfake runs\n"+
+		"orderflow-audit broker); not with --kafka-brokers")
 	fs.StringVar(&rf.out, "out", "evidence/u80.json", "evidence `file` to write (.json); logs go to the directory beside it named after it")
 	fs.BoolVar(&rf.asJSON, "json", false, "print a machine-readable summary (one JSON object, also on errors) instead of the observation lines")
 	fs.StringVar(&rf.plant, "plant", "", "plant one `BUG` into the system under test (negative control; the evidence says so); "+
@@ -147,6 +148,12 @@ func (rf *runFlags) check(fs *flagSet, args []string) (runner.Options, error) {
 		if _, err := splitList(brokers); err != nil {
 			return opts, usageErrorf("--kafka-brokers (or %s): %v; leave it unset for the embedded broker", infra.EnvKafkaBrokers, err)
 		}
+	}
+	if rf.full {
+		if set["scenarios"] || set["consumer-mode"] {
+			return opts, usageErrorf("--full selects the scenarios and the consumer modes itself: leave out --scenarios and --consumer-mode")
+		}
+		rf.ids, rf.consumerMode = fullSelection(), spec.SelectBoth
 	}
 	bug, err := runner.ParsePlant(rf.plant)
 	if err != nil {
@@ -196,6 +203,18 @@ func (rf *runFlags) check(fs *flagSet, args []string) (runner.Options, error) {
 		return opts, err // bad options or output: exit 2
 	}
 	return opts, nil
+}
+
+// fullSelection is what --full runs: the default suite and the chaos
+// scenario.
+func fullSelection() []string {
+	var ids []string
+	for _, s := range spec.All() {
+		if !s.OptIn || s.ID == "chaos" {
+			ids = append(ids, s.ID)
+		}
+	}
+	return ids
 }
 
 // containers resolves --db and --kafka to the images of the containers to

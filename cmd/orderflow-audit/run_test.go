@@ -26,6 +26,8 @@ func TestRunUsageErrors(t *testing.T) {
 		{"unknown plant", []string{"run", "--plant", "nope"}, "unknown planted bug"},
 		{"bad timeout", []string{"run", "--timeout", "-1s"}, "timeout"},
 		{"extra argument", []string{"run", "extra"}, "unexpected argument"},
+		{"full with scenarios", []string{"run", "--full", "--scenarios", "normalChain"}, "--full selects"},
+		{"full with a mode", []string{"run", "--full", "--consumer-mode", "record"}, "--full selects"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, stderr := runCLI(t, tc.args...)
@@ -40,6 +42,36 @@ func TestRunUsageErrors(t *testing.T) {
 	_, _, stderr := runCLI(t, "run", "--scenarios", "bogus")
 	if !strings.Contains(stderr, "offsetReplay") {
 		t.Errorf("unknown scenario message does not list the valid ids:\n%s", stderr)
+	}
+}
+
+// TestRunFull: --full runs the default suite and chaos, each scenario that
+// runs a consumer in both modes, and the evidence verifies.
+func TestRunFull(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a full run (about 20 s)")
+	}
+	infratest.Server(t)
+	infratest.RequireMariaDB(t)
+	out := filepath.Join(t.TempDir(), "u80.json")
+	// The built binary: relayKill9 and chaos start actor processes of it.
+	cmd := exec.Command(binary(t), "run", "--full", "--duration", "2s", "--out", out)
+	var so, se strings.Builder
+	cmd.Stdout, cmd.Stderr = &so, &se
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("run --full: %v; stderr:\n%s", err, se.String())
+	}
+	stdout := so.String()
+	for _, want := range []string{"U80 normalChain=PASS", "EXT chaos=PASS", "EXT chaos-batch=PASS", "EXT replayCrash-batch=PASS", "U79 placement=PASS"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("--full printed no %q:\n%s", want, stdout)
+		}
+	}
+	if strings.Contains(stdout, "placement-batch") {
+		t.Errorf("a scenario without a consumer ran batched:\n%s", stdout)
+	}
+	if code, vout, verr := runCLI(t, "verify", out); code != exitOK {
+		t.Errorf("verify: exit %d\n%s%s", code, vout, verr)
 	}
 }
 

@@ -312,6 +312,13 @@ func (p *parser) crossChecks(prof *Profile) {
 			p.add(p.index[ptr].line, "topic.key", "a record keyed by its aggregate (the default) needs outbox.aggregate; or say key: none")
 		}
 	}
+	if l := prof.Load; l != nil {
+		if (l.HTTP == nil) == (l.SQL == nil) {
+			p.add(p.index["/load"].keyLine, "load", "give exactly one of http (requests to your service) and sql (statements the audit's client runs)")
+		} else if l.SQL != nil {
+			p.checkSQLLoad(prof)
+		}
+	}
 	p.checkTemplates("/load", prof)
 	p.checkTemplates("/roles", prof)
 	p.checkInvariants(prof)

@@ -14,6 +14,7 @@ package profile
 
 import (
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -51,6 +52,31 @@ type Database struct {
 	// DSN's database, or the private server's.
 	Schema     string   `json:"schema,omitempty"`
 	Migrations []string `json:"migrations,omitempty"`
+	// ServerOptions are settings of the private server, from an
+	// allowlist (the schema's): how it locks and isolates, never a path.
+	ServerOptions ServerOptions `json:"server_options,omitzero"`
+}
+
+// ServerOptions are the private server's settings a profile may choose.
+type ServerOptions struct {
+	InnodbAutoincLockMode *int   `json:"innodb_autoinc_lock_mode,omitempty"`
+	TransactionIsolation  string `json:"transaction_isolation,omitempty"`
+	InnodbLockWaitTimeout *int   `json:"innodb_lock_wait_timeout,omitempty"`
+}
+
+// Args are the server flags of o.
+func (o ServerOptions) Args() []string {
+	var args []string
+	if o.InnodbAutoincLockMode != nil {
+		args = append(args, fmt.Sprintf("--innodb-autoinc-lock-mode=%d", *o.InnodbAutoincLockMode))
+	}
+	if o.TransactionIsolation != "" {
+		args = append(args, "--transaction-isolation="+o.TransactionIsolation)
+	}
+	if o.InnodbLockWaitTimeout != nil {
+		args = append(args, fmt.Sprintf("--innodb-lock-wait-timeout=%d", *o.InnodbLockWaitTimeout))
+	}
+	return args
 }
 
 // Redacted returns the DSN with its password replaced.
@@ -187,8 +213,11 @@ type Promises struct {
 // LoadSpec is what the load client sends and how its requests are found
 // in the outbox.
 type LoadSpec struct {
-	HTTP      HTTPRequest `json:"http"`
-	Correlate Field       `json:"correlate"`
+	// HTTP or SQL, exactly one: a request to the pipeline's service, or
+	// statements the client runs in one transaction per request.
+	HTTP      *HTTPRequest `json:"http,omitempty"`
+	SQL       *SQLLoad     `json:"sql,omitempty"`
+	Correlate Field        `json:"correlate"`
 	// Token is the template of a request's correlation token, which the
 	// pipeline must write where Correlate says (default DefaultToken).
 	Token       string `json:"token,omitempty"`

@@ -83,6 +83,22 @@ func edit(t *testing.T, old, new string) string {
 	return strings.Replace(minimal, old, new, 1)
 }
 
+// TestServerOptions: the private server's settings a profile may choose
+// become its flags; nothing else does.
+func TestServerOptions(t *testing.T) {
+	p, err := profile.Parse("profile.yaml", []byte(minimal+"database:\n  server_options: {innodb_autoinc_lock_mode: 0, transaction_isolation: READ-COMMITTED, innodb_lock_wait_timeout: 7}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(p.Database.ServerOptions.Args(), " ")
+	if want := "--innodb-autoinc-lock-mode=0 --transaction-isolation=READ-COMMITTED --innodb-lock-wait-timeout=7"; got != want {
+		t.Errorf("Args() = %q; want %q", got, want)
+	}
+	if m, _ := profile.Parse("profile.yaml", []byte(minimal)); len(m.Database.ServerOptions.Args()) != 0 {
+		t.Errorf("a profile without server_options gives flags %v", m.Database.ServerOptions.Args())
+	}
+}
+
 func TestParseMalformed(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -91,6 +107,12 @@ func TestParseMalformed(t *testing.T) {
 	}{
 		{"unknown field", func(t *testing.T) string { return edit(t, "  table: outbox\n", "  table: outbox\n  tabel: x\n") },
 			[]string{"profile.yaml:7: outbox.tabel: unknown field"}},
+		{"a server option off the allowlist", func(t *testing.T) string {
+			return minimal + "database: {server_options: {init_file: /etc/passwd}}\n"
+		}, []string{"profile.yaml:11: database.server_options.init_file: unknown field"}},
+		{"a server option out of range", func(t *testing.T) string {
+			return minimal + "database: {server_options: {innodb_autoinc_lock_mode: 3}}\n"
+		}, []string{"profile.yaml:11: database.server_options.innodb_autoinc_lock_mode: value must be one of \"0\", \"1\", \"2\""}},
 		{"unknown top-level field", func(t *testing.T) string { return minimal + "promise: {order: none}\n" },
 			[]string{"profile.yaml:11: promise: unknown field"}},
 		{"wrong type", func(t *testing.T) string { return edit(t, "name: shop", "name: [shop]") },
@@ -129,6 +151,24 @@ func TestParseMalformed(t *testing.T) {
 		{"role not defined", func(t *testing.T) string {
 			return minimal + "roles:\n  relay: {start: ./relay, env: {DB: \"{{proxy.relay.db}}\", UP: \"{{role.service}}\"}}\n"
 		}, []string{"profile.yaml:12: roles.relay.env.UP: the template names role \"service\", which roles does not define"}},
+		{"load with neither http nor sql", func(t *testing.T) string {
+			return minimal + "load:\n  correlate: payload$.note\n"
+		}, []string{"profile.yaml:11: load: give exactly one of http (requests to your service) and sql (statements the audit's client runs)"}},
+		{"sql load: a template in quotes, a second statement, a commit, an unknown name", func(t *testing.T) string {
+			return minimal + "load:\n  correlate: payload$.note\n  sql:\n    statements:\n" +
+				"      - INSERT INTO t (a) VALUES ('{{token}}')\n" +
+				"      - \"INSERT INTO t (a) VALUES ({{token}}); DELETE FROM t\"\n" +
+				"      - COMMIT\n" +
+				"      - INSERT INTO t (a) VALUES ({{nope}})\n"
+		}, []string{
+			"profile.yaml:15: load.sql.statements[0]: {{token}} inside a quoted string: a template is bound as a parameter, write it bare (CONCAT('x-', {{token}}) to build a string)",
+			"profile.yaml:16: load.sql.statements[1]: one statement per item: text after the ; (give each statement an item of its own)",
+			"profile.yaml:17: load.sql.statements[2]: a load statement is one of INSERT, UPDATE, DELETE, REPLACE, SELECT, WITH, DO, SET @: the audit runs them in a transaction of its own and ends it itself",
+			"profile.yaml:18: load.sql.statements[3]: unknown template name {{nope}} (a load statement knows {{n}} {{key}} {{token}} {{run}} {{topic}} {{db}})",
+		}},
+		{"sql load without the token", func(t *testing.T) string {
+			return minimal + "load:\n  correlate: payload$.note\n  sql:\n    statements: [\"INSERT INTO t (a) VALUES ({{key}})\"]\n"
+		}, []string{"profile.yaml:14: load.sql.statements: no statement writes the correlation token: bind {{token}} where load.correlate reads it"}},
 		{"every problem", func(t *testing.T) string {
 			return edit(t, "name: shop", "name: 3") + "bogus: 1\n"
 		}, []string{

@@ -121,17 +121,12 @@ func (o *Options) setDefaults() error {
 		return fmt.Errorf("%w: no verifier", ErrBadOptions)
 	case o.Duration < 500*time.Millisecond || o.Duration > MaxDuration:
 		return fmt.Errorf("%w: --duration %v: want 500ms to %v", ErrBadOptions, o.Duration, MaxDuration)
-	case p.Database.DSN != "":
-		return fmt.Errorf("%w: the profile names its own server (database.dsn): the audit runs on a private server only so far; "+
-			"leave database.dsn out and list the migrations", ErrBadOptions)
-	case p.Broker.Mode != profile.BrokerEmbedded:
-		return fmt.Errorf("%w: the profile names an external broker: the audit runs on the embedded broker only so far", ErrBadOptions)
 	case len(p.Roles) == 0:
 		return fmt.Errorf("%w: the profile has no roles: nothing to start", ErrBadOptions)
 	case !strings.HasSuffix(o.Out, ".json"):
 		return fmt.Errorf("%w: --out %q: want a path ending in .json (its bundle goes beside it)", ErrBadOptions, o.Out)
 	}
-	return nil
+	return o.fitFaults() // ownsrv.go
 }
 
 // Result is what one audit did.
@@ -161,8 +156,14 @@ func NewRunID(now time.Time) string {
 
 // Run runs one audit. A run that was interrupted (ctx ended) after the
 // roles started still captures and writes its bundle, marked interrupted;
-// an error means no bundle was written.
+// an error means no bundle was written. No error shows the password of
+// the profile's DSN.
 func Run(ctx context.Context, opts Options) (*Result, error) {
+	res, err := run(ctx, opts)
+	return res, redactErr(err, opts.Profile)
+}
+
+func run(ctx context.Context, opts Options) (*Result, error) {
 	if err := opts.setDefaults(); err != nil {
 		return nil, err
 	}
@@ -174,7 +175,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	defer s.close()
 	windowStart := opts.Now().UTC()
-	base := vars{"db": s.dbName, "dsn": s.dsn(s.private.Config().Addr), "broker": strings.Join(s.kafka.Brokers, ","),
+	base := vars{"db": s.dbName, "dsn": s.dsn(s.cfg.Addr), "broker": strings.Join(s.kafka.Brokers, ","),
 		"topic": opts.Profile.Topic.Name, "run": runID}
 	rs, err := planRoles(s, base)
 	if err != nil {

@@ -144,7 +144,7 @@ func TestLoadOutcomes(t *testing.T) {
 		w.WriteHeader(code)
 	}))
 	defer srv.Close()
-	spec := &profile.LoadSpec{HTTP: profile.HTTPRequest{Method: "POST", URL: "http://{{role.svc}}/{{code}}",
+	spec := &profile.LoadSpec{HTTP: &profile.HTTPRequest{Method: "POST", URL: "http://{{role.svc}}/{{code}}",
 		Headers: map[string]string{"Idempotency-Key": `"{{key}}"`}, Body: `{"q":{{n}},"t":"{{token}}"}`},
 		Token: "{{run}}/{{n}}", Requests: 1, Concurrency: 1}
 	for _, tc := range []struct {
@@ -174,7 +174,7 @@ func TestLoadOutcomes(t *testing.T) {
 	if body, ok := seen.Load(`"r1-1"`); !ok || body != `{"q":1,"t":"r1/1"}` {
 		t.Errorf("the server got body %v (%v); want the rendered template", body, ok)
 	}
-	if _, err := newLoadPlan(&profile.LoadSpec{HTTP: profile.HTTPRequest{Method: "GET", URL: "http://{{nowhere}}/"}, Token: "{{n}}"},
+	if _, err := newLoadPlan(&profile.LoadSpec{HTTP: &profile.HTTPRequest{Method: "GET", URL: "http://{{nowhere}}/"}, Token: "{{n}}"},
 		vars{"run": "r1"}, time.Second); err == nil || !strings.Contains(err.Error(), "{{nowhere}}") {
 		t.Errorf("a load naming an unknown template: %v", err)
 	}
@@ -205,7 +205,7 @@ func TestLoadSentThenRefusedIsUnknown(t *testing.T) {
 		conn.Close()
 	}))
 	defer srv.Close()
-	spec := &profile.LoadSpec{HTTP: profile.HTTPRequest{Method: "POST", URL: "http://{{role.svc}}/orders",
+	spec := &profile.LoadSpec{HTTP: &profile.HTTPRequest{Method: "POST", URL: "http://{{role.svc}}/orders",
 		Headers: map[string]string{"Idempotency-Key": "{{key}}"}, Body: `{"q":{{n}}}`},
 		Token: "{{n}}", Requests: 2, Concurrency: 1}
 	lp, err := newLoadPlan(spec, vars{"run": "r1", "role.svc": strings.TrimPrefix(srv.URL, "http://")}, time.Second)

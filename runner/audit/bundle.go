@@ -15,7 +15,10 @@ import (
 	"time"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
+	"github.com/orderflow-audit/orderflow-audit/evidence/profile"
+	"github.com/orderflow-audit/orderflow-audit/runner/infra"
 	"github.com/orderflow-audit/orderflow-audit/witness/binlog"
+	"github.com/orderflow-audit/orderflow-audit/witness/broker"
 )
 
 // The bundle: DIR/audit.json and, beneath DIR/audit/, every file it names
@@ -56,10 +59,7 @@ func (s *scope) writeBundle(ctx context.Context, p bundleParts) (*evidence.Black
 	}
 	bb.Window = evidence.Window{Start: p.windowStart,
 		Binlog: evidence.BinlogWindow{StartFile: s.start.File, StartPos: s.start.Pos, GTIDStart: s.start.GTID},
-		Broker: evidence.BrokerWindow{StartOffsets: []evidence.PartitionOffset{}}}
-	for i := range int32(topicPartitions) {
-		bb.Window.Broker.StartOffsets = append(bb.Window.Broker.StartOffsets, evidence.PartitionOffset{Partition: i, Offset: 0})
-	}
+		Broker: evidence.BrokerWindow{StartOffsets: append([]evidence.PartitionOffset{}, s.startOffsets...)}}
 	bb.Witness = &evidence.Witness{Missing: []string{}}
 	var missing string
 	if bb.Witness.Database, missing = s.captureDatabase(ctx); missing != "" {
@@ -67,13 +67,18 @@ func (s *scope) writeBundle(ctx context.Context, p bundleParts) (*evidence.Black
 	} else {
 		bb.Window.Binlog.GTIDEnd = bb.Witness.Database.GTIDEnd
 	}
-	if bb.Witness.Broker, missing = s.captureBroker(); missing != "" {
+	if bb.Witness.Broker, missing = s.captureBroker(ctx); missing != "" {
 		bb.Witness.Missing = append(bb.Witness.Missing, missing)
 	}
 	bb.Window.End = opts.Now().UTC()
 	bb.Run.End = bb.Window.End
 
-	pf, err := s.put(profileFile, opts.ProfileText)
+	// The profile as it was read, but for its DSN's password.
+	text := opts.ProfileText
+	if dsn := opts.Profile.Database.DSN; dsn != "" {
+		text = []byte(profile.Redact(string(text), dsn))
+	}
+	pf, err := s.put(profileFile, text)
 	if err != nil {
 		return nil, err
 	}
@@ -90,6 +95,9 @@ func (s *scope) writeBundle(ctx context.Context, p bundleParts) (*evidence.Black
 		bb.Client = evidence.ClientHistory{File: &cf, Requests: &n}
 	} else {
 		bb.Client.Missing = "the profile has no load: the audit drove no requests of its own"
+	}
+	if err := s.redactOutputs(); err != nil {
+		return nil, fmt.Errorf("redact the roles' output: %w", err)
 	}
 	if bb.Roles, err = p.roles.outputs(s); err != nil {
 		return nil, err
@@ -139,8 +147,9 @@ func (s *scope) writeNemesis(nr *nemesisRun) (*evidence.NemesisLog, error) {
 	return &evidence.NemesisLog{File: f, Faults: nr.counts()}, nil
 }
 
-// captureDatabase copies the binlog files from the window's start to
-// now (after FLUSH BINARY LOGS) into witness/db.
+// captureDatabase copies (the private server) or streams over the
+// replication protocol (the user's server) the binlog files from the
+// window's start to now (after FLUSH BINARY LOGS) into witness/db.
 func (s *scope) captureDatabase(ctx context.Context) (*evidence.DatabaseWitness, string) {
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), captureTimeout)
 	defer cancel()
@@ -148,14 +157,18 @@ func (s *scope) captureDatabase(ctx context.Context) (*evidence.DatabaseWitness,
 	dst := filepath.Join(s.stage, witnessDBDir)
 	end, err := binlog.CurrentPosition(dctx, db)
 	var files []binlog.Captured
-	if err == nil {
+	source := evidence.WitnessBinlogFiles
+	if err == nil && s.private != nil {
 		files, err = binlog.CopyFiles(dctx, db, filepath.Dir(s.private.LogBase), s.start, binlog.Position{}, dst)
+	} else if err == nil {
+		source = evidence.WitnessBinlogStream
+		files, err = binlog.Stream(dctx, binlog.StreamConfig{DSN: s.cfg.FormatDSN(), Logger: s.opts.Logger}, s.start, binlog.Position{}, dst)
 	}
 	if err != nil {
 		os.RemoveAll(dst) // never a partial witness that looks whole
 		return nil, "database: the binary log of the audit could not be captured: " + s.server.RedactErr(err)
 	}
-	w := &evidence.DatabaseWitness{Source: evidence.WitnessBinlogFiles, ServerVersion: s.settings.Version,
+	w := &evidence.DatabaseWitness{Source: source, ServerVersion: s.settings.Version,
 		ServerID: s.settings.ServerID, StartFile: s.start.File, StartPos: s.start.Pos,
 		GTIDStart: s.start.GTID, GTIDEnd: end.GTID, Files: []evidence.WitnessFile{}}
 	for _, f := range files {
@@ -165,13 +178,40 @@ func (s *scope) captureDatabase(ctx context.Context) (*evidence.DatabaseWitness,
 }
 
 // captureBroker shuts the embedded broker down, so that its data
-// directory is complete, and lists its files.
-func (s *scope) captureBroker() (*evidence.BrokerWitness, string) {
+// directory is complete, and lists its files; or dumps the topic and the
+// groups' offsets on it from the user's broker (witness/kafka.jsonl).
+func (s *scope) captureBroker(ctx context.Context) (*evidence.BrokerWitness, string) {
+	if s.kafka.Mode != infra.ModeEmbedded {
+		return s.dumpBroker(ctx)
+	}
 	w := &evidence.BrokerWitness{Source: evidence.WitnessKfakeDataDir, Implementation: s.kafka.Implementation}
 	if err := s.closeBroker(); err != nil {
 		return nil, "broker: the embedded broker's data directory is incomplete: " + err.Error()
 	}
 	files, err := evidence.DigestWitnessFiles(filepath.Join(s.stage, witnessKafkaDir), s.base+"/"+witnessKafkaDir)
+	if err != nil {
+		return nil, "broker: " + err.Error()
+	}
+	w.Files = files
+	return w, ""
+}
+
+// dumpBroker dumps the audited topic and every group's offsets on it
+// from the user's broker.
+func (s *scope) dumpBroker(ctx context.Context) (*evidence.BrokerWitness, string) {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), captureTimeout)
+	defer cancel()
+	w := &evidence.BrokerWitness{Source: evidence.WitnessKafkaDump, Implementation: s.kafka.Implementation}
+	path := filepath.Join(s.stage, witnessKafkaDump)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, "broker: " + err.Error()
+	}
+	if _, err := broker.Dump(dctx, s.kafka.Brokers, broker.Selection{Topics: []string{s.opts.Profile.Topic.Name}}, path,
+		s.kafka.ClientOpts()...); err != nil {
+		os.Remove(path)
+		return nil, "broker: the topic could not be dumped: " + err.Error()
+	}
+	files, err := evidence.DigestWitnessFiles(path, s.base+"/"+witnessKafkaDump)
 	if err != nil {
 		return nil, "broker: " + err.Error()
 	}

@@ -50,6 +50,7 @@ type loadPlan struct {
 	vars        vars
 	requests    int
 	concurrency int
+	sql         *sqlLoad // the statements, when the load is SQL (loadsql.go)
 }
 
 func newLoadPlan(spec *profile.LoadSpec, v vars, d time.Duration) (*loadPlan, error) {
@@ -59,6 +60,12 @@ func newLoadPlan(spec *profile.LoadSpec, v vars, d time.Duration) (*loadPlan, er
 	}
 	if lp.concurrency == 0 {
 		lp.concurrency = DefaultConcurrency
+	}
+	if spec.SQL != nil {
+		var err error
+		if lp.sql, err = newSQLLoad(spec.SQL, v["dsn"], lp.concurrency); err != nil {
+			return nil, err
+		}
 	}
 	// Render request 1 now: a bad template is refused before anything runs.
 	if _, err := lp.render(1); err != nil {
@@ -74,6 +81,7 @@ type rendered struct {
 	method, url string
 	headers     map[string]string
 	body        string
+	args        [][]any // per statement, when the load is SQL
 }
 
 func (lp *loadPlan) render(n int) (rendered, error) {
@@ -84,6 +92,11 @@ func (lp *loadPlan) render(n int) (rendered, error) {
 		return rendered{}, err
 	}
 	v = v.with("token", token)
+	if lp.sql != nil {
+		r := rendered{n: n, key: key, token: token}
+		r.args, err = lp.sql.bind(v)
+		return r, err
+	}
 	r := rendered{n: n, key: key, token: token, method: lp.spec.HTTP.Method, headers: map[string]string{}}
 	if r.url, err = v.expand("load.http.url", lp.spec.HTTP.URL); err != nil {
 		return rendered{}, err
@@ -148,11 +161,20 @@ func (c *client) run(ctx context.Context, lp *loadPlan, d time.Duration) {
 	close(todo)
 	wg.Wait()
 	c.hc.CloseIdleConnections()
+	if lp.sql != nil {
+		lp.sql.db.Close()
+	}
 }
 
 func (c *client) send(ctx context.Context, lp *loadPlan, n int) {
 	r, _ := lp.render(n) // rendered once in newLoadPlan: the templates are good
 	rec := evidence.ClientRequest{N: n, Token: r.token, Key: r.key, Start: time.Now().UTC()}
+	if lp.sql != nil {
+		rec.Outcome = lp.sql.exec(r.args)
+		rec.End = time.Now().UTC()
+		c.record(rec)
+		return
+	}
 	// wrote is set once any attempt wrote the request: net/http retries a
 	// request with an Idempotency-Key on a new connection when a reused
 	// one breaks, so the last attempt's "connection refused" does not
@@ -183,6 +205,10 @@ func (c *client) send(ctx context.Context, lp *loadPlan, n int) {
 	default:
 		rec.Outcome = evidence.ClientUnknown
 	}
+	c.record(rec)
+}
+
+func (c *client) record(rec evidence.ClientRequest) {
 	c.mu.Lock()
 	c.history = append(c.history, rec)
 	c.counts[rec.Outcome]++

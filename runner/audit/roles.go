@@ -94,7 +94,7 @@ func planRoles(s *scope, base vars) (*roles, error) {
 				return nil, err
 			}
 			r := &replica{role: name, n: i, name: name + "-" + strconv.Itoa(i), port: port, done: make(chan struct{})}
-			if r.link, err = s.proxies.Add(r.name+">database", s.private.Config().Addr); err != nil {
+			if r.link, err = s.proxies.Add(r.name+">database", s.cfg.Addr); err != nil {
 				return nil, err
 			}
 			if i == 1 {

@@ -11,6 +11,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/go-sql-driver/mysql"
+	"github.com/orderflow-audit/orderflow-audit/evidence"
+	"github.com/orderflow-audit/orderflow-audit/evidence/profile"
 	"github.com/orderflow-audit/orderflow-audit/internal/mariadbd"
 	"github.com/orderflow-audit/orderflow-audit/migrations"
 	"github.com/orderflow-audit/orderflow-audit/runner/chaos"
@@ -23,10 +26,12 @@ import (
 const (
 	witnessDBDir    = "witness/db"
 	witnessKafkaDir = "witness/kafka"
-	rolesDir        = "roles"
-	clientFile      = "client.jsonl"
-	profileFile     = "profile.yaml"
-	nemesisFile     = "nemesis.jsonl"
+	// witnessKafkaDump: the user's broker's record of the topic.
+	witnessKafkaDump = "witness/kafka.jsonl"
+	rolesDir         = "roles"
+	clientFile       = "client.jsonl"
+	profileFile      = "profile.yaml"
+	nemesisFile      = "nemesis.jsonl"
 )
 
 // topicPartitions is how many partitions the audit creates the topic
@@ -34,13 +39,15 @@ const (
 // not key by aggregate can split an aggregate (aggregate-split, order).
 const topicPartitions = 3
 
-// scope is what one audit holds from setUp to close: the private server,
-// the pipeline's database, the broker, the proxies, the staging
-// directory. close releases all of it, whatever happened.
+// scope is what one audit holds from setUp to close: the private server
+// (or a connection to the user's), the pipeline's database, the broker,
+// the proxies, the staging directory. close releases all of it, whatever
+// happened.
 type scope struct {
 	opts    *Options
 	runID   string
-	private *mariadbd.Server
+	private *mariadbd.Server // nil on the user's own server
+	cfg     *mysql.Config    // how to reach the server (the private one's, or the profile's DSN)
 	server  *infra.Server
 	db      *sql.DB // the pipeline's database, for the settle check
 	dbName  string
@@ -52,6 +59,13 @@ type scope struct {
 	settings               binlog.Settings
 	start                  binlog.Position
 	brokerClosed           bool
+	// startOffsets are the topic's end offsets when the run window
+	// started (zeros on a topic the audit created).
+	startOffsets []evidence.PartitionOffset
+	// own: the database is on the user's server (database.dsn); dropDB:
+	// the audit created the database there and drops it at the end;
+	// dropTopic: the audit created the topic on the user's broker.
+	own, dropDB, dropTopic bool
 }
 
 // setUp starts the private server (binlog on), records where the binlog
@@ -66,23 +80,12 @@ func setUp(ctx context.Context, opts *Options, runID string) (_ *scope, err erro
 			s.close()
 		}
 	}()
-	if s.private, err = mariadbd.Start(ctx, opts.Private); err != nil {
-		return nil, infra.Unavailable(err)
+	if opts.Profile.Database.DSN != "" {
+		err = s.connectOwn(ctx)
+	} else {
+		err = s.startPrivate(ctx)
 	}
-	fmt.Fprintf(opts.Progress, "private MariaDB server on 127.0.0.1:%d (%s)\n", s.private.Port, s.private.Dir)
-	if s.server, err = infra.Connect(ctx, s.private.Config()); err != nil {
-		return nil, err
-	}
-	if s.settings, err = binlog.Check(ctx, s.server.DB()); err != nil {
-		return nil, infra.Unavailable(fmt.Errorf("preflight: the server's binary log cannot witness the audit: %w", err))
-	}
-	// The window starts before the database is created, so that it holds
-	// every table whole, from its CREATE TABLE on: the invariants rule can
-	// then rule on them instead of saying a partner row may predate it.
-	if s.start, err = binlog.CurrentPosition(ctx, s.server.DB()); err != nil {
-		return nil, infra.Unavailable(fmt.Errorf("preflight: %w", err))
-	}
-	if err = s.createDatabase(ctx); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	sweepStages(filepath.Dir(opts.Out))
@@ -96,13 +99,56 @@ func setUp(ctx context.Context, opts *Options, runID string) (_ *scope, err erro
 	if err = os.MkdirAll(filepath.Join(s.stage, rolesDir), 0o755); err != nil {
 		return nil, fmt.Errorf("create %s: %w", s.stage, err)
 	}
-	if s.kafka, err = infra.StartKafka(ctx, infra.KafkaConfig{DataDir: filepath.Join(s.stage, witnessKafkaDir)}); err != nil {
+	if err = s.startBroker(ctx); err != nil {
 		return nil, err
 	}
-	if err = s.kafka.CreateTopic(ctx, opts.Profile.Topic.Name, topicPartitions); err != nil {
-		return nil, infra.Unavailable(err)
-	}
 	return s, nil
+}
+
+// startPrivate starts the private server (binlog on), records where the
+// binlog stands and creates the pipeline's database.
+func (s *scope) startPrivate(ctx context.Context) (err error) {
+	opts := s.opts
+	private := opts.Private
+	private.Args = append(append([]string{}, private.Args...), opts.Profile.Database.ServerOptions.Args()...)
+	if s.private, err = mariadbd.Start(ctx, private); err != nil {
+		return infra.Unavailable(err)
+	}
+	s.cfg = s.private.Config()
+	fmt.Fprintf(opts.Progress, "private MariaDB server on 127.0.0.1:%d (%s)\n", s.private.Port, s.private.Dir)
+	if s.server, err = infra.Connect(ctx, s.cfg); err != nil {
+		return err
+	}
+	if s.settings, err = binlog.Check(ctx, s.server.DB()); err != nil {
+		return infra.Unavailable(fmt.Errorf("preflight: the server's binary log cannot witness the audit: %w", err))
+	}
+	// The window starts before the database is created, so that it holds
+	// every table whole, from its CREATE TABLE on: the invariants rule can
+	// then rule on them instead of saying a partner row may predate it.
+	if s.start, err = binlog.CurrentPosition(ctx, s.server.DB()); err != nil {
+		return infra.Unavailable(fmt.Errorf("preflight: %w", err))
+	}
+	return s.createDatabase(ctx)
+}
+
+// startBroker starts the embedded broker persisting into the bundle and
+// creates the topic, or reaches the profile's external broker
+// (startExternalBroker).
+func (s *scope) startBroker(ctx context.Context) (err error) {
+	if s.opts.Profile.Broker.Mode == profile.BrokerExternal {
+		return s.startExternalBroker(ctx)
+	}
+	if s.kafka, err = infra.StartKafka(ctx, infra.KafkaConfig{DataDir: filepath.Join(s.stage, witnessKafkaDir)}); err != nil {
+		return err
+	}
+	if err = s.kafka.CreateTopic(ctx, s.opts.Profile.Topic.Name, topicPartitions); err != nil {
+		return infra.Unavailable(err)
+	}
+	s.startOffsets = make([]evidence.PartitionOffset, topicPartitions)
+	for i := range s.startOffsets {
+		s.startOffsets[i] = evidence.PartitionOffset{Partition: int32(i), Offset: 0}
+	}
+	return nil
 }
 
 // createDatabase creates the pipeline's database (the profile's
@@ -121,6 +167,7 @@ func (s *scope) createDatabase(ctx context.Context) error {
 	if _, err := s.server.DB().ExecContext(ctx, "CREATE DATABASE `"+s.dbName+"` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"); err != nil {
 		return infra.Unavailable(fmt.Errorf("create database %s: %w", s.dbName, err))
 	}
+	s.dropDB = s.own
 	if s.db, err = sql.Open("mysql", s.server.DSNFor(s.dbName)); err != nil {
 		return infra.Unavailable(fmt.Errorf("open database %s: %w", s.dbName, err))
 	}
@@ -131,6 +178,10 @@ func (s *scope) createDatabase(ctx context.Context) error {
 		}
 		for i, stmt := range migrations.SplitStatements(string(body)) {
 			if _, err := s.db.ExecContext(ctx, stmt); err != nil {
+				if s.own && accessDenied(err) {
+					return privilegesErr(fmt.Sprintf("the account may not run migration %s, statement %d: %v; grant what it needs on %s",
+						f, i+1, s.server.RedactErr(err), s.dbName))
+				}
 				return fmt.Errorf("%w: migration %s, statement %d: %v", ErrBadOptions, f, i+1, err)
 			}
 		}
@@ -198,7 +249,7 @@ func migrationFiles(dir string, globs []string) ([]string, error) {
 // dsn is a DSN of the pipeline's database at addr (the server, or a
 // proxy in front of it).
 func (s *scope) dsn(addr string) string {
-	cfg := s.private.Config()
+	cfg := s.cfg.Clone()
 	cfg.Addr = addr
 	cfg.DBName = s.dbName
 	return cfg.FormatDSN()
@@ -229,6 +280,7 @@ func (s *scope) close() {
 	if s.db != nil {
 		s.db.Close()
 	}
+	s.closeOwn()
 	if s.server != nil {
 		s.server.Close()
 	}

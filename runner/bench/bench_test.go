@@ -127,3 +127,16 @@ func TestValidate(t *testing.T) {
 		t.Errorf("Validate(zero) = %v, %+v; want the defaults", err, o)
 	}
 }
+
+// TestWriteTextNamesTheSpan: the consumers' rate is over the span from the
+// first effect, and the line says so beside the phase's whole length (a
+// small run spends most of the phase joining the group).
+func TestWriteTextNamesTheSpan(t *testing.T) {
+	r := &Result{Events: 2000, ConsumerEventsPerS: 4000}
+	r.Phases.Consumers = 3.5
+	var out bytes.Buffer
+	r.WriteText(&out)
+	if !strings.Contains(out.String(), "4000 events/s (2000 events in 0.50 s from the first effect; the phase, with the group's join, 3.50 s)") {
+		t.Errorf("the consumers' line:\n%s", out.String())
+	}
+}

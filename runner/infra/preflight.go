@@ -35,6 +35,9 @@ type Needs struct {
 	// information_schema.INNODB_TRX (PROCESS) and kills it with KILL
 	// CONNECTION (effectDbError, chaos).
 	Process bool
+	// For names who needs the privileges in the message (default "the
+	// scenarios", which then says that no scenario was run).
+	For string
 }
 
 // privilegeStep is one thing a run does on the server, tried by
@@ -125,9 +128,13 @@ func (s *Server) CheckPrivileges(ctx context.Context, name string, needs Needs) 
 	}
 	var account string
 	_ = s.db.QueryRowContext(ctx, "SELECT CURRENT_USER()").Scan(&account)
-	return &unavailable{&marked{fmt.Errorf("the account %s at %s lacks %d privilege(s) the scenarios need, so no scenario was run: %s; "+
+	who := "the scenarios need, so no scenario was run"
+	if needs.For != "" {
+		who = needs.For + " needs"
+	}
+	return &unavailable{&marked{fmt.Errorf("the account %s at %s lacks %d privilege(s) %s: %s; "+
 		"grant them (%s; %s) or use an account that has them",
-		account, s.cfg.Addr, len(missing), strings.Join(missing, "; "), ScratchGrant, ProcessGrant), ErrPrivileges}}
+		account, s.cfg.Addr, len(missing), who, strings.Join(missing, "; "), ScratchGrant, ProcessGrant), ErrPrivileges}}
 }
 
 // tryInScratch runs the in-scratch privilegeSteps that needs asks for and

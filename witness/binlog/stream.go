@@ -220,3 +220,44 @@ func dumpErr(err error) error {
 	}
 	return err
 }
+
+// ProbeDump asks the server for a binlog dump from the start of file, as
+// Stream would, and reads its first event: a preflight that tells, before
+// a run, whether the account may stream the binlog at all (REPLICATION
+// SLAVE). A refusal wraps ErrServer and names the grant.
+func ProbeDump(ctx context.Context, cfg StreamConfig, file string) error {
+	dc, err := driver.ParseDSN(cfg.DSN)
+	if err != nil {
+		return fmt.Errorf("probe the binlog dump: parse DSN: %w", err)
+	}
+	host, portStr, err := net.SplitHostPort(dc.Addr)
+	if err != nil {
+		return fmt.Errorf("probe the binlog dump: address %q: %w", dc.Addr, err)
+	}
+	port, err := strconv.ParseUint(portStr, 10, 16)
+	if err != nil {
+		return fmt.Errorf("probe the binlog dump: address %q: %w", dc.Addr, err)
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	id := cfg.ReplicaID
+	if id == 0 {
+		id = DefaultReplicaID
+	}
+	syncer := replication.NewBinlogSyncer(replication.BinlogSyncerConfig{
+		ServerID: id, Flavor: mysql.MariaDBFlavor, Host: host, Port: uint16(port),
+		User: dc.User, Password: dc.Passwd, TLSConfig: dc.TLS, RawModeEnabled: true,
+		DisableRetrySync: true, Logger: logger,
+	})
+	defer syncer.Close()
+	s, err := syncer.StartSync(mysql.Position{Name: file, Pos: 4})
+	if err != nil {
+		return fmt.Errorf("probe the binlog dump: %w", dumpErr(err))
+	}
+	if _, err := s.GetEvent(ctx); err != nil {
+		return fmt.Errorf("probe the binlog dump: %w", dumpErr(err))
+	}
+	return nil
+}

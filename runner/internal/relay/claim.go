@@ -54,6 +54,7 @@ func (r *Relay) Claim(ctx context.Context, max int) ([]Claimed, error) {
 			LeaseUntil:   evidence.Ptr(c.LeaseUntil),
 			StateBefore:  c.StateBefore,
 			LeaseMS:      evidence.Ptr(r.cfg.Lease.Milliseconds()),
+			Batch:        evidence.Ptr(int64(max)),
 		}); err != nil {
 			return claims, fmt.Errorf("claim: record claim of %s: %w", c.EventID, err)
 		}
