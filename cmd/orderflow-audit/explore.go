@@ -65,7 +65,7 @@ func exploreFlagSet(ef *exploreFlags) *flagSet {
 		`orderflow-audit explore --seeds 1..100
 orderflow-audit explore --seeds 1..20 --plant mark-without-token --stop-on-fail
 orderflow-audit explore --seeds 7 --duration 10s --faults kill,pause
-orderflow-audit explore --profile examples/watermill/profile.yaml --seeds 1..20 --faults none --duration 6s`)
+orderflow-audit explore --profile examples/watermill/profile.yaml --seeds 1..20 --faults none`)
 	fs.StringVar(&ef.profile, "profile", "", "explore audits of this pipeline's profile (`file`) instead of the chaos scenario:\n'audit --profile FILE --seed N' per seed")
 	fs.StringVar(&ef.seeds, "seeds", "1..10", "seeds to run: `N`, N..M or a comma-separated list of both")
 	fs.StringVar(&ef.plant, "plant", "", "plant one `BUG` into the system under test in every run (negative control)")
