@@ -96,14 +96,17 @@ type fileWriter struct {
 	n    int64
 }
 
-func (w *fileWriter) run(ctx context.Context, cfg StreamConfig, dc *driver.Config) error {
+// newSyncer is the replication client of Stream and of ProbeDump, so that
+// the probe asks the server exactly what a stream will: raw events from
+// its address, as replica cfg.ReplicaID, with the Annotate_rows events.
+func newSyncer(cfg StreamConfig, dc *driver.Config) (*replication.BinlogSyncer, error) {
 	host, portStr, err := net.SplitHostPort(dc.Addr)
 	if err != nil {
-		return fmt.Errorf("address %q: %w", dc.Addr, err)
+		return nil, fmt.Errorf("address %q: %w", dc.Addr, err)
 	}
 	port, err := strconv.ParseUint(portStr, 10, 16)
 	if err != nil {
-		return fmt.Errorf("address %q: %w", dc.Addr, err)
+		return nil, fmt.Errorf("address %q: %w", dc.Addr, err)
 	}
 	logger := cfg.Logger
 	if logger == nil {
@@ -113,14 +116,21 @@ func (w *fileWriter) run(ctx context.Context, cfg StreamConfig, dc *driver.Confi
 	if id == 0 {
 		id = DefaultReplicaID
 	}
-	syncer := replication.NewBinlogSyncer(replication.BinlogSyncerConfig{
+	return replication.NewBinlogSyncer(replication.BinlogSyncerConfig{
 		ServerID: id, Flavor: mysql.MariaDBFlavor, Host: host, Port: uint16(port),
 		User: dc.User, Password: dc.Passwd, TLSConfig: dc.TLS, RawModeEnabled: true,
 		// Without this flag MariaDB leaves its Annotate_rows events out of
 		// the stream, and the files would not be the server's.
 		DumpCommandFlag:  replication.BINLOG_SEND_ANNOTATE_ROWS_EVENT,
 		DisableRetrySync: true, Logger: logger,
-	})
+	}), nil
+}
+
+func (w *fileWriter) run(ctx context.Context, cfg StreamConfig, dc *driver.Config) error {
+	syncer, err := newSyncer(cfg, dc)
+	if err != nil {
+		return err
+	}
 	defer syncer.Close()
 	s, err := syncer.StartSync(mysql.Position{Name: w.files[0].name, Pos: 4})
 	if err != nil {
@@ -230,27 +240,10 @@ func ProbeDump(ctx context.Context, cfg StreamConfig, file string) error {
 	if err != nil {
 		return fmt.Errorf("probe the binlog dump: parse DSN: %w", err)
 	}
-	host, portStr, err := net.SplitHostPort(dc.Addr)
+	syncer, err := newSyncer(cfg, dc)
 	if err != nil {
-		return fmt.Errorf("probe the binlog dump: address %q: %w", dc.Addr, err)
+		return fmt.Errorf("probe the binlog dump: %w", err)
 	}
-	port, err := strconv.ParseUint(portStr, 10, 16)
-	if err != nil {
-		return fmt.Errorf("probe the binlog dump: address %q: %w", dc.Addr, err)
-	}
-	logger := cfg.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	id := cfg.ReplicaID
-	if id == 0 {
-		id = DefaultReplicaID
-	}
-	syncer := replication.NewBinlogSyncer(replication.BinlogSyncerConfig{
-		ServerID: id, Flavor: mysql.MariaDBFlavor, Host: host, Port: uint16(port),
-		User: dc.User, Password: dc.Passwd, TLSConfig: dc.TLS, RawModeEnabled: true,
-		DisableRetrySync: true, Logger: logger,
-	})
 	defer syncer.Close()
 	s, err := syncer.StartSync(mysql.Position{Name: file, Pos: 4})
 	if err != nil {
