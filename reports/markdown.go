@@ -24,6 +24,12 @@ func writeTable(w io.Writer, header []string, rows [][]string) error {
 	return writeTableMD(w, header, md)
 }
 
+// MarkdownTable is writeTableMD for other renderers of Markdown (the
+// generated docs/cli.md): cells are Markdown already, escaped by the caller.
+func MarkdownTable(w io.Writer, header []string, rows [][]string) error {
+	return writeTableMD(w, header, rows)
+}
+
 // writeTableMD renders one GFM table whose cells are Markdown already
 // (links, code spans), escaped by the caller; a line break becomes <br>.
 // Headers keep their case and nothing wraps, so that every row stays on

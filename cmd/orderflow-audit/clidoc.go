@@ -8,9 +8,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/renderer"
-	"github.com/olekukonko/tablewriter/tw"
+	"github.com/orderflow-audit/orderflow-audit/reports"
 )
 
 // docs/cli.md has one section per command; the part of each that the code
@@ -57,21 +55,7 @@ func cliDocBlock(name string) (string, error) {
 	if len(rows) > 0 {
 		b.WriteString("\n")
 		var t bytes.Buffer
-		tbl := tablewriter.NewTable(&t,
-			tablewriter.WithRenderer(renderer.NewMarkdown()),
-			tablewriter.WithHeaderAutoFormat(tw.Off),
-			tablewriter.WithHeaderAutoWrap(tw.WrapNone),
-			tablewriter.WithRowAutoWrap(tw.WrapNone),
-			tablewriter.WithHeaderAlignment(tw.AlignLeft),
-			tablewriter.WithRowAlignment(tw.AlignLeft),
-		)
-		tbl.Header("flag", "value", "default", "meaning")
-		for _, r := range rows {
-			if err := tbl.Append(r); err != nil {
-				return "", err
-			}
-		}
-		if err := tbl.Render(); err != nil {
+		if err := reports.MarkdownTable(&t, []string{"flag", "value", "default", "meaning"}, rows); err != nil {
 			return "", err
 		}
 		b.Write(t.Bytes())
