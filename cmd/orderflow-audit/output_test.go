@@ -312,17 +312,7 @@ func TestVerifyInterrupted(t *testing.T) {
 func TestVerifyStdoutClosed(t *testing.T) {
 	path := verifyFixture(t, "u80", nil)
 	for _, args := range [][]string{{"verify", path}, {"verify", "--json", path}, {"report", path}} {
-		cmd := exec.Command(binary(t), args...)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		r, w, err := os.Pipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		r.Close() // the reader is gone before anything is written
-		cmd.Stdout = w
-		err = cmd.Run()
-		w.Close()
+		stderr, err := runStdoutClosed(t, args...)
 		var exit *exec.ExitError
 		if !errors.As(err, &exit) || exit.ExitCode() != exitInconclusive {
 			t.Errorf("%v with stdout closed: %v; want exit %d; stderr:\n%s", args, err, exitInconclusive, stderr.String())
@@ -338,17 +328,7 @@ func TestVerifyStdoutClosed(t *testing.T) {
 // pipe".
 func TestPrintersStdoutClosed(t *testing.T) {
 	for _, args := range [][]string{{"scenarios"}, {"help"}, {"version"}} {
-		cmd := exec.Command(binary(t), args...)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		r, w, err := os.Pipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		r.Close()
-		cmd.Stdout = w
-		err = cmd.Run()
-		w.Close()
+		stderr, err := runStdoutClosed(t, args...)
 		var exit *exec.ExitError
 		if !errors.As(err, &exit) || exit.ExitCode() != exitInconclusive {
 			t.Errorf("%v with stdout closed: %v; want exit %d; stderr:\n%s", args, err, exitInconclusive, stderr.String())
@@ -357,4 +337,22 @@ func TestPrintersStdoutClosed(t *testing.T) {
 			t.Errorf("%v: stderr %q; want one line saying stdout was closed", args, s)
 		}
 	}
+}
+
+// runStdoutClosed runs the built binary with a stdout whose reader is gone
+// before anything is written, and returns how it ended and its stderr.
+func runStdoutClosed(t *testing.T, args ...string) (*bytes.Buffer, error) {
+	t.Helper()
+	cmd := exec.Command(binary(t), args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	cmd.Stdout = w
+	err = cmd.Run()
+	w.Close()
+	return &stderr, err
 }
