@@ -63,15 +63,7 @@ func TestShapes(t *testing.T) {
 			if v.Layer == nil {
 				t.Fatalf("rules not run: %s", v.NotRun)
 			}
-			got := map[string]string{}
-			for _, r := range v.Layer.Rules {
-				if r.Status != blackbox.Pass && r.Status != blackbox.NotApplicable {
-					got[r.ID] = string(r.Status)
-				}
-			}
-			for _, r := range v.Reasons {
-				got[r.Rule] = string(r.Status)
-			}
+			got := v.Unpassed()
 			if want.Rules == nil {
 				want.Rules = map[string]string{}
 			}

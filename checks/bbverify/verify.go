@@ -67,6 +67,24 @@ type Verdict struct {
 	NotRun string           `json:"not_run,omitempty"`
 }
 
+// Unpassed maps every rule and bundle check that did not pass (nor was
+// not applicable) to its status: what a verdict says went wrong, in the
+// form a history's expected outcome is written in.
+func (v *Verdict) Unpassed() map[string]string {
+	got := map[string]string{}
+	if v.Layer != nil {
+		for _, r := range v.Layer.Rules {
+			if r.Status != blackbox.Pass && r.Status != blackbox.NotApplicable {
+				got[r.ID] = string(r.Status)
+			}
+		}
+	}
+	for _, r := range v.Reasons {
+		got[r.Rule] = string(r.Status)
+	}
+	return got
+}
+
 // ProfileRef names the profile the audit ran under.
 type ProfileRef struct {
 	Name   string `json:"name"`

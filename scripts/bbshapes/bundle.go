@@ -22,7 +22,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/orderflow-audit/orderflow-audit/checks/bbverify"
-	"github.com/orderflow-audit/orderflow-audit/checks/blackbox"
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/evidence/profile"
 	"github.com/orderflow-audit/orderflow-audit/internal/mariadbd"
@@ -162,15 +161,7 @@ func (s *server) record(ctx context.Context, out string, h history) (string, err
 	if err != nil {
 		return "", err
 	}
-	got := map[string]string{}
-	for _, r := range v.Layer.Rules {
-		if r.Status != blackbox.Pass && r.Status != blackbox.NotApplicable {
-			got[r.ID] = string(r.Status)
-		}
-	}
-	for _, r := range v.Reasons {
-		got[r.Rule] = string(r.Status)
-	}
+	got := v.Unpassed()
 	want := h.rules
 	if want == nil {
 		want = map[string]string{}
