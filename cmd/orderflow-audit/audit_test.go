@@ -160,14 +160,7 @@ func TestAuditReference(t *testing.T) {
 		t.Errorf("verify %s: exit %d; want 0 PASS\n%s%s", r.out, code, out, errs)
 	}
 	// The faults are recorded in the bundle, and the record is vouched for.
-	raw, err := os.ReadFile(r.out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bb, err := evidence.ParseBlackBox(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
+	bb := readBlackBox(t, r.out)
 	if bb.Nemesis == nil || len(bb.Nemesis.Faults) == 0 {
 		t.Fatalf("the bundle records no fault applied: %+v", bb.Nemesis)
 	}
@@ -275,14 +268,10 @@ func TestAuditInterrupted(t *testing.T) {
 	if r.code != exitInconclusive {
 		t.Fatalf("exit %d; want 4\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
-	raw, err := os.ReadFile(r.out)
-	if err != nil {
+	if _, err := os.Stat(r.out); err != nil {
 		t.Fatalf("no bundle after the interrupt: %v\n%s", err, r.stderr)
 	}
-	bb, err := evidence.ParseBlackBox(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
+	bb := readBlackBox(t, r.out)
 	if !bb.Run.Interrupted {
 		t.Errorf("the bundle is not marked interrupted")
 	}
@@ -363,4 +352,18 @@ func processNaming(s string) bool {
 		}
 	}
 	return false
+}
+
+// readBlackBox reads and parses the black-box evidence at path.
+func readBlackBox(t *testing.T, path string) *evidence.BlackBox {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read the bundle's evidence: %v", err)
+	}
+	bb, err := evidence.ParseBlackBox(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bb
 }

@@ -112,14 +112,7 @@ func TestAuditOwnServer(t *testing.T) {
 	}
 	noPassword(t, "stdout", r.stdout, "")
 	noPassword(t, "stderr", r.stderr, filepath.Dir(r.out))
-	raw, err := os.ReadFile(r.out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bb, err := evidence.ParseBlackBox(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
+	bb := readBlackBox(t, r.out)
 	if w := bb.Witness; w.Database == nil || w.Database.Source != evidence.WitnessBinlogStream || w.Broker == nil || w.Broker.Source != evidence.WitnessKafkaDump {
 		t.Errorf("witnesses %+v: want the binlog streamed and the broker dumped", w)
 	}
@@ -235,14 +228,7 @@ func TestAuditSQLLoad(t *testing.T) {
 	if !strings.Contains(line, "PASS") || strings.Contains(line, "requests ok 0 ") || strings.Contains(line, "events committed 0,") {
 		t.Errorf("observation line %q: want PASS with requests committed", line)
 	}
-	raw, err := os.ReadFile(r.out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bb, err := evidence.ParseBlackBox(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
+	bb := readBlackBox(t, r.out)
 	if bb.Client.Requests == nil || *bb.Client.Requests == 0 {
 		t.Errorf("the bundle records no request of the client: %+v", bb.Client)
 	}

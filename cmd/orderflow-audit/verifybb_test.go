@@ -121,14 +121,7 @@ func flipByte(t *testing.T, p string) {
 // digest in the evidence, as one who rewrote both would.
 func forgeProfile(t *testing.T, path, text string) {
 	t.Helper()
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bb, err := evidence.ParseBlackBox(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
+	bb := readBlackBox(t, path)
 	if err := os.WriteFile(filepath.Join(filepath.Dir(path), filepath.FromSlash(bb.Profile.Path)), []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
