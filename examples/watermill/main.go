@@ -14,7 +14,8 @@
 //
 // Three helpers serve the manual smoke run of README.md: topic (create the
 // Kafka topic), load (concurrent POST /orders) and count (orders, records
-// and inbox rows, and the orders that have no record).
+// and inbox rows, and the orders that have no record); lockwatch prints the
+// server's lock waits on the outbox table (profile-lockwatch.yaml).
 //
 // The Watermill code is used as its documentation shows; nothing here works
 // around its behaviour, because its behaviour is what is audited.
@@ -50,6 +51,7 @@ var commands = []command{
 	{"topic", "create the Kafka topic (smoke runs; the embedded broker creates none by itself)", runTopic},
 	{"load", "send concurrent POST /orders to the service (smoke runs)", runLoad},
 	{"count", "count orders, records on the topic and inbox rows; list orders without a record", runCount},
+	{"lockwatch", "print the InnoDB lock waits on watermill_outbox (the finding's experiment)", runLockWatch},
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
