@@ -33,6 +33,9 @@ func BlackBox(v *bbverify.Verdict) ([]byte, error) {
 	if err := writeTable(w, []string{"", ""}, bbOverview(v)); err != nil {
 		return nil, err
 	}
+	if err := bbTimeline(w, v); err != nil {
+		return nil, err
+	}
 	bbBundle(w, v)
 	if err := bbRules(w, v); err != nil {
 		return nil, err
@@ -131,6 +134,29 @@ func startOffsets(v *bbverify.Verdict) string {
 		parts = append(parts, fmt.Sprintf("%d:%d", o.Partition, o.Offset))
 	}
 	return "partition:offset " + strings.Join(parts, " ")
+}
+
+// bbTimeline is the story of the first lost event, from the binlog in
+// commit order (blackbox.Timeline): what a reader needs to see why the
+// rule failed without reading the binlog.
+func bbTimeline(w *bufio.Writer, v *bbverify.Verdict) error {
+	if v.Layer == nil || v.Layer.Timeline == nil {
+		return nil
+	}
+	t := v.Layer.Timeline
+	fmt.Fprintf(w, "\n## How event %s was lost (`%s`)\n\n", inline(t.Event), code(t.Rule))
+	w.WriteString("The binlog's transactions that matter to it, in commit order (started: when the transaction began on the server, to the second):\n\n")
+	var rows [][]string
+	for i, st := range t.Steps {
+		rows = append(rows, []string{fmt.Sprint(i + 1), cell(st.GTID), cell(st.Binlog), cell(st.Started), cell(st.What)})
+	}
+	if err := writeTableMD(w, []string{"#", "gtid", "binlog", "started", "what"}, rows); err != nil {
+		return err
+	}
+	if t.Position != "" {
+		fmt.Fprintf(w, "\nNo record of the event is on topic %s; the relay reads rows above its cursor, so a row committed below it is never read again.\n", inline(v.Target.Topic))
+	}
+	return nil
 }
 
 // bbBundle is the section on the bundle itself: its files, window, bound

@@ -217,6 +217,9 @@ type Result struct {
 	// where they are allowed, with what the progress history says of them.
 	Notes []Reason `json:"notes,omitempty"`
 	Stats Stats    `json:"stats"`
+	// Timeline tells the first lost event's story from the binlog
+	// (timeline.go); nil when no event was lost for certain.
+	Timeline *Timeline `json:"timeline,omitempty"`
 }
 
 // Check runs every rule on in. It returns an error only when it cannot
@@ -272,7 +275,7 @@ func (c *checker) result() *Result {
 		order[r.ID] = i
 	}
 	sort.SliceStable(c.reasons, func(i, j int) bool { return order[c.reasons[i].Rule] < order[c.reasons[j].Rule] })
-	res := &Result{Status: Pass, Reasons: c.reasons, Notes: c.notes, Stats: c.m.stats}
+	res := &Result{Status: Pass, Reasons: c.reasons, Notes: c.notes, Stats: c.m.stats, Timeline: c.timeline()}
 	if res.Reasons == nil {
 		res.Reasons = []Reason{}
 	}

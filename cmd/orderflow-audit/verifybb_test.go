@@ -163,3 +163,35 @@ func TestReportBlackBox(t *testing.T) {
 		t.Errorf("the written report begins %.200q", b)
 	}
 }
+
+// TestReportBlackBoxTimeline: the report of a bundle that lost an event
+// (a real server's binlog: scripts/bbshapes, cursor-lost-skipped) tells
+// the event's story in commit order; a legal bundle's report has none.
+func TestReportBlackBoxTimeline(t *testing.T) {
+	shapes := filepath.Join("..", "..", "checks", "bbverify", "testdata", "shapes")
+	code, stdout, stderr := runCLI(t, "report", filepath.Join(shapes, "cursor-lost-skipped", "audit.json"))
+	if code != exitFail {
+		t.Fatalf("exit %d; want 1\n%s", code, stderr)
+	}
+	section := stdout[strings.Index(stdout, "\n## How event ")+1:]
+	if i := strings.Index(section, "\n## The bundle"); i < 0 || !strings.HasPrefix(section, "## How event e-1 was lost (`lost-skipped`)") {
+		t.Fatalf("no timeline section before the bundle's:\n%.3000s", stdout)
+	} else {
+		section = section[:i]
+	}
+	// The steps in commit order: the cursor below the event, a row above
+	// it committed, the cursor passing it, the event's commit.
+	at := -1
+	for _, want := range []string{"below the event's position 1", "above position 1 committed before the cursor passed it",
+		"past the event's position 1, where no committed row held it yet", "event e-1's row committed at position 1"} {
+		i := strings.Index(section, want)
+		if i <= at {
+			t.Errorf("the timeline lacks %q after the step before it:\n%s", want, section)
+		}
+		at = i
+	}
+	code, stdout, _ = runCLI(t, "report", filepath.Join(shapes, "cursor-legal", "audit.json"))
+	if code != exitOK || strings.Contains(stdout, "## How event") {
+		t.Errorf("a legal bundle: exit %d, a timeline section: %v", code, strings.Contains(stdout, "## How event"))
+	}
+}
