@@ -111,12 +111,24 @@ func bbOverview(v *bbverify.Verdict) [][]string {
 		{"evidence", v.Evidence},
 		{"run", fmt.Sprintf("%s, %s to %s", v.RunID, v.Window.Start.UTC().Format(time.RFC3339), v.Window.End.UTC().Format(time.RFC3339))},
 		{"profile", fmt.Sprintf("%s (name %s), read from the bundle; sha256 %s", v.Profile.Path, v.Profile.Name, v.Profile.SHA256)},
+	}
+	if a := v.Profile.About; a != nil {
+		// What the profile says the pipeline is: the reader's first
+		// question, answered in the profile's own words.
+		if a.Text != "" {
+			rows = append(rows, []string{"audited", a.Text + " (as the profile describes it)"})
+		}
+		if len(a.Components) > 0 {
+			rows = append(rows, []string{"components", strings.Join(a.Components, "\n")})
+		}
+	}
+	rows = append(rows, [][]string{
 		{"target", fmt.Sprintf("database %s, topic %s", v.Target.Database, v.Target.Topic)},
 		{"run window", fmt.Sprintf("binlog after %s:%d (%s) to gtid %s; topic from %s", bw.StartFile, bw.StartPos, from, bw.GTIDEnd, startOffsets(v))},
 		{"liveness bound", fmt.Sprintf("%s (recorded in the evidence), settled at %s", v.Liveness.Bound, v.Liveness.SettledAt.UTC().Format(time.RFC3339))},
 		{"client history", client},
 		{"roles' output", fmt.Sprintf("%d file(s), verified, not read", v.Outputs)},
-	}
+	}...)
 	if v.Layer != nil {
 		s := v.Layer.Stats
 		rows = append(rows, []string{"checked", fmt.Sprintf("%d event(s), %d record(s), %d duplicate(s), %d effect(s), %d unknown answer(s) settled; rules: %s",

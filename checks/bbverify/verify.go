@@ -27,6 +27,7 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/checks/blackbox"
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/evidence/audit"
+	"github.com/orderflow-audit/orderflow-audit/evidence/profile"
 )
 
 // Kind is the value of Verdict.Kind.
@@ -90,6 +91,9 @@ type ProfileRef struct {
 	Name   string `json:"name"`
 	Path   string `json:"path"`
 	SHA256 string `json:"sha256"`
+	// About is the profile's own description of the pipeline (read from
+	// the bundle's profile; nil when it has none or could not be read).
+	About *profile.About `json:"about,omitempty"`
 }
 
 // Reason is one finding about the bundle itself.
@@ -122,6 +126,9 @@ func Verify(ctx context.Context, path string, opt Options) (*Verdict, error) {
 	if b.Client != nil {
 		n := len(b.Client)
 		v.ClientRequests = &n
+	}
+	if b.Profile != nil {
+		v.Profile.About = b.Profile.About
 	}
 	files(v, b)
 	layer(v, b)

@@ -26,7 +26,10 @@ var ErrInvalid = errors.New("invalid profile")
 // Profile is a validated profile. Fields a profile may omit hold their
 // defaults once Load returns (see setDefaults).
 type Profile struct {
-	Name     string             `json:"name"`
+	Name string `json:"name"`
+	// About says what the pipeline is, for the report's reader; shown as
+	// the profile states it, never checked.
+	About    *About             `json:"about,omitempty"`
 	Database Database           `json:"database"`
 	Broker   Broker             `json:"broker"`
 	Topic    Topic              `json:"topic"`
@@ -40,6 +43,14 @@ type Profile struct {
 	// Invariants are the user's anti-joins over the pipeline's tables,
 	// run on the tables rebuilt from the binlog (antijoin.go).
 	Invariants []Invariant `json:"invariants,omitempty"`
+}
+
+// About is the profile's description of the pipeline it maps: a sentence
+// and its components with their versions (a go.mod's requirements, an
+// image's tag).
+type About struct {
+	Text       string   `json:"text,omitempty"`
+	Components []string `json:"components,omitempty"`
 }
 
 // Database says which server holds the pipeline's tables.

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -61,5 +63,45 @@ func TestCreateOrderRefusesBadRequests(t *testing.T) {
 				t.Errorf("status %d; want 400 (body %q)", w.Code, w.Body.String())
 			}
 		})
+	}
+}
+
+// TestProfilesNameGoModVersions: every profile's about.components names
+// the versions go.mod requires, so that a report never names a version
+// that did not run.
+func TestProfilesNameGoModVersions(t *testing.T) {
+	gomod, err := os.ReadFile("go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	required := map[string]string{}
+	for _, line := range strings.Split(string(gomod), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && strings.Contains(f[0], ".") && strings.HasPrefix(f[1], "v") {
+			required[f[0]] = f[1]
+		}
+	}
+	profiles, _ := filepath.Glob("profile*.yaml")
+	if len(profiles) == 0 {
+		t.Fatal("no profile")
+	}
+	for _, p := range profiles {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		named := 0
+		for _, line := range strings.Split(string(b), "\n") {
+			f := strings.Fields(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), "- ")))
+			if len(f) < 2 || !strings.HasPrefix(f[0], "github.com/") || !strings.HasPrefix(f[1], "v") {
+				continue
+			}
+			named++
+			if want, ok := required[f[0]]; !ok || want != f[1] {
+				t.Errorf("%s names %s %s; go.mod requires %q", p, f[0], f[1], want)
+			}
+		}
+		if named < 4 {
+			t.Errorf("%s names %d components; want watermill, watermill-sql, watermill-kafka and sarama at least", p, named)
+		}
 	}
 }

@@ -3,7 +3,9 @@ package audit
 import (
 	"context"
 	"fmt"
+	"math/big"
 	"path"
+	"sort"
 	"sync"
 	"time"
 
@@ -28,7 +30,18 @@ type settler struct {
 
 	mu   sync.Mutex
 	seen map[string]bool // event ids of the records read so far
+	// passedAt is when check first found an event without a record that
+	// the relay's progress had already passed (a cursor at or above its
+	// row, its row marked done): a relay does not come back for it, so
+	// after lostGrace the settle stops waiting for it. The verdict, read
+	// from the witnesses, says whether it was lost.
+	passedAt map[string]time.Time
 }
+
+// lostGrace is how long settle still waits for the record of an event
+// the relay's progress has passed (a relay that marks a row done just
+// before its record lands).
+const lostGrace = 5 * time.Second
 
 func newSettler(s *scope) (*settler, error) {
 	cl, err := kgo.NewClient(s.kafka.ClientOpts(kgo.ConsumeTopics(s.opts.Profile.Topic.Name),
@@ -36,7 +49,7 @@ func newSettler(s *scope) (*settler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("settle: broker client: %w", err)
 	}
-	return &settler{s: s, cl: cl, seen: map[string]bool{}}, nil
+	return &settler{s: s, cl: cl, seen: map[string]bool{}, passedAt: map[string]time.Time{}}, nil
 }
 
 // read polls records until ctx ends.
@@ -99,43 +112,165 @@ func (st *settler) check(ctx context.Context) (bool, string) {
 	defer cancel()
 	p := st.s.opts.Profile
 	if p.Outbox.Progress.Kind != profile.ProgressDelete { // a deleting relay leaves no row to look at
-		ids, err := st.outboxIDs(cctx)
+		rows, err := st.outboxRows(cctx)
 		if err != nil {
 			return false, err.Error()
 		}
-		st.mu.Lock()
-		missing := 0
-		for _, id := range ids {
-			if !st.seen[id] {
-				missing++
-			}
-		}
-		st.mu.Unlock()
+		missing, passed := st.unsettled(rows, time.Now())
 		if missing > 0 {
-			return false, fmt.Sprintf("%d of %d outbox rows without a record", missing, len(ids))
+			why := fmt.Sprintf("%d of %d outbox rows without a record", missing, len(rows))
+			if passed > 0 {
+				why += fmt.Sprintf(" (and %d the relay's progress passed without one, no longer waited for)", passed)
+			}
+			return false, why
 		}
 	}
 	return st.lagZero(cctx)
 }
 
-func (st *settler) outboxIDs(ctx context.Context) ([]string, error) {
+// unsettled counts the rows settle still waits for (no record yet, and
+// not passed by progress for lostGrace) and the passed rows without a
+// record it no longer waits for, as of now.
+func (st *settler) unsettled(rows []outboxRow, now time.Time) (missing, passed int) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for _, r := range rows {
+		switch {
+		case st.seen[r.id]:
+		case r.passed:
+			first, ok := st.passedAt[r.id]
+			if !ok {
+				st.passedAt[r.id], first = now, now
+			}
+			if now.Sub(first) < lostGrace {
+				missing++
+			} else {
+				passed++
+			}
+		default:
+			missing++
+		}
+	}
+	return missing, passed
+}
+
+// outboxRow is an outbox row as settle sees it: its event id, and
+// whether the relay's progress has passed it.
+type outboxRow struct {
+	id     string
+	passed bool
+}
+
+// outboxRows reads every outbox row's event id and, by the profile's
+// progress kind, whether progress passed it: a cursor at or above its
+// row's position, its status done, its completed column set.
+func (st *settler) outboxRows(ctx context.Context) ([]outboxRow, error) {
 	o := st.s.opts.Profile.Outbox
-	rows, err := st.s.db.QueryContext(ctx, "SELECT `"+o.EventID.Column+"` FROM `"+o.Table+"`")
+	pr := o.Progress
+	var mark string
+	switch {
+	case pr.Kind == profile.ProgressCursor && pr.Against != nil:
+		mark = pr.Against.Column
+	case pr.Kind == profile.ProgressStatus || pr.Kind == profile.ProgressCompleted:
+		mark = pr.Column
+	}
+	cols := "`" + o.EventID.Column + "`"
+	if mark != "" {
+		cols += ", `" + mark + "`"
+	}
+	var cursor *big.Rat
+	if pr.Kind == profile.ProgressCursor && mark != "" {
+		c, err := st.cursor(ctx)
+		if err != nil {
+			return nil, err
+		}
+		cursor = c
+	}
+	rows, err := st.s.db.QueryContext(ctx, "SELECT "+cols+" FROM `"+o.Table+"`")
 	if err != nil {
 		return nil, fmt.Errorf("settle: read the outbox: %w", err)
 	}
 	defer rows.Close()
-	var out []string
+	var out []outboxRow
+	for rows.Next() {
+		var raw, m []byte
+		dest := []any{&raw}
+		if mark != "" {
+			dest = append(dest, &m)
+		}
+		if err := rows.Scan(dest...); err != nil {
+			return nil, fmt.Errorf("settle: read the outbox: %w", err)
+		}
+		id, ok := profile.Text(lookup(o.EventID, raw))
+		if !ok {
+			continue
+		}
+		r := outboxRow{id: id}
+		switch pr.Kind {
+		case profile.ProgressCursor:
+			if cursor != nil && m != nil {
+				if v, ok := ratOf(lookup(*pr.Against, m)); ok && cursor.Cmp(v) >= 0 {
+					r.passed = true
+				}
+			}
+		case profile.ProgressStatus:
+			if t, ok := profile.Text(lookup(profile.Field{Column: pr.Column}, m)); ok {
+				for _, d := range pr.Done {
+					r.passed = r.passed || string(d) == t
+				}
+			}
+		case profile.ProgressCompleted:
+			r.passed = m != nil
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// cursor reads the cursor row's value (nil when there is none yet).
+func (st *settler) cursor(ctx context.Context) (*big.Rat, error) {
+	pr := st.s.opts.Profile.Outbox.Progress
+	q := "SELECT `" + pr.Column + "` FROM `" + pr.Table + "`"
+	var args []any
+	keys := make([]string, 0, len(pr.Match))
+	for k := range pr.Match {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for i, k := range keys {
+		if i == 0 {
+			q += " WHERE "
+		} else {
+			q += " AND "
+		}
+		q += "`" + k + "` = ?"
+		args = append(args, string(pr.Match[k]))
+	}
+	rows, err := st.s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("settle: read the cursor: %w", err)
+	}
+	defer rows.Close()
+	var high *big.Rat
 	for rows.Next() {
 		var raw []byte
 		if err := rows.Scan(&raw); err != nil {
-			return nil, fmt.Errorf("settle: read the outbox: %w", err)
+			return nil, fmt.Errorf("settle: read the cursor: %w", err)
 		}
-		if id, ok := profile.Text(lookup(o.EventID, raw)); ok {
-			out = append(out, id)
+		if v, ok := ratOf(lookup(profile.Field{Column: pr.Column}, raw)); ok && (high == nil || v.Cmp(high) > 0) {
+			high = v
 		}
 	}
-	return out, rows.Err()
+	return high, rows.Err()
+}
+
+// ratOf reads a number from a column's or a JSON value's text.
+func ratOf(v any) (*big.Rat, bool) {
+	s, ok := profile.Text(v)
+	if !ok {
+		return nil, false
+	}
+	return new(big.Rat).SetString(s)
 }
 
 // lookup applies f's JSON path (if any) to a column's raw value.
