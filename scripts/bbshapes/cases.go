@@ -149,6 +149,19 @@ func histories() []history {
 			},
 			want: inc, rules: map[string]string{"holes": inc, "lost-acked-not-published": inc}},
 
+		{shape: &cursorShape, name: "holes-gtid", what: "the legal history with a GTID gap in the window: a transaction told to skip four sequence numbers (SET SESSION gtid_seq_no) between the second and the third order", client: true,
+			run: func(ctx context.Context, p *pipe) error {
+				return steps(
+					func() error { return p.place(ctx, 1, "o-1", true) },
+					func() error { return p.place(ctx, 2, "o-2", true) },
+					func() error { return p.skipGTIDs(ctx, 4) },
+					func() error { return p.place(ctx, 3, "o-1", false) },
+					func() error { return p.cursorRelay(ctx) },
+					func() error { return p.consume(ctx, "notify", "c1") },
+				)
+			},
+			want: inc, rules: map[string]string{"holes": inc}},
+
 		// completed
 		{shape: &completedShape, name: "legal", what: "three publications relayed, each completed after its send",
 			run: completedLegal, want: pass},

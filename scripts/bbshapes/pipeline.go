@@ -10,6 +10,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -73,6 +74,33 @@ func (p *pipe) tx(ctx context.Context, stmts ...string) error {
 		}
 	}
 	return t.Commit()
+}
+
+// skipGTIDs commits one transaction (a table of its own, outside the
+// profile's mapping) with a sequence number n past the next: the binlog
+// then misses n transactions, as a server told to skip numbers, or a
+// purged or filtered transaction, leaves it.
+func (p *pipe) skipGTIDs(ctx context.Context, n int) error {
+	c, err := p.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	var pos string
+	if err := c.QueryRowContext(ctx, "SELECT @@gtid_binlog_pos").Scan(&pos); err != nil {
+		return err
+	}
+	g := strings.Split(pos, "-")
+	last, err := strconv.ParseUint(g[len(g)-1], 10, 64)
+	if err != nil {
+		return fmt.Errorf("gtid_binlog_pos %q: %w", pos, err)
+	}
+	for _, q := range []string{fmt.Sprintf("SET SESSION gtid_seq_no = %d", last+uint64(n)+1), "CREATE TABLE gap_marker (id INT PRIMARY KEY)"} {
+		if _, err := c.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("%s: %w", q, err)
+		}
+	}
+	return nil
 }
 
 // open starts a transaction left open, to commit later (a slow writer).

@@ -131,7 +131,7 @@ func InSequence(inputs []Input) ([]Input, error) {
 // after every transaction before the problem has been passed to fn. It
 // opens one file at a time and reads it as ScanInputs does.
 func Scan(paths []string, fn func(Transaction) error) ([]FileInfo, error) {
-	return scan(len(paths), func(i int) (string, io.Reader, func(), error) {
+	return scan(len(paths), false, func(i int) (string, io.Reader, func(), error) {
 		name := filepath.Base(paths[i])
 		f, err := os.Open(paths[i])
 		if err != nil {
@@ -147,23 +147,36 @@ func Scan(paths []string, fn func(Transaction) error) ([]FileInfo, error) {
 // file and the event's offset) rather than panic, and stops at the limits
 // of limits.go (ErrLimit).
 func ScanInputs(in []Input, fn func(Transaction) error) ([]FileInfo, error) {
-	for i, f := range in {
-		if f.Name == "" || f.Name != filepath.Base(f.Name) || f.R == nil {
-			return nil, fmt.Errorf("read binlog: input %d: want a base name and a reader, have %q", i, f.Name)
-		}
+	if err := checkInputs(in); err != nil {
+		return nil, err
 	}
-	return scan(len(in), func(i int) (string, io.Reader, func(), error) {
+	return scanInputs(in, false, fn)
+}
+
+func scanInputs(in []Input, allowGaps bool, fn func(Transaction) error) ([]FileInfo, error) {
+	return scan(len(in), allowGaps, func(i int) (string, io.Reader, func(), error) {
 		return in[i].Name, in[i].R, nil, nil
 	}, fn)
 }
 
+func checkInputs(in []Input) error {
+	for i, f := range in {
+		if f.Name == "" || f.Name != filepath.Base(f.Name) || f.R == nil {
+			return fmt.Errorf("read binlog: input %d: want a base name and a reader, have %q", i, f.Name)
+		}
+	}
+	return nil
+}
+
 // scan reads n files in order; open gives the i-th one's name and bytes
-// (and how to close them, if it must be).
-func scan(n int, open func(i int) (string, io.Reader, func(), error), fn func(Transaction) error) ([]FileInfo, error) {
+// (and how to close them, if it must be). allowGaps reads a GTID gap
+// instead of refusing it.
+func scan(n int, allowGaps bool, open func(i int) (string, io.Reader, func(), error), fn func(Transaction) error) ([]FileInfo, error) {
 	if n == 0 {
 		return nil, errors.New("read binlog: no files")
 	}
 	s := newScanner(fn)
+	s.allowGaps = allowGaps
 	var infos []FileInfo
 	for i := range n {
 		s.crashable = i < n-1
@@ -221,6 +234,19 @@ func ReadAll(paths []string) (History, error) {
 // ReadAllInputs is ReadAll over files already opened (see ScanInputs).
 func ReadAllInputs(in []Input) (History, error) {
 	return readAll(func(fn func(Transaction) error) ([]FileInfo, error) { return ScanInputs(in, fn) })
+}
+
+// ReadAllInputsAllowingGaps is ReadAllInputs that reads a GTID sequence
+// gap (a transaction missing from a domain: a server told to skip
+// numbers, a purged or filtered transaction) instead of refusing it, for
+// a verifier that says INCONCLUSIVE on what a gap could hide (the
+// black-box rule holes). A sequence number at or below its domain's last
+// is still refused (ErrGTIDGap).
+func ReadAllInputsAllowingGaps(in []Input) (History, error) {
+	if err := checkInputs(in); err != nil {
+		return History{}, err
+	}
+	return readAll(func(fn func(Transaction) error) ([]FileInfo, error) { return scanInputs(in, true, fn) })
 }
 
 func readAll(scan func(func(Transaction) error) ([]FileInfo, error)) (History, error) {

@@ -39,6 +39,10 @@ type scanner struct {
 	// across files
 	domains   map[uint32]uint64
 	haveState bool
+	// allowGaps: a transaction whose sequence number is ahead of its
+	// domain's next is read, not refused (ReadAllInputsAllowingGaps); one
+	// at or below the last is still refused.
+	allowGaps bool
 
 	// crashable: the file being read is not the last of the sequence, so
 	// ending in use (and cut inside its last transaction) means the server
@@ -310,9 +314,11 @@ func (s *scanner) begin(e *replication.MariadbGTIDEvent, h *replication.EventHea
 	}
 	last, seen := s.domains[g.Domain]
 	switch {
-	case seen && g.Seq != last+1:
+	case seen && g.Seq <= last:
+		return fmt.Errorf("%w: %s follows sequence %d of domain %d, not after it", ErrGTIDGap, g, last, g.Domain)
+	case seen && g.Seq != last+1 && !s.allowGaps:
 		return fmt.Errorf("%w: %s follows sequence %d of domain %d", ErrGTIDGap, g, last, g.Domain)
-	case !seen && s.haveState && g.Seq != 1:
+	case !seen && s.haveState && g.Seq != 1 && !s.allowGaps:
 		return fmt.Errorf("%w: %s is the first of domain %d, not sequence 1", ErrGTIDGap, g, g.Domain)
 	}
 	if s.txns++; s.txns > MaxTransactions {

@@ -2,6 +2,8 @@ package binlog_test
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -111,4 +113,53 @@ func TestSettingsTheReaderNeeds(t *testing.T) {
 			t.Errorf("statement-logged transaction %+v; want one statement, no changes", tx)
 		}
 	})
+	// A verifier that reads a gap as a hole (the black-box rule holes)
+	// reads ahead of a skipped number, and still refuses a number that
+	// goes back.
+	t.Run("gaps read, not refused", func(t *testing.T) {
+		conn, err := f.srv.DB(t, "ofa_t_s").Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		from := f.position(t)
+		f.exec(t, conn, "UPDATE stock SET quantity = 5 WHERE sku = 'm'")
+		f.exec(t, conn, "SET SESSION gtid_seq_no = 2000")
+		f.exec(t, conn, "UPDATE stock SET quantity = 6 WHERE sku = 'm'")
+		ahead := f.copyFrom(t, from)
+		if _, err := binlog.ReadAll(ahead); !errors.Is(err, binlog.ErrGTIDGap) {
+			t.Fatalf("ReadAll = %v; want ErrGTIDGap", err)
+		}
+		h, err := binlog.ReadAllInputsAllowingGaps(open(t, ahead))
+		if err != nil {
+			t.Fatalf("ReadAllInputsAllowingGaps: %v", err)
+		}
+		n := len(h.Transactions)
+		if n < 2 || h.Transactions[n-1].GTID.Seq != 2000 || h.Transactions[n-2].GTID.Seq >= 1999 {
+			t.Fatalf("transactions %v; want the last at sequence 2000 after one below 1999", h.Transactions)
+		}
+
+		from = f.position(t)
+		f.exec(t, conn, "UPDATE stock SET quantity = 7 WHERE sku = 'm'")
+		f.exec(t, conn, "SET SESSION gtid_seq_no = 1500")
+		f.exec(t, conn, "UPDATE stock SET quantity = 8 WHERE sku = 'm'")
+		if _, err := binlog.ReadAllInputsAllowingGaps(open(t, f.copyFrom(t, from))); !errors.Is(err, binlog.ErrGTIDGap) || !strings.Contains(err.Error(), "not after it") {
+			t.Fatalf("a sequence number going back: %v; want ErrGTIDGap, not after it", err)
+		}
+	})
+}
+
+// open opens paths as the reader's inputs, closed at the test's end.
+func open(t *testing.T, paths []string) []binlog.Input {
+	t.Helper()
+	var in []binlog.Input
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		in = append(in, binlog.Input{Name: filepath.Base(p), R: f})
+	}
+	return in
 }
