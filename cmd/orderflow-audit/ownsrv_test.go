@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
+	"github.com/orderflow-audit/orderflow-audit/migrations"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra/infratest"
 )
@@ -178,6 +179,30 @@ func TestAuditOwnServerPreflight(t *testing.T) {
 		}
 		noPassword(t, "stderr", errs, "")
 	})
+	t.Run("a mapped table it may not read", func(t *testing.T) {
+		dsn, root := ownServer(t, "REPLICATION SLAVE, BINLOG MONITOR, RELOAD ON *.*")
+		for _, q := range []string{"CREATE DATABASE ofa_noread", "CREATE TABLE ofa_noread.outbox (id INT)", "CREATE TABLE ofa_noread.orders (id INT)",
+			"GRANT SELECT ON ofa_noread.outbox TO 'auditor'@'%'", "GRANT SELECT ON ofa_noread.outbox TO 'auditor'@'localhost'"} {
+			if _, err := root.Exec(q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		k := ownKafka(t)
+		path := ownProfile(t, dsn, k.Brokers)
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := strings.Replace(string(b), "  migrations: ", "  schema: ofa_noread\n  #", 1)
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errs := runCLI(t, "audit", "--profile", path, "--out", filepath.Join(t.TempDir(), "a.json"), "--faults", "none")
+		if code != exitUnavailable || !strings.Contains(errs, "table ofa_noread.orders, which the profile maps, cannot be read") {
+			t.Errorf("exit %d; want 3 naming ofa_noread.orders\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+		}
+		noPassword(t, "stderr", errs, "")
+	})
 	t.Run("db-crash", func(t *testing.T) {
 		p := ownProfile(t, "auditor:"+ownPassword+"@tcp(127.0.0.1:1)/", []string{"127.0.0.1:1"})
 		code, _, errs := runCLI(t, "audit", "--profile", p, "--out", filepath.Join(t.TempDir(), "a.json"), "--faults", "kill,db-crash")
@@ -241,4 +266,80 @@ func TestAuditSQLLoad(t *testing.T) {
 	if answer != "PASS" {
 		t.Errorf("rule answer: %q; want PASS (the client's history held to the binlog)", answer)
 	}
+}
+
+// TestAuditOwnServerSchema audits a database of "your own" server used as
+// it is (database.schema, no migrations): the tables and the stock are
+// the user's, made before the audit (named ofa_*: the reference actors
+// run only in such databases); the verdict is PASS, the audit's
+// events are in the user's tables, and the database is still there, with
+// its rows, afterwards (the audit creates and drops nothing in it).
+func TestAuditOwnServerSchema(t *testing.T) {
+	dsn, root := ownServer(t, "REPLICATION SLAVE, BINLOG MONITOR, RELOAD ON *.*", "ALL ON `ofa_shop_asis`.*")
+	ctx := context.Background()
+	if _, err := root.ExecContext(ctx, "CREATE DATABASE ofa_shop_asis"); err != nil {
+		t.Fatal(err)
+	}
+	shop, err := sql.Open("mysql", dsn+"ofa_shop_asis") // the auditor's account: ALL on it
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shop.Close()
+	if _, err := migrations.Apply(ctx, shop); err != nil {
+		t.Fatal(err)
+	}
+	stock, err := os.ReadFile(filepath.Join("..", "..", "profiles", "reference-stock.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The reference actors run only where the tool's marker is (the row
+	// a database the tool creates carries): the user puts it there.
+	for _, q := range append(migrations.SplitStatements(string(stock)), "INSERT INTO ofa_marker (id, tool, run_id) VALUES (1, 'orderflow-audit', 'as-is')") {
+		if _, err := shop.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	k := ownKafka(t)
+	path := ownProfile(t, dsn, k.Brokers)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(b), "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(l, "  migrations: ") {
+			lines[i] = "  schema: ofa_shop_asis"
+		}
+	}
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	r := runAudit(t, path, "--seed", "3", "--duration", "3s", "--faults", "kill,pause,latency")
+	if r.code != exitOK {
+		t.Fatalf("exit %d; want 0\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	bb := readBlackBox(t, r.out)
+	if bb.Target.Database != "ofa_shop_asis" {
+		t.Errorf("the bundle audits database %q; want ofa_shop_asis", bb.Target.Database)
+	}
+	var events, sent, stockRows int
+	if err := shop.QueryRowContext(ctx, "SELECT COUNT(*), COALESCE(SUM(state = 'SENT'), 0) FROM outbox").Scan(&events, &sent); err != nil {
+		t.Fatalf("the database is not there afterwards: %v", err)
+	}
+	if err := shop.QueryRowContext(ctx, "SELECT COUNT(*) FROM stock").Scan(&stockRows); err != nil {
+		t.Fatal(err)
+	}
+	if events == 0 || sent != events || stockRows != 1 {
+		t.Errorf("afterwards: %d outbox rows, %d sent, %d stock rows; want the run's events, all sent, and the user's stock row", events, sent, stockRows)
+	}
+	line := strings.SplitN(r.stdout, "\n", 2)[0]
+	if !strings.Contains(line, fmt.Sprintf("events committed %d,", events)) {
+		t.Errorf("observation line %q: want the %d events the database holds", line, events)
+	}
+	var names string
+	if err := root.QueryRowContext(ctx, "SELECT COALESCE(GROUP_CONCAT(SCHEMA_NAME), '') FROM information_schema.SCHEMATA WHERE SCHEMA_NAME LIKE 'ofa\\_%'").Scan(&names); err != nil || names != "ofa_shop_asis" {
+		t.Errorf("databases ofa_* on the server afterwards: %q (%v); want the user's alone", names, err)
+	}
+	noPassword(t, "stderr", r.stderr, filepath.Dir(r.out))
 }

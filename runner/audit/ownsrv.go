@@ -103,6 +103,35 @@ func (s *scope) connectOwn(ctx context.Context) (err error) {
 	if s.db, err = sql.Open("mysql", s.server.DSNFor(s.dbName)); err != nil {
 		return infra.Unavailable(fmt.Errorf("open database %s: %s", s.dbName, s.server.RedactErr(err)))
 	}
+	return s.checkTables(ctx)
+}
+
+// checkTables: in a database used as it is, the account must see every
+// table the profile maps (the settle check reads the outbox and the
+// progress; the tables must be there for the pipeline to write them).
+// A table it cannot read, or one that is not there, ends the audit
+// before anything starts, naming the table.
+func (s *scope) checkTables(ctx context.Context) error {
+	p := s.opts.Profile
+	tables := []string{p.Outbox.Table}
+	if p.Outbox.Progress.Table != "" {
+		tables = append(tables, p.Outbox.Progress.Table)
+	}
+	if p.Business != nil {
+		tables = append(tables, p.Business.Table)
+	}
+	if p.Inbox != nil {
+		tables = append(tables, p.Inbox.Table)
+	}
+	if p.Effect != nil {
+		tables = append(tables, p.Effect.Table)
+	}
+	for _, t := range tables {
+		if _, err := s.db.ExecContext(ctx, "SELECT 1 FROM `"+t+"` LIMIT 0"); err != nil {
+			return infra.Unavailable(fmt.Errorf("preflight: table %s.%s, which the profile maps, cannot be read by %s: %s "+
+				"(with database.schema the audit needs SELECT on the tables it maps, and creates nothing)", s.dbName, t, s.server.Redacted(), s.server.RedactErr(err)))
+		}
+	}
 	return nil
 }
 
