@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -366,4 +368,43 @@ func readBlackBox(t *testing.T, path string) *evidence.BlackBox {
 		t.Fatal(err)
 	}
 	return bb
+}
+
+// TestAuditConnKill: conn-kill kills every connection of one replica on
+// the private server, found by the replica's own account there; the
+// reference pipeline's actors reconnect and the audit PASSes, and the
+// nemesis record says how many connections each kill took.
+func TestAuditConnKill(t *testing.T) {
+	r := runAudit(t, referenceProfile(t), "--seed", "1", "--duration", "3s", "--faults", "conn-kill")
+	if r.code != exitOK {
+		t.Fatalf("exit %d; want 0\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(r.out), "audit", "nemesis.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	killed := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var ev struct{ Kind, Target, Result string }
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		if ev.Kind != "conn-kill" {
+			t.Errorf("fault %+v: want conn-kill only", ev)
+		}
+		var n int
+		var user string
+		if _, err := fmt.Sscanf(ev.Result, "done: %d connection(s) of %s killed", &n, &user); err == nil && n > 0 {
+			if want := "ofa_" + strings.ReplaceAll(ev.Target, "-", "_"); user != want {
+				t.Errorf("fault on %s killed the connections of %s; want %s", ev.Target, user, want)
+			}
+			killed += n
+		}
+	}
+	if killed == 0 {
+		t.Errorf("no connection killed:\n%s", b)
+	}
+	if line := strings.SplitN(r.stdout, "\n", 2)[0]; !strings.Contains(line, "faults conn-kill=") || !strings.Contains(line, "PASS") {
+		t.Errorf("observation line %q: want PASS with conn-kill faults", line)
+	}
 }

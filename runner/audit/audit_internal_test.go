@@ -125,7 +125,7 @@ func TestParseKinds(t *testing.T) {
 	if ks, err := ParseKinds("kill,net-cut"); err != nil || !reflect.DeepEqual(ks, []nemesis.Kind{nemesis.Kill, nemesis.NetCut}) {
 		t.Errorf("kill,net-cut = %v, %v", ks, err)
 	}
-	for _, bad := range []string{"conn-kill", "gremlin", "kill,kill"} {
+	for _, bad := range []string{"gremlin", "kill,kill", "conn-kill,conn-kill"} {
 		if _, err := ParseKinds(bad); err == nil {
 			t.Errorf("ParseKinds(%q) accepted", bad)
 		}

@@ -26,11 +26,12 @@ import (
 // embedded broker (a window of refused, unanswered or unacknowledged
 // produce requests, failed fetches, forced rebalances of every group; a
 // restart on its data directory), and kill -9 of the private server with
-// a restart on its data directory (InnoDB's crash recovery). Connection
-// kills by database user are not built for the audit yet.
+// a restart on its data directory (InnoDB's crash recovery), and KILL
+// CONNECTION of every connection of one replica, found by its own account
+// on the private server (conn-kill).
 var Kinds = []nemesis.Kind{nemesis.Kill, nemesis.Pause, nemesis.Latency, nemesis.NetCut,
 	nemesis.ProduceRefused, nemesis.ProduceTimeout, nemesis.AckLost, nemesis.FetchError, nemesis.Rebalance, nemesis.BrokerRestart,
-	nemesis.DBCrash}
+	nemesis.DBCrash, nemesis.ConnKill}
 
 // brokerWindows are the broker's window faults by kind.
 var brokerWindows = map[nemesis.Kind]infra.BrokerFault{
@@ -251,6 +252,8 @@ func (nr *nemesisRun) apply(ctx context.Context, f nemesis.Fault) {
 		return
 	}
 	switch f.Kind {
+	case nemesis.ConnKill:
+		ev.Result = nr.connKill(ctx, r)
 	case nemesis.Kill:
 		if !r.signal(syscall.SIGKILL) {
 			ev.Result = "skipped: not running"
@@ -276,6 +279,42 @@ func (nr *nemesisRun) apply(ctx context.Context, f nemesis.Fault) {
 	}
 	ev.End = time.Now().UTC()
 	nr.record(ev)
+}
+
+// connKill kills every connection of replica r on the server (KILL
+// CONNECTION, found by its account in the process list), mid-transaction
+// or idle, as a server restart, a proxy or a DBA would; it says how many.
+func (nr *nemesisRun) connKill(ctx context.Context, r *replica) string {
+	if r.dbUser == "" {
+		return "skipped: the replica has no account of its own"
+	}
+	kctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	db := nr.s.server.DB()
+	rows, err := db.QueryContext(kctx, "SELECT ID FROM information_schema.PROCESSLIST WHERE USER = ?", r.dbUser)
+	if err != nil {
+		return "failed: " + err.Error()
+	}
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err == nil {
+			ids = append(ids, id)
+		}
+	}
+	rows.Close()
+	killed := 0
+	for _, id := range ids {
+		// A connection that ended meanwhile is "unknown thread id": not
+		// killed, not a failure.
+		if _, err := db.ExecContext(kctx, "KILL CONNECTION "+strconv.FormatInt(id, 10)); err == nil {
+			killed++
+		}
+	}
+	if killed == 0 {
+		return "skipped: no connection of " + r.dbUser
+	}
+	return fmt.Sprintf("done: %d connection(s) of %s killed", killed, r.dbUser)
 }
 
 func (nr *nemesisRun) record(ev NemesisEvent) {

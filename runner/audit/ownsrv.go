@@ -314,6 +314,7 @@ func (o *Options) fitFaults() error {
 	notOffered := map[nemesis.Kind]string{}
 	if p.Database.DSN != "" {
 		notOffered[nemesis.DBCrash] = "the audit never kills a server it did not start (database.dsn)"
+		notOffered[nemesis.ConnKill] = "on your own server the roles use your account, so their connections cannot be told apart (database.dsn)"
 	}
 	if p.Broker.Mode == profile.BrokerExternal {
 		for _, k := range brokerKinds {

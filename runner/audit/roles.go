@@ -54,6 +54,10 @@ type replica struct {
 	ready string // readiness URL, expanded; empty: stay up settleGrace
 	port  int
 	link  *chaos.Link // its database link (proxy)
+	// dbUser is its own account on the private server (roleUser), by
+	// which conn-kill finds its connections; empty on your own server,
+	// where the roles use the profile's account.
+	dbUser string
 
 	stdout, stderr *os.File
 
@@ -103,14 +107,24 @@ func planRoles(s *scope, base vars) (*roles, error) {
 			rs.list = append(rs.list, r)
 		}
 	}
+	if s.private != nil {
+		for _, r := range rs.list {
+			u, err := s.createRoleUser(r.name)
+			if err != nil {
+				return nil, err
+			}
+			r.dbUser = u
+		}
+	}
 	for _, name := range names {
 		base["role."+name] = "127.0.0.1:" + strconv.Itoa(ports[name])
-		base["proxy."+name+".db"] = s.dsn(rs.find(name, 1).link.Addr)
+		first := rs.find(name, 1)
+		base["proxy."+name+".db"] = s.roleDSN(first.link.Addr, first.dbUser)
 	}
 	for _, r := range rs.list {
 		def := s.opts.Profile.Roles[r.role]
 		v := base.with("replica", strconv.Itoa(r.n), "port", strconv.Itoa(r.port), "listen", "127.0.0.1:"+strconv.Itoa(r.port),
-			"proxy."+r.role+".db", s.dsn(r.link.Addr))
+			"proxy."+r.role+".db", s.roleDSN(r.link.Addr, r.dbUser))
 		words, err := splitWords(def.Start)
 		if err != nil {
 			return nil, fmt.Errorf("%w: roles.%s.start: %v", ErrBadOptions, r.role, err)

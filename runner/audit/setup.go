@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/orderflow-audit/orderflow-audit/evidence"
@@ -249,10 +250,52 @@ func migrationFiles(dir string, globs []string) ([]string, error) {
 // dsn is a DSN of the pipeline's database at addr (the server, or a
 // proxy in front of it).
 func (s *scope) dsn(addr string) string {
+	return s.roleDSN(addr, "")
+}
+
+// roleDSN is dsn as account user (no password: the private server
+// listens on 127.0.0.1 only); user empty: the scope's own account.
+func (s *scope) roleDSN(addr, user string) string {
 	cfg := s.cfg.Clone()
 	cfg.Addr = addr
 	cfg.DBName = s.dbName
+	if user != "" {
+		cfg.User, cfg.Passwd = user, ""
+	}
 	return cfg.FormatDSN()
+}
+
+// roleUser is the account of replica name ("relay-1") on the private
+// server: conn-kill finds the replica's connections by it.
+func roleUser(name string) string {
+	u := "ofa_" + strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			return r
+		}
+		if r >= 'A' && r <= 'Z' {
+			return r - 'A' + 'a'
+		}
+		return '_'
+	}, name)
+	return u[:min(len(u), 80)] // MariaDB's longest user name
+}
+
+// createRoleUser gives replica name an account of its own on the private
+// server, with every privilege root has there but granting: a role runs
+// as before, and its connections are told apart from everyone else's by
+// their user (conn-kill).
+func (s *scope) createRoleUser(name string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	u := roleUser(name)
+	for _, host := range []string{"%", "localhost"} {
+		for _, q := range []string{"CREATE USER IF NOT EXISTS '" + u + "'@'" + host + "'", "GRANT ALL PRIVILEGES ON *.* TO '" + u + "'@'" + host + "'"} {
+			if _, err := s.server.DB().ExecContext(ctx, q); err != nil {
+				return "", infra.Unavailable(fmt.Errorf("role %s: its account on the private server: %s: %w", name, q, err))
+			}
+		}
+	}
+	return u, nil
 }
 
 // closeBroker shuts the embedded broker down once, so that its data
