@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,9 +16,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
+	"github.com/orderflow-audit/orderflow-audit/evidence/profile"
 	"github.com/orderflow-audit/orderflow-audit/migrations"
+	"github.com/orderflow-audit/orderflow-audit/runner/audit"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra/infratest"
+	"github.com/orderflow-audit/orderflow-audit/runner/nemesis"
 )
 
 // ownPassword is the password of the account the tests audit "your own
@@ -342,4 +346,43 @@ func TestAuditOwnServerSchema(t *testing.T) {
 		t.Errorf("databases ofa_* on the server afterwards: %q (%v); want the user's alone", names, err)
 	}
 	noPassword(t, "stderr", r.stderr, filepath.Dir(r.out))
+}
+
+// TestAuditSQLLoadClientLink: with a SQL load, the audit's own client
+// reaches the database through a proxy of its own, and the nemesis slows
+// and cuts that link too (target "client>database"); requests cut off
+// are unknown outcomes the binlog settles, and the verdict is PASS.
+func TestAuditSQLLoadClientLink(t *testing.T) {
+	path := sqlLoadProfile(t)
+	p, err := profile.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := []nemesis.Kind{nemesis.Latency, nemesis.NetCut}
+	seed := int64(0)
+	for s := int64(1); s < 100 && seed == 0; s++ {
+		for _, f := range audit.Schedule(audit.Options{Profile: p, Seed: s, Duration: 3 * time.Second, Faults: kinds}) {
+			if f.Target == audit.ClientTarget+">database" && f.Kind == nemesis.NetCut {
+				seed = s
+			}
+		}
+	}
+	if seed == 0 {
+		t.Fatal("no seed of 1..99 cuts the client's link in 3 s")
+	}
+	r := runAudit(t, path, "--seed", strconv.FormatInt(seed, 10), "--duration", "3s", "--faults", "latency,net-cut")
+	if r.code != exitOK {
+		t.Fatalf("seed %d: exit %d; want 0\nstdout:\n%s\nstderr:\n%s", seed, r.code, r.stdout, r.stderr)
+	}
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(r.out), "audit", "nemesis.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := false
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		cut = cut || strings.Contains(line, `"kind":"net-cut","target":"client>database"`) && strings.Contains(line, `"result":"done"`)
+	}
+	if !cut {
+		t.Errorf("seed %d: no cut of the client's link applied:\n%s", seed, b)
+	}
 }

@@ -182,8 +182,19 @@ func run(ctx context.Context, opts Options) (*Result, error) {
 		return nil, err
 	}
 	var lp *loadPlan
-	if opts.Profile.Load != nil {
-		if lp, err = newLoadPlan(opts.Profile.Load, base, opts.Duration); err != nil {
+	if l := opts.Profile.Load; l != nil {
+		lv := base
+		if l.SQL != nil {
+			// The SQL client reaches the database through a proxy of its
+			// own, so that the nemesis can slow and cut its link too.
+			link, err := s.proxies.Add(ClientTarget+">database", s.cfg.Addr)
+			if err != nil {
+				return nil, err
+			}
+			rs.client = &replica{role: ClientTarget, name: ClientTarget, link: link}
+			lv = base.with("dsn", s.dsn(link.Addr))
+		}
+		if lp, err = newLoadPlan(l, lv, opts.Duration); err != nil {
 			return nil, err
 		}
 	}

@@ -138,6 +138,9 @@ func Schedule(o Options) []nemesis.Fault {
 		}
 	}
 	slices.Sort(targets) // planRoles's order: roles by name, then replica
+	if l := o.Profile.Load; l != nil && l.SQL != nil {
+		targets = append(targets, ClientTarget) // its database link only
+	}
 	var out []nemesis.Fault
 	for _, f := range schedule(o.Seed, o.Duration, o.Faults, targets) {
 		if nemesis.Keeps(o.Only, f.N) {
@@ -251,6 +254,16 @@ func (nr *nemesisRun) apply(ctx context.Context, f nemesis.Fault) {
 		nr.record(ev)
 		return
 	}
+	if r == nil {
+		ev.Result, ev.End = "skipped: no such target", time.Now().UTC()
+		nr.record(ev)
+		return
+	}
+	if r == nr.roles.client && f.Kind != nemesis.Latency && f.Kind != nemesis.NetCut {
+		ev.Result, ev.End = "skipped: the load client is the audit's own; only its database link is faulted", time.Now().UTC()
+		nr.record(ev)
+		return
+	}
 	switch f.Kind {
 	case nemesis.ConnKill:
 		ev.Result = nr.connKill(ctx, r)
@@ -359,6 +372,9 @@ func (nr *nemesisRun) heal() {
 	for _, r := range nr.roles.list {
 		r.signal(syscall.SIGCONT)
 		nr.healLink(r)
+	}
+	if c := nr.roles.client; c != nil {
+		nr.healLink(c)
 	}
 }
 

@@ -78,7 +78,15 @@ type replica struct {
 // then number).
 type roles struct {
 	list []*replica
+	// client is the audit's own SQL load client as a fault target: its
+	// database link only (ClientTarget), never a process; nil without a
+	// SQL load.
+	client *replica
 }
+
+// ClientTarget names the SQL load client in a schedule: latency and cuts
+// on its database link ("client>database"), as on a role's.
+const ClientTarget = "client"
 
 // planRoles gives every replica its port and proxy and expands its
 // command, environment and readiness URL. Nothing runs yet.
@@ -183,6 +191,9 @@ func (rs *roles) byName(name string) *replica {
 		if r.name == name {
 			return r
 		}
+	}
+	if rs.client != nil && name == ClientTarget {
+		return rs.client
 	}
 	return nil
 }
