@@ -216,6 +216,9 @@ func run(ctx context.Context, opts Options) (*Result, error) {
 	fmt.Fprintf(opts.Progress, "load for %v with %d fault(s) planned (seed %d)\n", opts.Duration, len(faults), opts.Seed)
 	lctx, cancel := context.WithTimeout(ctx, opts.Duration)
 	nr := &nemesisRun{s: s, roles: rs}
+	if len(faults) > 0 {
+		nr.aim = startAimer(lctx, s)
+	}
 	nemDone := make(chan struct{})
 	go func() {
 		defer close(nemDone)

@@ -167,6 +167,9 @@ type NemesisEvent struct {
 type nemesisRun struct {
 	s     *scope
 	roles *roles
+	// aim, when set, times kills and pauses right after a progress write
+	// commits (aim.go).
+	aim *aimer
 
 	mu     sync.Mutex
 	events []NemesisEvent
@@ -264,18 +267,30 @@ func (nr *nemesisRun) apply(ctx context.Context, f nemesis.Fault) {
 		nr.record(ev)
 		return
 	}
+	aimed := ""
+	if (f.Kind == nemesis.Kill || f.Kind == nemesis.Pause) && nr.aim != nil {
+		if where, ok := nr.aim.wait(ctx, aimWait); ok {
+			aimed = " (aimed: right after a progress write committed, at " + where + ")"
+		} else {
+			aimed = fmt.Sprintf(" (not aimed: no progress write committed within %v)", aimWait)
+		}
+		ev.Start = time.Now().UTC()
+	}
 	switch f.Kind {
 	case nemesis.ConnKill:
 		ev.Result = nr.connKill(ctx, r)
 	case nemesis.Kill:
 		if !r.signal(syscall.SIGKILL) {
 			ev.Result = "skipped: not running"
+			break
 		}
+		ev.Result += aimed
 	case nemesis.Pause:
 		if !r.signal(syscall.SIGSTOP) {
 			ev.Result = "skipped: not running"
 			break
 		}
+		ev.Result += aimed
 		wait()
 		r.signal(syscall.SIGCONT)
 	case nemesis.Latency:
