@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence/profile"
@@ -47,6 +48,21 @@ func TestProgressWrite(t *testing.T) {
 		other.Schema = "elsewhere"
 		if progressWrite(tc.p, "db", []binlog.LiveChange{other}) {
 			t.Errorf("%s: a change in another database taken for a progress write", tc.name)
+		}
+	}
+}
+
+// TestRoleUser: a replica's account name is its name, lower case, every
+// other character an underscore, at most MariaDB's 80 characters.
+func TestRoleUser(t *testing.T) {
+	for name, want := range map[string]string{
+		"relay-1":                "ofa_relay_1",
+		"Order.Service-12":       "ofa_order_service_12",
+		"a'b`c":                  "ofa_a_b_c",
+		strings.Repeat("x", 100): "ofa_" + strings.Repeat("x", 76),
+	} {
+		if got := roleUser(name); got != want {
+			t.Errorf("roleUser(%q) = %q; want %q", name, got, want)
 		}
 	}
 }
