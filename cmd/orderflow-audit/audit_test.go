@@ -249,7 +249,7 @@ func TestAuditBadProfile(t *testing.T) {
 		want string
 	}{
 		{[]string{"--profile", good, "--faults", "gremlin"}, `unknown fault kind "gremlin"`},
-		{[]string{"--profile", good, "--faults", "conn-kill"}, "not built for the audit yet"},
+		{[]string{"--profile", good, "--faults", "conn-kill,conn-kill"}, `fault kind "conn-kill" given twice`},
 		{[]string{"--profile", good, "--duration", "1ms"}, "--duration"},
 		{[]string{"--profile", good, "--out", "x.txt"}, "ending in .json"},
 		{[]string{"--profile", own}, "migrations only to a database it creates"},

@@ -82,12 +82,12 @@ func TestExploreProfileClean(t *testing.T) {
 }
 
 // TestExploreProfileFlags: the chaos scenario's own flags are refused
-// with a profile, and so is a fault kind the audit does not inject.
+// with a profile, and so is a fault kind that does not exist.
 func TestExploreProfileFlags(t *testing.T) {
 	p := filepath.Join("..", "..", "profiles", "reference.yaml")
 	for _, args := range [][]string{
 		{"--orders", "5"}, {"--relays", "3"}, {"--plant", "publish-without-key"},
-		{"--faults", "conn-kill"}, {"--only-faults", "0"}, {"--duration", "1ms"},
+		{"--faults", "gremlin"}, {"--only-faults", "0"}, {"--duration", "1ms"},
 	} {
 		code, _, stderr := runCLI(t, append([]string{"explore", "--profile", p, "--out-dir", t.TempDir()}, args...)...)
 		if code != exitUsage || !strings.Contains(stderr, "explore") {
