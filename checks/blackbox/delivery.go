@@ -298,7 +298,7 @@ func (c *checker) inversions(agg string, evs []*event, what string, pos func(*ev
 // commit order.
 func (c *checker) before(a, b *event) bool {
 	if a.hasSeq && b.hasSeq {
-		x, y := number(a.seq), number(b.seq)
+		x, y := profile.Number(a.seq), profile.Number(b.seq)
 		if x != nil && y != nil {
 			if d := x.Cmp(y); d != 0 {
 				return d < 0

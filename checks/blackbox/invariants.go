@@ -327,7 +327,7 @@ func numeric(v any) *big.Rat {
 		}
 		return r
 	}
-	return number(v)
+	return profile.Number(v)
 }
 
 // joinColumns are the outer columns the anti-join compares: a row is

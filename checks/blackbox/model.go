@@ -210,7 +210,7 @@ func (m *model) insertEvent(i int, row map[string]any) {
 	}
 	if o.Progress.Against != nil {
 		if v, ok := o.Progress.Against.Lookup(row); ok {
-			ev.against = number(v)
+			ev.against = profile.Number(v)
 		}
 	}
 	if m.prof.Load != nil {
@@ -221,7 +221,7 @@ func (m *model) insertEvent(i int, row map[string]any) {
 	// writes the row as sent) was passed by progress at its own commit.
 	switch pr := o.Progress; pr.Kind {
 	case profile.ProgressStatus:
-		if isDone(pr.Done, row[pr.Column]) {
+		if pr.IsDone(row[pr.Column]) {
 			ev.passed = i
 		}
 	case profile.ProgressCompleted:
@@ -249,7 +249,7 @@ func (m *model) statusChange(i int, ev *event, ch binlog.RowChange) {
 	var doneBefore, doneAfter bool
 	switch pr.Kind {
 	case profile.ProgressStatus:
-		doneBefore, doneAfter = isDone(pr.Done, ch.Before[pr.Column]), isDone(pr.Done, ch.After[pr.Column])
+		doneBefore, doneAfter = pr.IsDone(ch.Before[pr.Column]), pr.IsDone(ch.After[pr.Column])
 	case profile.ProgressCompleted:
 		doneBefore, doneAfter = ch.Before[pr.Column] != nil, ch.After[pr.Column] != nil
 	default:
@@ -267,19 +267,6 @@ func (m *model) statusChange(i int, ev *event, ch binlog.RowChange) {
 	case ev.passed < 0:
 		ev.changes++
 	}
-}
-
-func isDone(done []profile.Scalar, v any) bool {
-	s, ok := profile.Text(v)
-	if !ok {
-		return false
-	}
-	for _, d := range done {
-		if string(d) == s {
-			return true
-		}
-	}
-	return false
 }
 
 func show(v any) string {
@@ -301,7 +288,7 @@ func (m *model) cursorChange(i int, ch binlog.RowChange) {
 			return
 		}
 	}
-	v := number(ch.After[pr.Column])
+	v := profile.Number(ch.After[pr.Column])
 	if v == nil {
 		return
 	}
@@ -340,17 +327,6 @@ func (m *model) cursorPasses() {
 }
 
 // number reads an integer or decimal value (a row's or a JSON value).
-func number(v any) *big.Rat {
-	s, ok := profile.Text(v)
-	if !ok {
-		return nil
-	}
-	r, ok := new(big.Rat).SetString(s)
-	if !ok {
-		return nil
-	}
-	return r
-}
 
 // readBroker takes the topic's records of the window and files them under
 // their events.

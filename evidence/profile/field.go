@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math/big"
 	"strconv"
 	"strings"
 	"time"
@@ -214,6 +215,20 @@ func Text(v any) (string, bool) {
 		}
 		return string(b), true
 	}
+}
+
+// Number is the value of a row or JSON value read as an exact number
+// (cursors, sequences); nil when it is nil or not a number.
+func Number(v any) *big.Rat {
+	s, ok := Text(v)
+	if !ok {
+		return nil
+	}
+	r, ok := new(big.Rat).SetString(s)
+	if !ok {
+		return nil
+	}
+	return r
 }
 
 // Scalar is a YAML scalar that may be a string or an integer, kept as its

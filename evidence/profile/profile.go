@@ -179,6 +179,21 @@ type Progress struct {
 	Match   map[string]Scalar `json:"match,omitempty"`
 }
 
+// IsDone says whether v, a value of a status relay's Column, is one of
+// Done: the row is published.
+func (pr Progress) IsDone(v any) bool {
+	t, ok := Text(v)
+	if !ok {
+		return false
+	}
+	for _, d := range pr.Done {
+		if string(d) == t {
+			return true
+		}
+	}
+	return false
+}
+
 // Business is the business table whose rows must commit with their
 // outbox rows (the commit-atomic rule).
 type Business struct {

@@ -1,6 +1,7 @@
 package profile_test
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -250,5 +251,42 @@ func TestField(t *testing.T) {
 	}
 	if s, _ := profile.Text(int64(42)); s != "42" {
 		t.Errorf("Text(42) = %q", s)
+	}
+}
+
+func TestProgressIsDone(t *testing.T) {
+	pr := profile.Progress{Kind: profile.ProgressStatus, Column: "state", Done: []profile.Scalar{"SENT", "2"}}
+	for _, tc := range []struct {
+		v    any
+		want bool
+	}{
+		{"SENT", true}, {[]byte("SENT"), true}, {int64(2), true}, {"2", true},
+		{"sent", false}, {"PENDING", false}, {int64(3), false}, {nil, false}, {"", false},
+	} {
+		if got := pr.IsDone(tc.v); got != tc.want {
+			t.Errorf("IsDone(%#v) = %v; want %v", tc.v, got, tc.want)
+		}
+	}
+	if (profile.Progress{Kind: profile.ProgressStatus}).IsDone("SENT") {
+		t.Error("IsDone with no done values: true; want false")
+	}
+}
+
+func TestNumber(t *testing.T) {
+	for _, tc := range []struct {
+		v    any
+		want string // "" for nil
+	}{
+		{int64(42), "42/1"}, {"350", "350/1"}, {[]byte("-7"), "-7/1"}, {json.Number("2.5"), "5/2"},
+		{uint64(18446744073709551615), "18446744073709551615/1"},
+		{nil, ""}, {"abc", ""}, {"", ""},
+	} {
+		got := profile.Number(tc.v)
+		switch {
+		case tc.want == "" && got != nil:
+			t.Errorf("Number(%#v) = %v; want nil", tc.v, got)
+		case tc.want != "" && (got == nil || got.String() != tc.want):
+			t.Errorf("Number(%#v) = %v; want %s", tc.v, got, tc.want)
+		}
 	}
 }

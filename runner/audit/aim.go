@@ -95,25 +95,13 @@ func (a *aimer) wait(ctx context.Context, d time.Duration) (where string, ok boo
 // profile maps it.
 func progressWrite(p *profile.Profile, schema string, changes []binlog.LiveChange) bool {
 	o, pr := p.Outbox, p.Outbox.Progress
-	done := func(v any) bool {
-		t, ok := profile.Text(v)
-		if !ok {
-			return false
-		}
-		for _, d := range pr.Done {
-			if string(d) == t {
-				return true
-			}
-		}
-		return false
-	}
 	for _, c := range changes {
 		if c.Schema != schema {
 			continue
 		}
 		switch pr.Kind {
 		case profile.ProgressStatus:
-			if c.Table == o.Table && c.Op != binlog.Delete && done(c.After[pr.Column]) && !done(c.Before[pr.Column]) {
+			if c.Table == o.Table && c.Op != binlog.Delete && pr.IsDone(c.After[pr.Column]) && !pr.IsDone(c.Before[pr.Column]) {
 				return true
 			}
 		case profile.ProgressCompleted:

@@ -209,16 +209,12 @@ func (st *settler) outboxRows(ctx context.Context) ([]outboxRow, error) {
 		switch pr.Kind {
 		case profile.ProgressCursor:
 			if cursor != nil && m != nil {
-				if v, ok := ratOf(lookup(*pr.Against, m)); ok && cursor.Cmp(v) >= 0 {
+				if v := profile.Number(lookup(*pr.Against, m)); v != nil && cursor.Cmp(v) >= 0 {
 					r.passed = true
 				}
 			}
 		case profile.ProgressStatus:
-			if t, ok := profile.Text(lookup(profile.Field{Column: pr.Column}, m)); ok {
-				for _, d := range pr.Done {
-					r.passed = r.passed || string(d) == t
-				}
-			}
+			r.passed = pr.IsDone(lookup(profile.Field{Column: pr.Column}, m))
 		case profile.ProgressCompleted:
 			r.passed = m != nil
 		}
@@ -257,20 +253,11 @@ func (st *settler) cursor(ctx context.Context) (*big.Rat, error) {
 		if err := rows.Scan(&raw); err != nil {
 			return nil, fmt.Errorf("settle: read the cursor: %w", err)
 		}
-		if v, ok := ratOf(lookup(profile.Field{Column: pr.Column}, raw)); ok && (high == nil || v.Cmp(high) > 0) {
+		if v := profile.Number(lookup(profile.Field{Column: pr.Column}, raw)); v != nil && (high == nil || v.Cmp(high) > 0) {
 			high = v
 		}
 	}
 	return high, rows.Err()
-}
-
-// ratOf reads a number from a column's or a JSON value's text.
-func ratOf(v any) (*big.Rat, bool) {
-	s, ok := profile.Text(v)
-	if !ok {
-		return nil, false
-	}
-	return new(big.Rat).SetString(s)
 }
 
 // lookup applies f's JSON path (if any) to a column's raw value.

@@ -7,7 +7,6 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
-	driver "github.com/go-sql-driver/mysql"
 )
 
 // LiveCommit is one transaction as Follow sees it commit: where its
@@ -33,19 +32,11 @@ type LiveChange struct {
 // ctx ends (it then returns nil) or the stream fails. It asks as replica
 // cfg.ReplicaID (give one other than a Stream's of the same server).
 func Follow(ctx context.Context, cfg StreamConfig, from Position, fn func(LiveCommit)) error {
-	dc, err := driver.ParseDSN(cfg.DSN)
-	if err != nil {
-		return fmt.Errorf("follow binlog: parse DSN: %w", err)
-	}
-	syncer, err := newSyncer(cfg, dc)
+	syncer, s, err := startDump(cfg, mysql.Position{Name: from.File, Pos: from.Pos})
 	if err != nil {
 		return fmt.Errorf("follow binlog: %w", err)
 	}
 	defer syncer.Close()
-	s, err := syncer.StartSync(mysql.Position{Name: from.File, Pos: from.Pos})
-	if err != nil {
-		return fmt.Errorf("follow binlog: %w", dumpErr(err))
-	}
 	p := replication.NewBinlogParser()
 	p.SetFlavor(mysql.MariaDBFlavor)
 	p.SetUseDecimal(true)

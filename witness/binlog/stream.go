@@ -126,6 +126,25 @@ func newSyncer(cfg StreamConfig, dc *driver.Config) (*replication.BinlogSyncer, 
 	}), nil
 }
 
+// startDump starts a binlog dump from pos of the server cfg.DSN names, as
+// Follow and ProbeDump ask for it; the caller closes the syncer.
+func startDump(cfg StreamConfig, pos mysql.Position) (*replication.BinlogSyncer, *replication.BinlogStreamer, error) {
+	dc, err := driver.ParseDSN(cfg.DSN)
+	if err != nil {
+		return nil, nil, fmt.Errorf("parse DSN: %w", err)
+	}
+	syncer, err := newSyncer(cfg, dc)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := syncer.StartSync(pos)
+	if err != nil {
+		syncer.Close()
+		return nil, nil, dumpErr(err)
+	}
+	return syncer, s, nil
+}
+
 func (w *fileWriter) run(ctx context.Context, cfg StreamConfig, dc *driver.Config) error {
 	syncer, err := newSyncer(cfg, dc)
 	if err != nil {
@@ -236,19 +255,11 @@ func dumpErr(err error) error {
 // a run, whether the account may stream the binlog at all (REPLICATION
 // SLAVE). A refusal wraps ErrServer and names the grant.
 func ProbeDump(ctx context.Context, cfg StreamConfig, file string) error {
-	dc, err := driver.ParseDSN(cfg.DSN)
-	if err != nil {
-		return fmt.Errorf("probe the binlog dump: parse DSN: %w", err)
-	}
-	syncer, err := newSyncer(cfg, dc)
+	syncer, s, err := startDump(cfg, mysql.Position{Name: file, Pos: 4})
 	if err != nil {
 		return fmt.Errorf("probe the binlog dump: %w", err)
 	}
 	defer syncer.Close()
-	s, err := syncer.StartSync(mysql.Position{Name: file, Pos: 4})
-	if err != nil {
-		return fmt.Errorf("probe the binlog dump: %w", dumpErr(err))
-	}
 	if _, err := s.GetEvent(ctx); err != nil {
 		return fmt.Errorf("probe the binlog dump: %w", dumpErr(err))
 	}
