@@ -51,6 +51,7 @@ var commands = []command{
 	{"topic", "create the Kafka topic (smoke runs; the embedded broker creates none by itself)", runTopic},
 	{"load", "send concurrent POST /orders to the service (smoke runs)", runLoad},
 	{"count", "count orders, records on the topic and inbox rows; list orders without a record", runCount},
+	{"busy", "a noisy neighbour: CPU-bound goroutines until stopped (the finding's busy host)", runBusy},
 	{"lockwatch", "print the InnoDB lock waits on watermill_outbox (the finding's experiment)", runLockWatch},
 }
 

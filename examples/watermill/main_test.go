@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestRunExitCodes checks the exit codes of the dispatcher and of flag
@@ -30,11 +32,32 @@ func TestRunExitCodes(t *testing.T) {
 		{[]string{"consumer", "--brokers", "127.0.0.1:1"}, 2}, // no group
 		{[]string{"count", "--brokers", "127.0.0.1:1", "--mysql-dsn", "root@tcp(x:1)/"}, 2}, // no database
 		{[]string{"load", "--requests", "0"}, 2},
+		{[]string{"busy", "--threads", "0"}, 2},
+		{[]string{"busy", "--duty", "1.5"}, 2},
+		{[]string{"busy", "--duty", "0"}, 2},
 	} {
 		var out, errb bytes.Buffer
 		if got := run(t.Context(), tc.args, &out, &errb); got != tc.want {
 			t.Errorf("run(%q) = %d; want %d (stderr %q)", tc.args, got, tc.want, errb.String())
 		}
+	}
+}
+
+// TestBusyStops: the noisy neighbour spins until its context ends, then
+// exits 0.
+func TestBusyStops(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	var out, errb bytes.Buffer
+	start := time.Now()
+	if got := run(ctx, []string{"busy", "--threads", "2", "--duty", "0.5"}, &out, &errb); got != 0 {
+		t.Fatalf("busy: exit %d; want 0 (stderr %q)", got, errb.String())
+	}
+	if d := time.Since(start); d < 150*time.Millisecond || d > 5*time.Second {
+		t.Errorf("busy ran %v; want until its context ended (200 ms)", d)
+	}
+	if !strings.Contains(out.String(), "2 goroutine(s)") {
+		t.Errorf("busy said %q", out.String())
 	}
 }
 
