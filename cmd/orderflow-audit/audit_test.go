@@ -438,3 +438,45 @@ func TestAuditAimedKill(t *testing.T) {
 	}
 	t.Error("no seed of six found the planted mark-before-publish")
 }
+
+// TestAuditCommitLost: commit-lost drops the COMMITs a role sends on its
+// database link for a while, closing the connection instead, so the
+// transaction rolls back and the role cannot know. The reference pipeline
+// replays what it could not commit and PASSes; its consumer planted with
+// effect-error-swallowed (the offset of a failed effect transaction
+// committed anyway) loses those effects, and the audit FAILs `effects`
+// from the witnesses alone (measured: seeds 1, 2 and 3 each FAIL).
+func TestAuditCommitLost(t *testing.T) {
+	for _, tc := range []struct {
+		name, plant string
+		want        int
+	}{
+		{"correct", "", exitOK},
+		{"effect-error-swallowed", "effect-error-swallowed", exitFail},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var edit []string
+			if tc.plant != "" {
+				edit = []string{`--name notifier"`, `--name notifier --plant ` + tc.plant + `"`}
+			}
+			r := runAudit(t, referenceProfile(t, edit...), "--seed", "1", "--duration", "4s", "--faults", "commit-lost")
+			if r.code != tc.want {
+				t.Fatalf("exit %d; want %d\nstdout:\n%s\nstderr:\n%s", r.code, tc.want, r.stdout, r.stderr)
+			}
+			line := strings.SplitN(r.stdout, "\n", 2)[0]
+			if !strings.Contains(line, "faults commit-lost=") {
+				t.Errorf("observation line %q: want commit-lost faults", line)
+			}
+			if tc.want == exitFail && !strings.Contains(r.stdout, "FAIL effects:") {
+				t.Errorf("stdout lacks a FAIL of rule effects:\n%s", r.stdout)
+			}
+			b, err := os.ReadFile(filepath.Join(filepath.Dir(r.out), "audit", "nemesis.jsonl"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(b), `"kind":"commit-lost"`) {
+				t.Errorf("the nemesis record has no commit-lost fault:\n%s", b)
+			}
+		})
+	}
+}

@@ -87,7 +87,7 @@ func TestSchedule(t *testing.T) {
 		switch {
 		case f.At >= 20*time.Second:
 			t.Errorf("%+v: after the duration", f)
-		case f.Kind == nemesis.Latency || f.Kind == nemesis.NetCut:
+		case f.Kind == nemesis.Latency || f.Kind == nemesis.NetCut || f.Kind == nemesis.CommitLost:
 			if link != "database" || !slices.Contains(targets, name) || f.For <= 0 {
 				t.Errorf("%+v: want a replica's database link, for a while", f)
 			}

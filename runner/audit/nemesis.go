@@ -28,10 +28,12 @@ import (
 // restart on its data directory), and kill -9 of the private server with
 // a restart on its data directory (InnoDB's crash recovery), and KILL
 // CONNECTION of every connection of one replica, found by its own account
-// on the private server (conn-kill).
+// on the private server (conn-kill), and a window in which every COMMIT a
+// role sends on its database link is lost with its connection
+// (commit-lost: the transaction rolls back, the role cannot know).
 var Kinds = []nemesis.Kind{nemesis.Kill, nemesis.Pause, nemesis.Latency, nemesis.NetCut,
 	nemesis.ProduceRefused, nemesis.ProduceTimeout, nemesis.AckLost, nemesis.FetchError, nemesis.Rebalance, nemesis.BrokerRestart,
-	nemesis.DBCrash, nemesis.ConnKill}
+	nemesis.DBCrash, nemesis.ConnKill, nemesis.CommitLost}
 
 // brokerWindows are the broker's window faults by kind.
 var brokerWindows = map[nemesis.Kind]infra.BrokerFault{
@@ -51,14 +53,9 @@ func ParseKinds(s string) ([]nemesis.Kind, error) {
 	case "", "all":
 		return slices.Clone(Kinds), nil
 	}
-	ks, err := nemesis.ParseKinds(s)
+	ks, err := nemesis.ParseKindsOf(s, Kinds)
 	if err != nil {
 		return nil, fmt.Errorf("%w: --faults: %v", ErrBadOptions, err)
-	}
-	for _, k := range ks {
-		if !slices.Contains(Kinds, k) {
-			return nil, fmt.Errorf("%w: --faults: %s is not built for the audit yet (it injects %s)", ErrBadOptions, k, KindList())
-		}
 	}
 	return ks, nil
 }
@@ -111,7 +108,7 @@ func schedule(seed int64, d time.Duration, kinds []nemesis.Kind, targets []strin
 			f.Target = nemesis.TargetDatabase
 		case nemesis.Pause:
 			f.For = PauseFor + time.Duration(length)*time.Millisecond
-		case nemesis.Latency, nemesis.NetCut:
+		case nemesis.Latency, nemesis.NetCut, nemesis.CommitLost:
 			f.Target += ">database"
 			f.For = 300*time.Millisecond + time.Duration(length)*time.Millisecond
 			if k == nemesis.Latency {
@@ -262,7 +259,7 @@ func (nr *nemesisRun) apply(ctx context.Context, f nemesis.Fault) {
 		nr.record(ev)
 		return
 	}
-	if r == nr.roles.client && f.Kind != nemesis.Latency && f.Kind != nemesis.NetCut {
+	if r == nr.roles.client && f.Kind != nemesis.Latency && f.Kind != nemesis.NetCut && f.Kind != nemesis.CommitLost {
 		ev.Result, ev.End = "skipped: the load client is the audit's own; only its database link is faulted", time.Now().UTC()
 		nr.record(ev)
 		return
@@ -302,6 +299,13 @@ func (nr *nemesisRun) apply(ctx context.Context, f nemesis.Fault) {
 		nr.healLink(r)
 	case nemesis.NetCut:
 		r.link.Cut()
+		wait()
+		nr.healLink(r)
+	case nemesis.CommitLost:
+		if err := r.link.LoseCommits(); err != nil {
+			ev.Result = "failed: " + err.Error()
+			break
+		}
 		wait()
 		nr.healLink(r)
 	}

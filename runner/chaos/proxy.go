@@ -37,9 +37,10 @@ type Link struct {
 	Upstream string
 	p        *toxiproxy.Proxy
 
-	mu      sync.Mutex
-	cut     bool
-	latency bool
+	mu          sync.Mutex
+	cut         bool
+	latency     bool
+	commitsLost bool
 }
 
 // Add starts a proxy named name (a link "actor>component") on a free
@@ -91,6 +92,23 @@ func (l *Link) Delay(d time.Duration) error {
 	return nil
 }
 
+// LoseCommits makes every COMMIT the link carries to its upstream, on its
+// open connections and new ones, be lost until Heal: the COMMIT is not
+// delivered and its connection is closed (commitLostToxic).
+func (l *Link) LoseCommits() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.commitsLost {
+		return nil
+	}
+	js := `{"name":"commit_lost","type":"` + commitLostType + `","stream":"upstream"}`
+	if _, err := l.p.Toxics.AddToxicJson(strings.NewReader(js)); err != nil {
+		return fmt.Errorf("proxy %s: lose commits: %w", l.Name, err)
+	}
+	l.commitsLost = true
+	return nil
+}
+
 // Cut drops every connection of the link and refuses new ones until Heal.
 func (l *Link) Cut() {
 	l.mu.Lock()
@@ -101,10 +119,17 @@ func (l *Link) Cut() {
 	}
 }
 
-// Heal removes the latency and reopens a cut link on the same address.
+// Heal removes the latency and the lost commits and reopens a cut link on
+// the same address.
 func (l *Link) Heal(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.commitsLost {
+		if err := l.p.Toxics.RemoveToxic(ctx, "commit_lost"); err != nil {
+			return fmt.Errorf("proxy %s: stop losing commits: %w", l.Name, err)
+		}
+		l.commitsLost = false
+	}
 	if l.latency {
 		for _, dir := range []string{"upstream", "downstream"} {
 			if err := l.p.Toxics.RemoveToxic(ctx, "latency_"+dir); err != nil {

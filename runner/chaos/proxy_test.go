@@ -88,3 +88,59 @@ func TestLinkDelayCutHeal(t *testing.T) {
 		t.Fatalf("healed round trip took %v", healed)
 	}
 }
+
+// packet is a MySQL protocol packet: payload length, sequence 0, payload.
+func packet(payload []byte) []byte {
+	n := len(payload)
+	return append([]byte{byte(n), byte(n >> 8), byte(n >> 16), 0}, payload...)
+}
+
+// query is a COM_QUERY packet of text.
+func query(text string) []byte { return packet(append([]byte{0x03}, text...)) }
+
+// TestLinkLoseCommits: while commits are lost, a COMMIT on an open
+// connection never reaches the server and the connection is closed, while
+// other statements pass; after Heal a COMMIT passes again.
+func TestLinkLoseCommits(t *testing.T) {
+	ps := chaos.NewProxies()
+	defer ps.Close()
+	l, err := ps.Add("consumer-1>database", echo(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.DialTimeout("tcp", l.Addr, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	send := func(conn net.Conn, p []byte) error {
+		if _, err := conn.Write(p); err != nil {
+			return err
+		}
+		got := make([]byte, len(p))
+		_, err := io.ReadFull(conn, got)
+		return err
+	}
+	if err := l.LoseCommits(); err != nil {
+		t.Fatal(err)
+	}
+	if err := send(c, query("INSERT INTO inbox VALUES (1)")); err != nil {
+		t.Fatalf("an INSERT while commits are lost: %v; want it through", err)
+	}
+	if err := send(c, query("COMMIT")); err == nil {
+		t.Fatal("a COMMIT came back while commits are lost; want the connection closed")
+	}
+	if err := l.Heal(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	c2, err := net.DialTimeout("tcp", l.Addr, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	_ = c2.SetDeadline(time.Now().Add(5 * time.Second))
+	if err := send(c2, query("COMMIT")); err != nil {
+		t.Fatalf("a COMMIT after Heal: %v; want it through", err)
+	}
+}

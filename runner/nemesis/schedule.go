@@ -60,6 +60,11 @@ const (
 	// NetCut: the proxy between an actor and the database or the broker
 	// drops its connections and refuses new ones for a while.
 	NetCut Kind = "net-cut"
+	// CommitLost (the black-box audit's only, not in Kinds): the proxy
+	// between a role and the database drops every COMMIT the role sends
+	// for a while, closing its connection instead: the server rolls the
+	// transaction back, and the role cannot know (an unknown outcome).
+	CommitLost Kind = "commit-lost"
 )
 
 // Kinds lists every kind, in the order --faults documents them.
@@ -72,14 +77,20 @@ func ParseKinds(s string) ([]Kind, error) {
 	if s == "" || s == "all" {
 		return slices.Clone(Kinds), nil
 	}
+	return ParseKindsOf(s, Kinds)
+}
+
+// ParseKindsOf parses a comma-separated list of kinds, each of valid; an
+// unknown or repeated kind is an error naming the valid ones.
+func ParseKindsOf(s string, valid []Kind) ([]Kind, error) {
 	var out []Kind
 	for _, part := range strings.Split(s, ",") {
 		k := Kind(strings.TrimSpace(part))
 		switch {
 		case k == "":
 			return nil, fmt.Errorf("empty fault kind in %q", s)
-		case !slices.Contains(Kinds, k):
-			return nil, fmt.Errorf("unknown fault kind %q (valid: %s)", k, KindList())
+		case !slices.Contains(valid, k):
+			return nil, fmt.Errorf("unknown fault kind %q (valid: %s)", k, joinKinds(valid))
 		case slices.Contains(out, k):
 			return nil, fmt.Errorf("fault kind %q given twice", k)
 		}
@@ -89,9 +100,11 @@ func ParseKinds(s string) ([]Kind, error) {
 }
 
 // KindList is the kinds joined with commas.
-func KindList() string {
-	parts := make([]string, len(Kinds))
-	for i, k := range Kinds {
+func KindList() string { return joinKinds(Kinds) }
+
+func joinKinds(ks []Kind) string {
+	parts := make([]string, len(ks))
+	for i, k := range ks {
 		parts[i] = string(k)
 	}
 	return strings.Join(parts, ",")
