@@ -111,7 +111,7 @@ func (st *settler) check(ctx context.Context) (bool, string) {
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	p := st.s.opts.Profile
-	if p.Outbox.Progress.Kind != profile.ProgressDelete { // a deleting relay leaves no row to look at
+	if waitsForRows(p.Outbox.Progress.Kind) {
 		rows, err := st.outboxRows(cctx)
 		if err != nil {
 			return false, err.Error()
@@ -127,6 +127,13 @@ func (st *settler) check(ctx context.Context) (bool, string) {
 	}
 	return st.lagZero(cctx)
 }
+
+// waitsForRows says whether settle waits for the outbox rows of a relay
+// whose progress is of kind k to have records. A row still in the outbox
+// of a deleting relay is one it has not published yet, so it is waited
+// for as any other; with no relay progress (a CDC router) rows may stay
+// forever, and only the groups' lag is looked at.
+func waitsForRows(k string) bool { return k != profile.ProgressNone }
 
 // unsettled counts the rows settle still waits for (no record yet, and
 // not passed by progress for lostGrace) and the passed rows without a

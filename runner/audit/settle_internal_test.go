@@ -93,3 +93,17 @@ func TestSettleStopsWaitingForPassedRows(t *testing.T) {
 		})
 	}
 }
+
+// TestWaitsForRows: settle waits for the rows of every relay whose
+// progress it can see, a deleting one's included (a row still there is
+// unpublished), and not for a CDC router's.
+func TestWaitsForRows(t *testing.T) {
+	for _, k := range []string{profile.ProgressStatus, profile.ProgressCursor, profile.ProgressCompleted, profile.ProgressDelete} {
+		if !waitsForRows(k) {
+			t.Errorf("waitsForRows(%q) = false; want true", k)
+		}
+	}
+	if waitsForRows(profile.ProgressNone) {
+		t.Errorf("waitsForRows(%q) = true; want false", profile.ProgressNone)
+	}
+}
