@@ -129,6 +129,10 @@ func (o *Options) setDefaults() error {
 	return o.fitFaults() // ownsrv.go
 }
 
+// lateRounds bounds how many times the roles are started again after
+// the stop to settle records appended while they stopped.
+const lateRounds = 2
+
 // Result is what one audit did.
 type Result struct {
 	// Evidence is the evidence written; Path where.
@@ -143,6 +147,10 @@ type Result struct {
 	// bound; Unsettled what was still missing when it did not.
 	Settled   bool
 	Unsettled string
+	// Resettled is how many times the roles were started again after
+	// the stop because records landed while they stopped (lateRounds at
+	// most); not counted in Restarts.
+	Resettled int
 	// Restarts counts the roles' processes started again after they ended.
 	Restarts int
 }
@@ -258,6 +266,25 @@ func run(ctx context.Context, opts Options) (*Result, error) {
 			return nil, err
 		}
 		res.Settled, res.Unsettled = st.wait(ctx, bound)
+		// A role may append records while it is being stopped (a
+		// producer's retry in flight, answered only after its request
+		// timeout), when no consumer is left to read them. Stopped, the
+		// pipeline is started again to settle what it appended, at most
+		// lateRounds times; the witnesses then show whatever is left.
+		for res.Settled && ctx.Err() == nil && res.Resettled < lateRounds {
+			rs.stopProcesses()
+			grew, err := st.grown(ctx)
+			if err != nil || grew == "" {
+				break
+			}
+			fmt.Fprintf(opts.Progress, "records were appended while the roles stopped (%s): starting them again to settle those\n", grew)
+			if err := rs.restartAll(ctx, opts.ReadyTimeout); err != nil {
+				res.Settled, res.Unsettled = false, "starting the roles again after records landed during the stop: "+err.Error()
+				break
+			}
+			res.Resettled++
+			res.Settled, res.Unsettled = st.wait(ctx, bound)
+		}
 		st.close()
 		interrupted = ctx.Err() != nil
 	}
@@ -265,7 +292,7 @@ func run(ctx context.Context, opts Options) (*Result, error) {
 	stopProgress()
 	stop()
 	for _, r := range rs.list {
-		res.Restarts += r.starts - 1
+		res.Restarts += r.starts - 1 - res.Resettled
 	}
 	res.Requests, res.Faults = cl.counts, nr.counts()
 	res.Nemesis = nr.events

@@ -66,6 +66,7 @@ type replica struct {
 	exited   chan struct{} // closed when the running incarnation ended
 	starts   int
 	stopping bool
+	halted   bool // stopProcesses stopped it; restartAll clears it
 	paused   bool
 	// supervised: its supervise loop runs (started once every replica
 	// was ready), and closes done when it ends.
@@ -397,11 +398,31 @@ func tail(path string) string {
 	return strings.Join(lines, " | ")
 }
 
-// stopAll stops every replica: no more restarts, SIGCONT (a paused one
-// must be able to end), SIGTERM to its group, SIGKILL to the group after
-// stopGrace; then waits for every supervise loop and closes the output
-// files. It returns the number of incarnations each replica had.
+// stopAll stops every replica (stopProcesses) and closes the output
+// files.
 func (rs *roles) stopAll() {
+	rs.stopProcesses()
+	for _, r := range rs.list {
+		r.stdout.Close()
+		r.stderr.Close()
+	}
+}
+
+// restartAll starts every replica again after stopProcesses, as startAll
+// does, their output appended to the same files.
+func (rs *roles) restartAll(ctx context.Context, readyTimeout time.Duration) error {
+	for _, r := range rs.list {
+		r.mu.Lock()
+		r.stopping, r.halted, r.supervised, r.done = false, false, false, make(chan struct{})
+		r.mu.Unlock()
+	}
+	return rs.startAll(ctx, readyTimeout)
+}
+
+// stopProcesses stops every replica: no more restarts, SIGCONT (a paused
+// one must be able to end), SIGTERM to its group, SIGKILL to the group
+// after stopGrace; then waits for every supervise loop.
+func (rs *roles) stopProcesses() {
 	for _, r := range rs.list {
 		r.mu.Lock()
 		r.stopping = true
@@ -409,6 +430,13 @@ func (rs *roles) stopAll() {
 	}
 	var wg sync.WaitGroup
 	for _, r := range rs.list {
+		r.mu.Lock()
+		halted := r.halted
+		r.halted = true
+		r.mu.Unlock()
+		if halted { // its process group is gone; its number may be another's now
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -416,10 +444,6 @@ func (rs *roles) stopAll() {
 		}()
 	}
 	wg.Wait()
-	for _, r := range rs.list {
-		r.stdout.Close()
-		r.stderr.Close()
-	}
 }
 
 func (r *replica) stop() {

@@ -6,6 +6,7 @@ import (
 	"math/big"
 	"path"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -30,6 +31,9 @@ type settler struct {
 
 	mu   sync.Mutex
 	seen map[string]bool // event ids of the records read so far
+	// ends are the topic's end offsets by partition when the last check
+	// found the pipeline settled.
+	ends map[int32]int64
 	// passedAt is when check first found an event without a record that
 	// the relay's progress had already passed (a cursor at or above its
 	// row, its row marked done): a relay does not come back for it, so
@@ -116,9 +120,12 @@ func (st *settler) check(ctx context.Context) (bool, string) {
 		if err != nil {
 			return false, err.Error()
 		}
-		missing, passed := st.unsettled(rows, time.Now())
-		if missing > 0 {
+		missing, unmarked, passed := st.unsettled(rows, time.Now())
+		if missing > 0 || unmarked > 0 {
 			why := fmt.Sprintf("%d of %d outbox rows without a record", missing, len(rows))
+			if unmarked > 0 {
+				why += fmt.Sprintf(", %d with one that the relay's progress has not passed yet", unmarked)
+			}
 			if passed > 0 {
 				why += fmt.Sprintf(" (and %d the relay's progress passed without one, no longer waited for)", passed)
 			}
@@ -135,15 +142,20 @@ func (st *settler) check(ctx context.Context) (bool, string) {
 // forever, and only the groups' lag is looked at.
 func waitsForRows(k string) bool { return k != profile.ProgressNone }
 
-// unsettled counts the rows settle still waits for (no record yet, and
-// not passed by progress for lostGrace) and the passed rows without a
-// record it no longer waits for, as of now.
-func (st *settler) unsettled(rows []outboxRow, now time.Time) (missing, passed int) {
+// unsettled counts, as of now, the rows settle still waits for: missing,
+// without a record (and not passed by progress for lostGrace); unmarked,
+// with a record that the relay's progress has not passed yet (the relay
+// is still at the row: a publish it may retry, whose copy would land
+// after the consumers stopped); and passed, the rows progress passed
+// without a record, no longer waited for.
+func (st *settler) unsettled(rows []outboxRow, now time.Time) (missing, unmarked, passed int) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	for _, r := range rows {
 		switch {
+		case st.seen[r.id] && (r.passed || !r.marked):
 		case st.seen[r.id]:
+			unmarked++
 		case r.passed:
 			first, ok := st.passedAt[r.id]
 			if !ok {
@@ -158,14 +170,16 @@ func (st *settler) unsettled(rows []outboxRow, now time.Time) (missing, passed i
 			missing++
 		}
 	}
-	return missing, passed
+	return missing, unmarked, passed
 }
 
-// outboxRow is an outbox row as settle sees it: its event id, and
-// whether the relay's progress has passed it.
+// outboxRow is an outbox row as settle sees it: its event id, whether
+// the relay's progress can be seen to pass it (marked: a status, a
+// completed column, a cursor against a column, a deleting relay), and
+// whether it has.
 type outboxRow struct {
-	id     string
-	passed bool
+	id             string
+	marked, passed bool
 }
 
 // outboxRows reads every outbox row's event id and, by the profile's
@@ -212,7 +226,7 @@ func (st *settler) outboxRows(ctx context.Context) ([]outboxRow, error) {
 		if !ok {
 			continue
 		}
-		r := outboxRow{id: id}
+		r := outboxRow{id: id, marked: mark != "" || pr.Kind == profile.ProgressDelete}
 		switch pr.Kind {
 		case profile.ProgressCursor:
 			if cursor != nil && m != nil {
@@ -329,7 +343,56 @@ func (st *settler) lagZero(ctx context.Context) (bool, string) {
 	if found == 0 && (len(p.Topic.Groups) > 0 || p.Inbox != nil || p.Effect != nil) {
 		return false, "no consumer group of the profile has committed offsets on " + topic
 	}
+	st.mu.Lock()
+	st.ends = endsOf(ends)
+	st.mu.Unlock()
 	return true, ""
+}
+
+func endsOf(ends kadm.ListedOffsets) map[int32]int64 {
+	out := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) { out[o.Partition] = o.Offset })
+	return out
+}
+
+// grown says which partitions of the topic have records past the end
+// offsets of the last settled check ("" when none, or when no check
+// settled): records a role appended while it was being stopped, as a
+// producer's retry in flight does, which no consumer was left to read.
+func (st *settler) grown(ctx context.Context) (string, error) {
+	st.mu.Lock()
+	settled := st.ends
+	st.mu.Unlock()
+	if settled == nil {
+		return "", nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	ends, err := kadm.NewClient(st.cl).ListEndOffsets(cctx, st.s.opts.Profile.Topic.Name)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return "", fmt.Errorf("settle: end offsets: %w", err)
+	}
+	return grownText(settled, endsOf(ends)), nil
+}
+
+// grownText names the partitions whose end offset in now is past the one
+// in settled: "partition P from A to B, ...".
+func grownText(settled, now map[int32]int64) string {
+	var parts []int32
+	for p, n := range now {
+		if n > settled[p] {
+			parts = append(parts, p)
+		}
+	}
+	sort.Slice(parts, func(i, j int) bool { return parts[i] < parts[j] })
+	var out []string
+	for _, p := range parts {
+		out = append(out, fmt.Sprintf("partition %d from %d to %d", p, settled[p], now[p]))
+	}
+	return strings.Join(out, ", ")
 }
 
 // groupMatch: a group is the profile's when a pattern matches it (path

@@ -11,9 +11,11 @@ import (
 
 // TestSettleStopsWaitingForPassedRows: settle reads which outbox rows the
 // relay's progress has passed (a cursor of the profile's row at or above
-// the row's position; a status done; a completed column set), waits
-// lostGrace for their records, then no longer: a relay does not come back
-// for a row it passed, and the verdict says whether it was lost.
+// the row's position; a status done; a completed column set; a deleting
+// relay's row gone), waits lostGrace for their records, then no longer: a
+// relay does not come back for a row it passed, and the verdict says
+// whether it was lost. A row with a record that progress has not passed
+// is waited for: the relay is still at it.
 func TestSettleStopsWaitingForPassedRows(t *testing.T) {
 	sc := infratest.Scratch(t)
 	ctx := context.Background()
@@ -40,6 +42,9 @@ func TestSettleStopsWaitingForPassedRows(t *testing.T) {
 	status := &profile.Profile{Outbox: profile.Outbox{Table: "outbox", EventID: profile.Field{Column: "event_id"},
 		Progress: profile.Progress{Kind: profile.ProgressStatus, Column: "state", Done: []profile.Scalar{"SENT"}}}}
 
+	deleting := &profile.Profile{Outbox: profile.Outbox{Table: "wm_outbox", EventID: uuid,
+		Progress: profile.Progress{Kind: profile.ProgressDelete}}}
+
 	for _, tc := range []struct {
 		name   string
 		p      *profile.Profile
@@ -48,6 +53,9 @@ func TestSettleStopsWaitingForPassedRows(t *testing.T) {
 	}{
 		{"cursor", cursor, map[string]bool{"u-1": true, "u-2": true, "u-3": false, "u-4": false}, "u-3"},
 		{"status", status, map[string]bool{"e-1": true, "e-2": false}, ""},
+		{"status, a done row seen", status, map[string]bool{"e-1": true, "e-2": false}, "e-1"},
+		// A row still in a deleting relay's outbox is not passed.
+		{"delete", deleting, map[string]bool{"u-1": false, "u-2": false, "u-3": false, "u-4": false}, "u-2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := &settler{s: &scope{opts: &Options{Profile: tc.p}, db: sc.DB}, seen: map[string]bool{}, passedAt: map[string]time.Time{}}
@@ -80,15 +88,21 @@ func TestSettleStopsWaitingForPassedRows(t *testing.T) {
 					nOpen++
 				}
 			}
+			// A seen row that progress has not passed is still waited
+			// for: the relay may publish it again.
+			nUnmarked := 0
+			if tc.seen != "" && !tc.passed[tc.seen] {
+				nUnmarked = 1
+			}
 			t0 := time.Now()
-			if m, p := st.unsettled(rows, t0); m != nPassed+nOpen || p != 0 {
-				t.Errorf("at first: waiting for %d, given up %d; want %d and 0", m, p, nPassed+nOpen)
+			if m, u, p := st.unsettled(rows, t0); m != nPassed+nOpen || u != nUnmarked || p != 0 {
+				t.Errorf("at first: waiting for %d and %d unmarked, given up %d; want %d, %d and 0", m, u, p, nPassed+nOpen, nUnmarked)
 			}
-			if m, p := st.unsettled(rows, t0.Add(lostGrace-time.Millisecond)); m != nPassed+nOpen || p != 0 {
-				t.Errorf("within the grace: waiting for %d, given up %d; want %d and 0", m, p, nPassed+nOpen)
+			if m, u, p := st.unsettled(rows, t0.Add(lostGrace-time.Millisecond)); m != nPassed+nOpen || u != nUnmarked || p != 0 {
+				t.Errorf("within the grace: waiting for %d and %d unmarked, given up %d; want %d, %d and 0", m, u, p, nPassed+nOpen, nUnmarked)
 			}
-			if m, p := st.unsettled(rows, t0.Add(lostGrace)); m != nOpen || p != nPassed {
-				t.Errorf("after the grace: waiting for %d, given up %d; want %d and %d", m, p, nOpen, nPassed)
+			if m, u, p := st.unsettled(rows, t0.Add(lostGrace)); m != nOpen || u != nUnmarked || p != nPassed {
+				t.Errorf("after the grace: waiting for %d and %d unmarked, given up %d; want %d, %d and %d", m, u, p, nOpen, nUnmarked, nPassed)
 			}
 		})
 	}
@@ -105,5 +119,25 @@ func TestWaitsForRows(t *testing.T) {
 	}
 	if waitsForRows(profile.ProgressNone) {
 		t.Errorf("waitsForRows(%q) = true; want false", profile.ProgressNone)
+	}
+}
+
+// TestGrownText names exactly the partitions whose end offset moved past
+// the settled one.
+func TestGrownText(t *testing.T) {
+	settled := map[int32]int64{0: 10, 1: 20, 2: 30}
+	for _, tc := range []struct {
+		now  map[int32]int64
+		want string
+	}{
+		{map[int32]int64{0: 10, 1: 20, 2: 30}, ""},
+		{map[int32]int64{0: 11, 1: 20, 2: 30}, "partition 0 from 10 to 11"},
+		{map[int32]int64{0: 10, 1: 22, 2: 31}, "partition 1 from 20 to 22, partition 2 from 30 to 31"},
+		{map[int32]int64{0: 9, 1: 20, 2: 30}, ""}, // never lower in practice; not growth
+		{map[int32]int64{0: 10, 1: 20, 2: 30, 3: 1}, "partition 3 from 0 to 1"},
+	} {
+		if got := grownText(settled, tc.now); got != tc.want {
+			t.Errorf("grownText(%v) = %q; want %q", tc.now, got, tc.want)
+		}
 	}
 }
