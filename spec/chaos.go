@@ -1,6 +1,8 @@
 package spec
 
 import (
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -187,14 +189,27 @@ func NemesisKinds() []string {
 }
 
 // FormatFaultCounts renders faults by kind as the chaos scenario's faults
-// metric: "kind:n+kind:n" in NemesisKinds order, kinds without a fault
-// left out, "none" when there is none.
+// metric: "kind:n+kind:n" in NemesisKinds order, then kinds not among
+// them (the audit's commit-lost) by name, kinds without a fault left out,
+// "none" when there is none.
 func FormatFaultCounts(counts map[string]int) string {
 	var parts []string
-	for _, k := range NemesisKinds() {
+	known := NemesisKinds()
+	for _, k := range known {
 		if n := counts[k]; n > 0 {
 			parts = append(parts, k+":"+strconv.Itoa(n))
 		}
+	}
+	// Kinds of the black-box audit only (commit-lost), after, by name.
+	var other []string
+	for k, n := range counts {
+		if n > 0 && !slices.Contains(known, k) {
+			other = append(other, k)
+		}
+	}
+	sort.Strings(other)
+	for _, k := range other {
+		parts = append(parts, k+":"+strconv.Itoa(counts[k]))
 	}
 	if len(parts) == 0 {
 		return "none"

@@ -209,4 +209,10 @@ func TestFormatCounts(t *testing.T) {
 	if got := spec.FormatFaultCounts(nil); got != "none" {
 		t.Fatalf("FormatFaultCounts(nil) = %q", got)
 	}
+	// The audit's own kinds come after the chaos kinds, by name, and are
+	// never dropped.
+	got = spec.FormatFaultCounts(map[string]int{"net-cut": 1, string(nemesis.CommitLost): 2, "zz-other": 1, "kill": 3, "pause": 0})
+	if got != "kill:3+net-cut:1+commit-lost:2+zz-other:1" {
+		t.Fatalf("FormatFaultCounts with the audit's kinds = %q", got)
+	}
 }
