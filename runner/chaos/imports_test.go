@@ -14,11 +14,12 @@ import (
 // the spec and the infrastructure, never the runner, the reference actors
 // or the verifier (the black-box audit drives processes the tool did not
 // write through the same engine). Of other modules, the MariaDB driver
-// (conn-kill) and the proxy (toxiproxy and its logger).
+// (conn-kill) and the proxy (toxiproxy, its toxics package, where the
+// commit-lost toxic registers, and its logger).
 func TestEngineImports(t *testing.T) {
 	const mod = "github.com/orderflow-audit/orderflow-audit/"
 	allowed := []string{mod + "evidence", mod + "spec", mod + "runner/fault", mod + "runner/nemesis", mod + "runner/infra",
-		"github.com/go-sql-driver/mysql", "github.com/Shopify/toxiproxy/v2", "github.com/rs/zerolog"}
+		"github.com/go-sql-driver/mysql", "github.com/Shopify/toxiproxy/v2", "github.com/Shopify/toxiproxy/v2/toxics", "github.com/rs/zerolog"}
 	entries, err := os.ReadDir(".")
 	if err != nil {
 		t.Fatal(err)
