@@ -644,6 +644,13 @@ func TestRules(t *testing.T) {
 			f.unsettled = true
 			return f
 		}, W{blackbox.RuleEffects: I}, "has 0 effect(s) by consumer c1"},
+		{"unsettled: an invariant's row without its partner is inconclusive", func() *fixture {
+			f := withInvariants()
+			f.txs[5] = nil // e-2's effect not yet written when the run was interrupted
+			f.groups[0] = 1
+			f.unsettled = true
+			return f
+		}, W{blackbox.RuleLag: I, blackbox.RuleInvariants: I}, "interrupted before the pipeline settled, and a partner may be a row still to come"},
 		{"unsettled: two effects of one event still fail", func() *fixture {
 			f := legal()
 			f.txs[5] = append(f.txs[5], ins("effect", map[string]any{"consumer": "c1", "event_id": "e-2"}))
