@@ -26,24 +26,32 @@ func referenceProfile(t *testing.T, edit ...string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(filepath.Join(dir, "reference.yaml"))
+	edit = append(edit, "[../migrations/*.up.sql, reference-stock.sql]",
+		"["+filepath.Join(dir, "..", "migrations", "*.up.sql")+", "+filepath.Join(dir, "reference-stock.sql")+"]")
+	return profileCopy(t, filepath.Join(dir, "reference.yaml"), edit...)
+}
+
+// profileCopy writes the profile at path, with edit applied (old, new,
+// ... pairs, each old present, its first occurrence replaced), to a
+// temporary directory and returns the copy's path.
+func profileCopy(t *testing.T, path string, edit ...string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := string(b)
-	edit = append(edit, "[../migrations/*.up.sql, reference-stock.sql]",
-		"["+filepath.Join(dir, "..", "migrations", "*.up.sql")+", "+filepath.Join(dir, "reference-stock.sql")+"]")
 	for i := 0; i+1 < len(edit); i += 2 {
 		if !strings.Contains(s, edit[i]) {
-			t.Fatalf("reference.yaml lacks %q", edit[i])
+			t.Fatalf("%s lacks %q", path, edit[i])
 		}
 		s = strings.Replace(s, edit[i], edit[i+1], 1)
 	}
-	path := filepath.Join(t.TempDir(), "profile.yaml")
-	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+	out := filepath.Join(t.TempDir(), "profile.yaml")
+	if err := os.WriteFile(out, []byte(s), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return path
+	return out
 }
 
 // auditRun is one audit run as a process of the built binary.

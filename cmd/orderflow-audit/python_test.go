@@ -32,25 +32,12 @@ func pythonProfile(t *testing.T, edit ...string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(filepath.Join(dir, "profile.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(b)
 	edit = append(edit,
 		"migrations: [migrations/*.up.sql]", "migrations: ["+filepath.Join(dir, "migrations", "*.up.sql")+"]")
-	for i := 0; i+1 < len(edit); i += 2 {
-		if !strings.Contains(s, edit[i]) {
-			t.Fatalf("examples/python/profile.yaml lacks %q", edit[i])
-		}
-		s = strings.Replace(s, edit[i], edit[i+1], 1)
+	for range 3 { // the service's, the relay's and the consumer's command
+		edit = append(edit, "/usr/bin/python3 pipeline.py ", "/usr/bin/python3 "+filepath.Join(dir, "pipeline.py")+" ")
 	}
-	s = strings.ReplaceAll(s, "/usr/bin/python3 pipeline.py ", "/usr/bin/python3 "+filepath.Join(dir, "pipeline.py")+" ")
-	path := filepath.Join(t.TempDir(), "profile.yaml")
-	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return profileCopy(t, filepath.Join(dir, "profile.yaml"), edit...)
 }
 
 // TestAuditPython audits examples/python, a pipeline that is not Go

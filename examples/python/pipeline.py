@@ -192,8 +192,7 @@ def relay_round(conn, prod, args):
             # The planted bug (--delete-first): the rows go before Kafka has
             # them, so a relay that dies here, or a publish that fails, loses
             # the event for good.
-            cur.execute("DELETE FROM event_queue WHERE seq IN (%s)" % ",".join(["%s"] * len(rows)),
-                        [r[0] for r in rows])
+            delete_rows(cur, rows)
             conn.commit()
         sent = [prod.send(args.topic, key=r[2].encode(), value=r[3].encode(),
                           headers=[("message_id", r[1].encode())]) for r in rows]
@@ -206,10 +205,15 @@ def relay_round(conn, prod, args):
             stopping.wait(0.5)
             return len(rows)
         if not args.delete_first:
-            cur.execute("DELETE FROM event_queue WHERE seq IN (%s)" % ",".join(["%s"] * len(rows)),
-                        [r[0] for r in rows])
+            delete_rows(cur, rows)
             conn.commit()
     return len(rows)
+
+
+def delete_rows(cur, rows):
+    """Deletes the claimed rows (seq is each row's first column)."""
+    cur.execute("DELETE FROM event_queue WHERE seq IN (%s)" % ",".join(["%s"] * len(rows)),
+                [r[0] for r in rows])
 
 
 # --- consumer ------------------------------------------------------------

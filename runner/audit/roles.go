@@ -66,7 +66,6 @@ type replica struct {
 	exited   chan struct{} // closed when the running incarnation ended
 	starts   int
 	stopping bool
-	halted   bool // stopProcesses stopped it; restartAll clears it
 	paused   bool
 	// supervised: its supervise loop runs (started once every replica
 	// was ready), and closes done when it ends.
@@ -413,7 +412,7 @@ func (rs *roles) stopAll() {
 func (rs *roles) restartAll(ctx context.Context, readyTimeout time.Duration) error {
 	for _, r := range rs.list {
 		r.mu.Lock()
-		r.stopping, r.halted, r.supervised, r.done = false, false, false, make(chan struct{})
+		r.stopping, r.supervised, r.done = false, false, make(chan struct{})
 		r.mu.Unlock()
 	}
 	return rs.startAll(ctx, readyTimeout)
@@ -423,25 +422,21 @@ func (rs *roles) restartAll(ctx context.Context, readyTimeout time.Duration) err
 // one must be able to end), SIGTERM to its group, SIGKILL to the group
 // after stopGrace; then waits for every supervise loop.
 func (rs *roles) stopProcesses() {
+	// A replica stopping already was stopped by an earlier call (and not
+	// restarted since): its process group is gone, and its number may be
+	// another's now.
+	var stop []*replica
 	for _, r := range rs.list {
 		r.mu.Lock()
-		r.stopping = true
+		if !r.stopping {
+			r.stopping = true
+			stop = append(stop, r)
+		}
 		r.mu.Unlock()
 	}
 	var wg sync.WaitGroup
-	for _, r := range rs.list {
-		r.mu.Lock()
-		halted := r.halted
-		r.halted = true
-		r.mu.Unlock()
-		if halted { // its process group is gone; its number may be another's now
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r.stop()
-		}()
+	for _, r := range stop {
+		wg.Go(r.stop)
 	}
 	wg.Wait()
 }

@@ -108,12 +108,16 @@ func TestLinkLoseCommits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := net.DialTimeout("tcp", l.Addr, time.Second)
-	if err != nil {
-		t.Fatal(err)
+	dial := func() net.Conn {
+		c, err := net.DialTimeout("tcp", l.Addr, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+		return c
 	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	c := dial()
 	send := func(conn net.Conn, p []byte) error {
 		if _, err := conn.Write(p); err != nil {
 			return err
@@ -134,13 +138,7 @@ func TestLinkLoseCommits(t *testing.T) {
 	if err := l.Heal(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	c2, err := net.DialTimeout("tcp", l.Addr, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c2.Close()
-	_ = c2.SetDeadline(time.Now().Add(5 * time.Second))
-	if err := send(c2, query("COMMIT")); err != nil {
+	if err := send(dial(), query("COMMIT")); err != nil {
 		t.Fatalf("a COMMIT after Heal: %v; want it through", err)
 	}
 }
