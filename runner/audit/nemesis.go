@@ -156,7 +156,8 @@ type NemesisEvent struct {
 	Start  time.Time `json:"start"`
 	End    time.Time `json:"end"`
 	Delay  string    `json:"delay,omitempty"`
-	// Result is "done", or why it was not (the process was not running).
+	// Result is "done" (commit-lost: "done: N COMMIT(s) lost"), or why
+	// it was not (the process was not running).
 	Result string `json:"result"`
 }
 
@@ -308,6 +309,7 @@ func (nr *nemesisRun) apply(ctx context.Context, f nemesis.Fault) {
 		}
 		wait()
 		nr.healLink(r)
+		ev.Result += fmt.Sprintf(": %d COMMIT(s) lost", r.link.CommitsLost())
 	}
 	ev.End = time.Now().UTC()
 	nr.record(ev)

@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"bytes"
+	"sync/atomic"
 
 	"github.com/Shopify/toxiproxy/v2/toxics"
 )
@@ -13,8 +14,10 @@ import (
 // It reads the MySQL protocol only as far as it must: a chunk that starts
 // with a COM_QUERY packet whose text is COMMIT (any case, with blanks or a
 // trailing semicolon), which is how go-sql-driver, PyMySQL and JDBC
-// drivers commit.
-type commitLostToxic struct{}
+// drivers commit. It counts the COMMITs it dropped (Link.CommitsLost).
+type commitLostToxic struct {
+	lost atomic.Int64
+}
 
 func (t *commitLostToxic) Pipe(stub *toxics.ToxicStub) {
 	for {
@@ -23,6 +26,9 @@ func (t *commitLostToxic) Pipe(stub *toxics.ToxicStub) {
 			return
 		case c := <-stub.Input:
 			if c == nil || isCommit(c.Data) {
+				if c != nil {
+					t.lost.Add(1)
+				}
 				stub.Close()
 				return
 			}

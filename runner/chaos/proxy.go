@@ -41,6 +41,7 @@ type Link struct {
 	cut         bool
 	latency     bool
 	commitsLost bool
+	lostToxic   *commitLostToxic // the last LoseCommits's, kept after Heal for CommitsLost
 }
 
 // Add starts a proxy named name (a link "actor>component") on a free
@@ -102,11 +103,24 @@ func (l *Link) LoseCommits() error {
 		return nil
 	}
 	js := `{"name":"commit_lost","type":"` + commitLostType + `","stream":"upstream"}`
-	if _, err := l.p.Toxics.AddToxicJson(strings.NewReader(js)); err != nil {
+	w, err := l.p.Toxics.AddToxicJson(strings.NewReader(js))
+	if err != nil {
 		return fmt.Errorf("proxy %s: lose commits: %w", l.Name, err)
 	}
+	l.lostToxic, _ = w.Toxic.(*commitLostToxic)
 	l.commitsLost = true
 	return nil
+}
+
+// CommitsLost is how many COMMITs the last LoseCommits dropped, until
+// now or until its Heal: zero says the fault met no transaction's end.
+func (l *Link) CommitsLost() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lostToxic == nil {
+		return 0
+	}
+	return l.lostToxic.lost.Load()
 }
 
 // Cut drops every connection of the link and refuses new ones until Heal.

@@ -132,13 +132,22 @@ func TestLinkLoseCommits(t *testing.T) {
 	if err := send(c, query("INSERT INTO inbox VALUES (1)")); err != nil {
 		t.Fatalf("an INSERT while commits are lost: %v; want it through", err)
 	}
+	if n := l.CommitsLost(); n != 0 {
+		t.Fatalf("CommitsLost %d before any COMMIT; want 0", n)
+	}
 	if err := send(c, query("COMMIT")); err == nil {
 		t.Fatal("a COMMIT came back while commits are lost; want the connection closed")
+	}
+	if err := send(dial(), query("commit ;")); err == nil {
+		t.Fatal("a COMMIT on a new connection came back while commits are lost; want the connection closed")
 	}
 	if err := l.Heal(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if err := send(dial(), query("COMMIT")); err != nil {
 		t.Fatalf("a COMMIT after Heal: %v; want it through", err)
+	}
+	if n := l.CommitsLost(); n != 2 {
+		t.Fatalf("CommitsLost %d after two lost COMMITs and one through; want 2", n)
 	}
 }
