@@ -21,7 +21,9 @@ package bbverify
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/orderflow-audit/orderflow-audit/checks/blackbox"
@@ -119,6 +121,7 @@ func Verify(ctx context.Context, path string, opt Options) (*Verdict, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer b.Close()
 	bb := b.Evidence
 	v := &Verdict{Kind: Kind, Evidence: path, RunID: bb.Run.ID, Target: bb.Target, Window: bb.Window, Liveness: bb.Liveness,
 		Profile:   ProfileRef{Name: bb.Profile.Name, Path: bb.Profile.Path, SHA256: bb.Profile.SHA256},
@@ -164,9 +167,20 @@ func layer(v *Verdict, b *audit.Bundle) {
 		return
 	}
 	bound, _ := b.Evidence.Liveness.Duration() // ParseBlackBox checked it
-	res, err := blackbox.Check(blackbox.Input{Profile: b.Profile, Binlog: *b.Binlog, Schema: b.Evidence.Target.Database,
+	res, err := blackbox.Check(blackbox.Input{Profile: b.Profile, Scan: b.Binlog.Scan, Schema: b.Evidence.Target.Database,
 		Broker: b.Broker, Topic: b.Evidence.Target.Topic, BrokerStart: b.BrokerStart, Client: b.Client,
 		End: b.Evidence.Liveness.SettledAt, Liveness: bound, Holes: b.Holes, Unsettled: b.Evidence.Run.Interrupted})
+	if dmg := (*audit.DamagedError)(nil); errors.As(err, &dmg) {
+		// The binlog's files passed the gate, but it cannot be read to
+		// its end: a fault of the bundle, reported where Read reports the
+		// others (after those found before, ahead of the missing ones).
+		p := dmg.Problem
+		b.Problems = append(b.Problems, p)
+		at := len(b.Problems) - 1
+		v.Reasons = slices.Insert(v.Reasons, at, Reason{Rule: p.Rule, Status: blackbox.Fail, Path: p.Path, Message: p.Message})
+		v.NotRun = "the binlog witness could not be had (see the reasons)"
+		return
+	}
 	if err != nil {
 		v.NotRun = err.Error()
 		v.Reasons = append(v.Reasons, Reason{Rule: "layer", Status: blackbox.Inconclusive, Message: "the rules could not run: " + err.Error()})

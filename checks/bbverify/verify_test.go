@@ -117,6 +117,13 @@ func rewrite(t *testing.T, path, rel string, data []byte, redigest bool) {
 		if c := bb.Client.File; c != nil && c.Path == rel {
 			c.Size, c.SHA256 = int64(len(data)), hex.EncodeToString(sum[:])
 		}
+		if w := bb.Witness; w != nil && w.Database != nil {
+			for i, f := range w.Database.Files {
+				if f.Path == rel {
+					w.Database.Files[i].Size, w.Database.Files[i].SHA256 = int64(len(data)), hex.EncodeToString(sum[:])
+				}
+			}
+		}
 	})
 }
 
@@ -170,6 +177,13 @@ func TestTamperedFiles(t *testing.T) {
 			b, _ := os.ReadFile(p)
 			os.WriteFile(p, b[:len(b)/2], 0o644)
 		}, "witness-size", true},
+		{"binlog cut and redigested", func(t *testing.T, path string) {
+			// The files pass the gate; the binlog, read as it streams,
+			// ends inside an event.
+			rel := "audit/witness/db/binlog.000001"
+			b, _ := os.ReadFile(filepath.Join(filepath.Dir(path), filepath.FromSlash(rel)))
+			rewrite(t, path, rel, b[:len(b)-7], true)
+		}, "witness-damaged", true},
 		{"broker file deleted", func(t *testing.T, path string) {
 			os.Remove(filepath.Join(filepath.Dir(path), "audit", "witness", "kafka", "groups.log"))
 		}, "witness-file-missing", false},

@@ -119,6 +119,13 @@ type Input struct {
 	// Binlog is the database's history cut to the run window (the
 	// transactions after the window's start position).
 	Binlog binlog.History
+	// Scan, when set, is read instead of Binlog.Transactions: it calls fn
+	// with each transaction of the window in commit order, as a reader
+	// streams them, so that the window is never held whole (a run of a
+	// million events is four million row images). It returns the holes
+	// it found in the window once read to its end (as Holes says them);
+	// its error stops the check: Check returns it.
+	Scan func(fn func(binlog.Transaction) error) (holes []string, err error)
 	// Schema, when set, keeps only the row changes of that database (a
 	// run shares a server); empty: the profile's database.schema, or
 	// every database.
@@ -229,7 +236,10 @@ func Check(in Input) (*Result, error) {
 	if in.Profile == nil {
 		return nil, fmt.Errorf("black-box check: no profile")
 	}
-	m := build(in)
+	m, err := build(in)
+	if err != nil {
+		return nil, fmt.Errorf("black-box check: %w", err)
+	}
 	if m.topic == "" {
 		return nil, fmt.Errorf("black-box check: no topic to audit (the profile's topic.name is empty)")
 	}

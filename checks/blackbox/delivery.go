@@ -45,10 +45,10 @@ func (c *checker) delivery() {
 		case c.in.Unsettled:
 			c.addTopic(m.reason(RulePending, Inconclusive, ev.id, ev.tx, -1,
 				"event %s committed at %s and has %s; the run was interrupted before the pipeline settled", ev.id, committed, nowhere))
-		case m.end.Sub(m.txs[ev.tx].Time) > bound:
+		case m.end.Sub(m.txs[ev.tx].time) > bound:
 			c.addTopic(m.reason(RulePending, Fail, ev.id, ev.tx, -1,
 				"event %s committed at %s and has %s; the relay never passed it, and the liveness bound %v expired (%v between its commit and the end of the run)",
-				ev.id, committed, nowhere, bound, m.end.Sub(m.txs[ev.tx].Time).Round(time.Second)))
+				ev.id, committed, nowhere, bound, m.end.Sub(m.txs[ev.tx].time).Round(time.Second)))
 		default:
 			c.addTopic(m.reason(RulePending, Inconclusive, ev.id, ev.tx, -1,
 				"event %s committed at %s and has %s; the run ended within the liveness bound %v of its commit", ev.id, committed, nowhere, bound))

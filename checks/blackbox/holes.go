@@ -1,6 +1,7 @@
 package blackbox
 
 import (
+	"slices"
 	"strings"
 )
 
@@ -19,20 +20,11 @@ import (
 func (c *checker) holes() {
 	c.apply(RuleHoles)
 	m := c.m
-	last := map[uint32]uint64{}
-	for _, t := range c.in.Binlog.Transactions {
-		g := t.GTID
-		if prev, ok := last[g.Domain]; ok && g.Seq != prev+1 {
-			c.binlogHole = true
-			c.add(Reason{Rule: RuleHoles, Status: Inconclusive, GTID: g.String(), Binlog: t.File + ":" + itoa(int64(t.Pos)),
-				Partition: -1, Offset: -1, Message: sprintf("the binlog skips from %d-%d-%d to %s: %d transaction(s) missing, which could hold an outbox row, a progress write or an effect",
-					g.Domain, g.Server, prev, g, g.Seq-prev-1)})
-		}
-		if !g.IsZero() {
-			last[g.Domain] = g.Seq
-		}
+	for _, g := range m.gaps {
+		c.binlogHole = true
+		c.add(g)
 	}
-	for _, h := range c.in.Holes {
+	for _, h := range append(slices.Clip(c.in.Holes), m.holes...) {
 		c.binlogHole = true
 		c.add(Reason{Rule: RuleHoles, Status: Inconclusive, Partition: -1, Offset: -1, Message: h})
 	}

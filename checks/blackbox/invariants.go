@@ -1,13 +1,14 @@
 package blackbox
 
 import (
-	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
-	"io"
+	"hash/maphash"
 	"math/big"
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence/profile"
@@ -37,18 +38,10 @@ func (c *checker) invariants() {
 		return
 	}
 	c.apply(RuleInvariants)
-	joins := make([]*profile.AntiJoin, len(m.prof.Invariants))
-	for i, inv := range m.prof.Invariants {
-		joins[i] = inv.Join
-		if joins[i] == nil { // a profile built without Load: read it now
-			var err error
-			if joins[i], err = profile.ParseAntiJoin(inv.SQL); err != nil {
-				c.add(Reason{Rule: RuleInvariants, Status: Inconclusive, Partition: -1, Offset: -1,
-					Message: fmt.Sprintf("invariant %s cannot be evaluated: %v", inv.ID, err)})
-			}
-		}
+	for _, r := range m.joinErrs {
+		c.add(r)
 	}
-	tables := m.rebuild(joins)
+	joins, tables := m.joins, m.tables
 	for i, inv := range m.prof.Invariants {
 		aj := joins[i]
 		if aj == nil {
@@ -91,6 +84,22 @@ type table struct {
 	// rebuild could not follow it (a before image it does not hold).
 	complete bool
 	broken   string
+	// keep, when set, are the only columns a row keeps (project).
+	keep map[string]bool
+}
+
+// project is the part of row the table keeps.
+func (tb *table) project(row map[string]any) map[string]any {
+	if tb.keep == nil {
+		return row
+	}
+	out := make(map[string]any, len(tb.keep))
+	for c := range tb.keep {
+		if v, ok := row[c]; ok {
+			out[c] = v
+		}
+	}
+	return out
 }
 
 type tableRow struct {
@@ -102,30 +111,74 @@ var ddlTableRE = regexp.MustCompile("(?i)^\\s*(CREATE\\s+(?:OR\\s+REPLACE\\s+)?T
 
 func newTable() *table { return &table{byKey: map[[16]byte][]int{}} }
 
-// rebuild rebuilds the tables the anti-joins name from the window's
-// transactions (already cut to the audited database).
-func (m *model) rebuild(joins []*profile.AntiJoin) map[string]*table {
-	want := map[string]*table{}
-	for _, aj := range joins {
-		if aj != nil {
-			want[aj.Outer], want[aj.Inner] = newTable(), newTable()
-		}
+// prepareTables reads the invariants' anti-joins and makes the tables
+// they name, empty, for rebuild to fill as the binlog streams. A table
+// that is only ever an inner table keeps of each row only the columns its
+// joins compare (a million rows of a table are then a million small
+// maps); an outer table keeps its rows whole, as a reason shows them.
+func (m *model) prepareTables() {
+	if len(m.prof.Invariants) == 0 {
+		return
 	}
-	for i, t := range m.txs {
-		for _, s := range t.Statements {
-			if mm := ddlTableRE.FindStringSubmatch(s.SQL); mm != nil {
-				if tb := want[mm[2]]; tb != nil {
-					*tb = table{byKey: map[[16]byte][]int{}, complete: tb.complete || strings.HasPrefix(strings.ToUpper(strings.TrimSpace(mm[1])), "CREATE")}
-				}
-			}
-		}
-		for _, ch := range t.Changes {
-			if tb := want[ch.Table]; tb != nil {
-				tb.apply(i, ch)
+	m.tables = map[string]*table{}
+	m.joins = make([]*profile.AntiJoin, len(m.prof.Invariants))
+	for i, inv := range m.prof.Invariants {
+		m.joins[i] = inv.Join
+		if m.joins[i] == nil { // a profile built without Load: read it now
+			var err error
+			if m.joins[i], err = profile.ParseAntiJoin(inv.SQL); err != nil {
+				m.joinErrs = append(m.joinErrs, Reason{Rule: RuleInvariants, Status: Inconclusive, Partition: -1, Offset: -1,
+					Message: fmt.Sprintf("invariant %s cannot be evaluated: %v", inv.ID, err)})
 			}
 		}
 	}
-	return want
+	outer := map[string]bool{}
+	for _, aj := range m.joins {
+		if aj == nil {
+			continue
+		}
+		outer[aj.Outer] = true
+		for _, name := range []string{aj.Outer, aj.Inner} {
+			if m.tables[name] == nil {
+				m.tables[name] = newTable()
+			}
+		}
+	}
+	for _, aj := range m.joins {
+		if aj == nil || outer[aj.Inner] {
+			continue
+		}
+		tb := m.tables[aj.Inner]
+		if tb.keep == nil {
+			tb.keep = map[string]bool{}
+		}
+		for _, c := range aj.On {
+			tb.keep[c.Inner] = true
+		}
+		if aj.NullColumn != "" {
+			tb.keep[aj.NullColumn] = true
+		}
+	}
+}
+
+// rebuild applies transaction i (cut to the audited database) to the
+// tables the anti-joins name.
+func (m *model) rebuild(i int, t binlog.Transaction) {
+	if len(m.tables) == 0 {
+		return
+	}
+	for _, s := range t.Statements {
+		if mm := ddlTableRE.FindStringSubmatch(s.SQL); mm != nil {
+			if tb := m.tables[mm[2]]; tb != nil {
+				*tb = table{byKey: map[[16]byte][]int{}, keep: tb.keep, complete: tb.complete || strings.HasPrefix(strings.ToUpper(strings.TrimSpace(mm[1])), "CREATE")}
+			}
+		}
+	}
+	for _, ch := range t.Changes {
+		if tb := m.tables[ch.Table]; tb != nil {
+			tb.apply(i, ch)
+		}
+	}
 }
 
 func (tb *table) apply(tx int, ch binlog.RowChange) {
@@ -145,33 +198,47 @@ func (tb *table) apply(tx int, ch binlog.RowChange) {
 	if ch.Op != binlog.Delete {
 		k := rowKey(ch.After)
 		tb.byKey[k] = append(tb.byKey[k], len(tb.rows))
-		tb.rows = append(tb.rows, tableRow{values: ch.After, tx: tx})
+		tb.rows = append(tb.rows, tableRow{values: tb.project(ch.After), tx: tx})
 	}
 }
 
 // rowKey digests a row image, columns sorted, each column and value
 // length-prefixed: two images are the same row when their keys are equal
-// (a 128-bit digest, so that a table of a million rows is indexed in a
-// few dozen bytes a row, whatever its payloads).
+// (128 bits, two seeded hashes of this process, so that a table of a
+// million rows is indexed in a few dozen bytes a row, whatever its
+// payloads; the keys are never kept beyond the check).
 func rowKey(row map[string]any) [16]byte {
 	cols := make([]string, 0, len(row))
 	for c := range row {
 		cols = append(cols, c)
 	}
 	sort.Strings(cols)
-	h := sha256.New()
+	var h1, h2 maphash.Hash
+	h1.SetSeed(rowSeeds[0])
+	h2.SetSeed(rowSeeds[1])
+	var buf []byte
 	for _, c := range cols {
 		v, ok := profile.Text(row[c])
 		if !ok {
 			v = "\x00NULL"
 		}
-		fmt.Fprintf(h, "%d:%s=%d:", len(c), c, len(v))
-		io.WriteString(h, v)
+		buf = strconv.AppendInt(buf[:0], int64(len(c)), 10)
+		buf = append(append(append(buf, ':'), c...), '=')
+		buf = strconv.AppendInt(buf, int64(len(v)), 10)
+		buf = append(buf, ':')
+		for _, h := range []*maphash.Hash{&h1, &h2} {
+			h.Write(buf)
+			h.WriteString(v)
+		}
 	}
 	var k [16]byte
-	copy(k[:], h.Sum(nil))
+	binary.LittleEndian.PutUint64(k[:8], h1.Sum64())
+	binary.LittleEndian.PutUint64(k[8:], h2.Sum64())
 	return k
 }
+
+// rowSeeds seed rowKey's two hashes.
+var rowSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
 
 // antiJoin returns the outer rows (indexes) the anti-join returns, once
 // per row SQL would return (a LEFT JOIN returns an outer row once per

@@ -16,8 +16,20 @@ type model struct {
 	prof  *profile.Profile
 	topic string
 	// txs are the window's transactions cut to the audited database, in
-	// commit order: an index into txs is a position in commit order.
-	txs []binlog.Transaction
+	// commit order: an index into txs is a position in commit order. Only
+	// where and when each is kept: the row changes are read once, as the
+	// binlog streams (build), not held.
+	txs []txMeta
+	// gaps are the binlog's GTID sequence gaps in the window (rule holes);
+	// holes those Input.Scan found, after Input.Holes.
+	gaps  []Reason
+	holes []string
+	// tables are the tables the invariants' anti-joins name, rebuilt from
+	// the row changes as they stream (invariants.go); joins the parsed
+	// anti-joins, nil where one could not be read (joinErrs says why).
+	tables   map[string]*table
+	joins    []*profile.AntiJoin
+	joinErrs []Reason
 	// events are the committed outbox rows for the topic, in commit order;
 	// byID finds one (the first row, when a buggy service wrote an id
 	// twice: the rest are in dupRows).
@@ -64,6 +76,15 @@ type event struct {
 	records []int // indexes into model.records, by partition and offset
 }
 
+// txMeta is what the rules keep of a transaction: where it is in the
+// binlog and when it began.
+type txMeta struct {
+	gtid binlog.GTID
+	file string
+	pos  uint32
+	time time.Time
+}
+
 type cursorWrite struct {
 	tx    int
 	value *big.Rat
@@ -91,7 +112,11 @@ type sideRow struct {
 	op       binlog.Op
 }
 
-func build(in Input) *model {
+// build derives the model in one pass over the binlog of the window (the
+// transactions of in.Scan as it reads them, or of in.Binlog), then reads
+// the broker's log. An error of in.Scan is returned: the binlog could not
+// be read to its end.
+func build(in Input) (*model, error) {
 	p := in.Profile
 	m := &model{prof: p, topic: p.Topic.Name, byID: map[string]*event{}, allIDs: map[string]bool{}, start: in.BrokerStart}
 	if in.Topic != "" {
@@ -101,30 +126,60 @@ func build(in Input) *model {
 	if schema == "" {
 		schema = p.Database.Schema
 	}
-	for _, t := range in.Binlog.Transactions {
+	m.prepareTables()
+	last := map[uint32]uint64{} // the GTID sequence per domain, for gaps
+	each := func(t binlog.Transaction) error {
+		m.gap(t, last)
 		if schema != "" {
 			var ok bool
 			if t, ok = t.ForSchema(schema); !ok {
-				continue
+				return nil
 			}
 		}
-		m.txs = append(m.txs, t)
-	}
-	for i, t := range m.txs {
+		i := len(m.txs)
+		m.txs = append(m.txs, txMeta{gtid: t.GTID, file: t.File, pos: t.Pos, time: t.Time})
+		m.rebuild(i, t)
 		for _, ch := range t.Changes {
 			m.change(i, ch)
+		}
+		return nil
+	}
+	if in.Scan != nil {
+		holes, err := in.Scan(each)
+		if err != nil {
+			return nil, err
+		}
+		m.holes = holes
+	} else {
+		for _, t := range in.Binlog.Transactions {
+			_ = each(t) // each returns no error of its own
 		}
 	}
 	m.cursorPasses()
 	m.readBroker(in.Broker)
 	m.end = in.End
 	if m.end.IsZero() && len(m.txs) > 0 {
-		m.end = m.txs[len(m.txs)-1].Time
+		m.end = m.txs[len(m.txs)-1].time
 	}
 	m.stats.Events = len(m.events)
 	m.stats.Records = len(m.records)
 	m.stats.Effects = len(m.effects)
-	return m
+	return m, nil
+}
+
+// gap files a GTID sequence gap before t in its replication domain (last
+// holds each domain's last sequence): a transaction is missing from the
+// window, which could hold an outbox row, a progress write or an effect.
+func (m *model) gap(t binlog.Transaction, last map[uint32]uint64) {
+	g := t.GTID
+	if prev, ok := last[g.Domain]; ok && g.Seq != prev+1 {
+		m.gaps = append(m.gaps, Reason{Rule: RuleHoles, Status: Inconclusive, GTID: g.String(), Binlog: t.File + ":" + itoa(int64(t.Pos)),
+			Partition: -1, Offset: -1, Message: sprintf("the binlog skips from %d-%d-%d to %s: %d transaction(s) missing, which could hold an outbox row, a progress write or an effect",
+				g.Domain, g.Server, prev, g, g.Seq-prev-1)})
+	}
+	if !g.IsZero() {
+		last[g.Domain] = g.Seq
+	}
 }
 
 // change files one row change of transaction i.
@@ -368,7 +423,7 @@ func (m *model) where(i int) (gtid, pos string) {
 		return "", ""
 	}
 	t := m.txs[i]
-	return t.GTID.String(), t.File + ":" + itoa(int64(t.Pos))
+	return t.gtid.String(), t.file + ":" + itoa(int64(t.pos))
 }
 
 // reason builds a reason on transaction tx (or -1) and record rec (or -1).

@@ -63,7 +63,7 @@ func (c *checker) timeline() *Timeline {
 	step := func(tx int, format string, args ...any) {
 		s := Step{tx: tx, What: fmt.Sprintf(format, args...)}
 		s.GTID, s.Binlog = m.where(tx)
-		s.Started = m.txs[tx].Time.UTC().Format("15:04:05")
+		s.Started = m.txs[tx].time.UTC().Format("15:04:05")
 		t.Steps = append(t.Steps, s)
 	}
 	pr := m.prof.Outbox.Progress

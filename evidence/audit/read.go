@@ -24,7 +24,6 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/evidence/bundle"
 	"github.com/orderflow-audit/orderflow-audit/evidence/profile"
-	"github.com/orderflow-audit/orderflow-audit/witness/binlog"
 	"github.com/orderflow-audit/orderflow-audit/witness/broker"
 )
 
@@ -37,9 +36,11 @@ type Bundle struct {
 	Evidence *evidence.BlackBox
 	// Profile is the profile read from the bundle's file.
 	Profile *profile.Profile
-	// Binlog is the history cut to the run window (after its start
-	// position, up to its end GTIDs).
-	Binlog *binlog.History
+	// Binlog is the binlog witness, its files verified: Binlog.Scan reads
+	// it cut to the run window (after its start position, up to its end
+	// GTIDs). A binlog whose files passed the gate may still be damaged
+	// inside: Scan says so.
+	Binlog *Binlog
 	// Broker is the broker's log (every topic; the rules take the
 	// target's).
 	Broker *broker.Log
@@ -55,7 +56,12 @@ type Bundle struct {
 	Missing []string
 	// Problems are the bundle's faults, in the order found.
 	Problems []Problem
+
+	gate *bundle.Bundle
 }
+
+// Close closes the bundle's files (Binlog.Scan reads no more).
+func (b *Bundle) Close() error { return b.gate.Close() }
 
 // Problem is one fault of a bundle's files: each is a FAIL of the verdict.
 type Problem struct {
@@ -72,18 +78,24 @@ type Problem struct {
 }
 
 // Read opens the bundle of the black-box evidence file at path through
-// the gate and reads everything in it.
-func Read(ctx context.Context, path string) (*Bundle, error) {
+// the gate and reads everything in it but the binlog, whose files it
+// verifies and Binlog.Scan reads. The caller closes the Bundle once done
+// with it (Close), the binlog's files open until then.
+func Read(ctx context.Context, path string) (_ *Bundle, err error) {
 	b, err := bundle.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", evidence.ErrBadInput, err)
 	}
-	defer b.Close()
+	defer func() {
+		if err != nil {
+			b.Close()
+		}
+	}()
 	bb, err := evidence.ParseBlackBox(b.Evidence())
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	r := &reader{b: b, out: &Bundle{Path: path, Evidence: bb, BrokerStart: map[int32]int64{}},
+	r := &reader{b: b, out: &Bundle{Path: path, Evidence: bb, BrokerStart: map[int32]int64{}, gate: b},
 		base: evidence.BlackBoxDir(path)}
 	for _, o := range bb.Window.Broker.StartOffsets {
 		r.out.BrokerStart[o.Partition] = o.Offset

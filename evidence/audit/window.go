@@ -2,68 +2,86 @@ package audit
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
+	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/witness/binlog"
 )
 
-// window cuts h to the run window the evidence states: the transactions
-// after window.binlog's start position, and in each replication domain up
-// to its GTID in gtid_end (a domain gtid_end does not name began after
-// the window). Where the binlog does not reach from the window's start
-// GTIDs to its end GTIDs, a hole is said in a sentence: a transaction the
-// window should hold is not in the witness.
-func (r *reader) window(h binlog.History) *binlog.History {
-	bw := r.out.Evidence.Window.Binlog
-	start := binlog.Position{File: bw.StartFile, Pos: bw.StartPos}
-	from, errFrom := gtidList(bw.GTIDStart)
-	to, errTo := gtidList(bw.GTIDEnd)
+// windowCut cuts the binlog to the run window the evidence states, as it
+// streams: keep says whether a transaction is in it (after
+// window.binlog's start position, and in each replication domain up to
+// its GTID in gtid_end; a domain gtid_end does not name began after the
+// window). holes says, once the binlog was read to its end, where it does
+// not reach from the window's start GTIDs to its end GTIDs, each hole in
+// a sentence: a transaction the window should hold is not in the witness.
+type windowCut struct {
+	bw          evidence.BinlogWindow
+	start       binlog.Position
+	from, to    map[uint32]binlog.GTID
+	first, last map[uint32]uint64
+	bad         []string
+}
+
+func newWindowCut(bw evidence.BinlogWindow) *windowCut {
+	w := &windowCut{bw: bw, start: binlog.Position{File: bw.StartFile, Pos: bw.StartPos},
+		first: map[uint32]uint64{}, last: map[uint32]uint64{}}
+	var errFrom, errTo error
+	w.from, errFrom = gtidList(bw.GTIDStart)
+	w.to, errTo = gtidList(bw.GTIDEnd)
 	for _, err := range []error{errFrom, errTo} {
 		if err != nil {
-			r.out.Holes = append(r.out.Holes, "the run window's GTIDs cannot be read ("+err.Error()+"): where the window ends in the binlog is unknown")
+			w.bad = append(w.bad, "the run window's GTIDs cannot be read ("+err.Error()+"): where the window ends in the binlog is unknown")
 		}
 	}
-	out := &binlog.History{Files: h.Files}
-	first, last := map[uint32]uint64{}, map[uint32]uint64{}
-	for _, t := range h.Transactions {
-		if !t.After(start) {
-			continue
-		}
-		if len(to) > 0 && !t.GTID.IsZero() {
-			end, ok := to[t.GTID.Domain]
-			if !ok || t.GTID.Seq > end.Seq {
-				continue // after the window
-			}
-		}
-		out.Transactions = append(out.Transactions, t)
-		if g := t.GTID; !g.IsZero() {
-			if _, ok := first[g.Domain]; !ok {
-				first[g.Domain] = g.Seq
-			}
-			last[g.Domain] = g.Seq
+	return w
+}
+
+// keep says whether t is in the window, and notes its GTID if it is.
+func (w *windowCut) keep(t binlog.Transaction) bool {
+	if !t.After(w.start) {
+		return false
+	}
+	if len(w.to) > 0 && !t.GTID.IsZero() {
+		end, ok := w.to[t.GTID.Domain]
+		if !ok || t.GTID.Seq > end.Seq {
+			return false // after the window
 		}
 	}
-	for _, d := range domains(first, to) {
+	if g := t.GTID; !g.IsZero() {
+		if _, ok := w.first[g.Domain]; !ok {
+			w.first[g.Domain] = g.Seq
+		}
+		w.last[g.Domain] = g.Seq
+	}
+	return true
+}
+
+// holes are the window's holes, once every transaction went through keep.
+func (w *windowCut) holes() []string {
+	bw, out := w.bw, slices.Clone(w.bad)
+	for _, d := range domains(w.first, w.to) {
 		begin := uint64(1) // gtid_start empty: the server had no transaction before
-		if g, ok := from[d]; ok {
+		if g, ok := w.from[d]; ok {
 			begin = g.Seq + 1
 		}
-		f, seen := first[d]
-		end, bounded := to[d]
+		f, seen := w.first[d]
+		end, bounded := w.to[d]
 		switch {
 		case seen && f < begin:
-			r.out.Holes = append(r.out.Holes, fmt.Sprintf("the binlog after %s:%d begins domain %d at sequence %d, which the run window's start %s puts before the window: "+
+			out = append(out, fmt.Sprintf("the binlog after %s:%d begins domain %d at sequence %d, which the run window's start %s puts before the window: "+
 				"the window's start position and GTIDs disagree, so what it holds is unknown", bw.StartFile, bw.StartPos, d, f, orNone(bw.GTIDStart)))
 		case seen && f > begin:
-			r.out.Holes = append(r.out.Holes, fmt.Sprintf("the binlog after %s:%d begins domain %d at sequence %d, but the run window begins after %s: transactions %d..%d are missing",
+			out = append(out, fmt.Sprintf("the binlog after %s:%d begins domain %d at sequence %d, but the run window begins after %s: transactions %d..%d are missing",
 				bw.StartFile, bw.StartPos, d, f, orNone(bw.GTIDStart), begin, f-1))
 		case !seen && bounded && end.Seq >= begin:
-			r.out.Holes = append(r.out.Holes, fmt.Sprintf("the run window ends at gtid %s, but the binlog after %s:%d holds no transaction of domain %d",
+			out = append(out, fmt.Sprintf("the run window ends at gtid %s, but the binlog after %s:%d holds no transaction of domain %d",
 				end, bw.StartFile, bw.StartPos, d))
-		case seen && bounded && last[d] < end.Seq:
-			r.out.Holes = append(r.out.Holes, fmt.Sprintf("the binlog ends domain %d at sequence %d, but the run window ends at gtid %s: transactions %d..%d are missing (the witness was cut short)",
-				d, last[d], end, last[d]+1, end.Seq))
+		case seen && bounded && w.last[d] < end.Seq:
+			out = append(out, fmt.Sprintf("the binlog ends domain %d at sequence %d, but the run window ends at gtid %s: transactions %d..%d are missing (the witness was cut short)",
+				d, w.last[d], end, w.last[d]+1, end.Seq))
 		}
 	}
 	return out

@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"fmt"
+	"io"
 	"io/fs"
 	"path"
 	"slices"
@@ -73,34 +74,101 @@ func (r *reader) files(name string, files []evidence.WitnessFile, dir string) bo
 	return ok
 }
 
-// database reads the verified binlog files in their sequence order and
-// cuts the history to the run window.
+// database verifies the binlog files and puts them in their sequence
+// order; Binlog.Scan reads them, cut to the run window, when the verifier
+// asks (a run's binlog is read once, as it streams, never held whole).
 func (r *reader) database(files []evidence.WitnessFile) {
 	verified, err := r.b.Inputs(files)
 	if err == nil {
-		var in []binlog.Input
+		var in []bundle.Input
 		if in, err = inOrder(verified); err == nil {
-			var h binlog.History
-			// A GTID gap is read, not refused: the rule holes says
-			// INCONCLUSIVE on what it could hide.
-			if h, err = binlog.ReadAllInputsAllowingGaps(in); err == nil {
-				r.out.Binlog = r.window(h)
-				return
-			}
+			r.out.Binlog = &Binlog{in: in, window: r.out.Evidence.Window.Binlog, path: r.dbDir()}
+			return
 		}
 	}
-	r.problem(Problem{Rule: "witness-damaged", Path: r.dbDir(), Message: fmt.Sprintf("the database witness cannot be read as the run's binlog: %v "+
-		"(nothing it would show after that point can be witnessed)", err)})
+	r.problem(damaged(r.dbDir(), err))
+}
+
+// damaged is the problem of a binlog witness that cannot be read.
+func damaged(path string, err error) Problem {
+	return Problem{Rule: "witness-damaged", Path: path, Message: fmt.Sprintf("the database witness cannot be read as the run's binlog: %v "+
+		"(nothing it would show after that point can be witnessed)", err)}
+}
+
+// Binlog is the database witness of a bundle: its files passed the gate
+// and are in their one sequence; Scan reads them.
+type Binlog struct {
+	in     []bundle.Input
+	window evidence.BinlogWindow
+	path   string
+}
+
+// DamagedError is Scan's error when the binlog cannot be read to its
+// end: Problem is the bundle's fault to report (a FAIL, as Read reports
+// the others).
+type DamagedError struct{ Problem Problem }
+
+func (e *DamagedError) Error() string { return e.Problem.Message }
+
+// Scan reads the binlog from its first file and calls fn with each
+// transaction of the run window, in commit order (a GTID gap is read, not
+// refused: the rule holes says INCONCLUSIVE on what it could hide). Once
+// the binlog was read to its end it returns the holes between the window
+// the evidence states and what the binlog holds, each in a sentence. A
+// binlog that cannot be read to its end is a *DamagedError; an error of
+// fn is returned as is. Each Scan reads the files anew.
+func (b *Binlog) Scan(fn func(binlog.Transaction) error) ([]string, error) {
+	in := make([]binlog.Input, len(b.in))
+	for i, f := range b.in {
+		in[i] = binlog.Input{Name: f.Name, R: io.NewSectionReader(f.R, 0, f.R.Size())}
+	}
+	w := newWindowCut(b.window)
+	var fnErr error
+	_, err := binlog.ScanInputsAllowingGaps(in, func(t binlog.Transaction) error {
+		if !w.keep(t) {
+			return nil
+		}
+		fnErr = fn(t)
+		return fnErr
+	})
+	switch {
+	case err != nil && fnErr != nil:
+		return nil, fnErr
+	case err != nil:
+		return nil, &DamagedError{damaged(b.path, err)}
+	}
+	return w.holes(), nil
+}
+
+// History reads the whole window into memory (Scan's transactions, in
+// order), for a caller that needs it held.
+func (b *Binlog) History() (binlog.History, []string, error) {
+	var h binlog.History
+	holes, err := b.Scan(func(t binlog.Transaction) error {
+		h.Transactions = append(h.Transactions, t)
+		return nil
+	})
+	return h, holes, err
 }
 
 // inOrder names the verified files as the binlog reader wants them,
 // sorted into their one sequence.
-func inOrder(verified []bundle.Input) ([]binlog.Input, error) {
+func inOrder(verified []bundle.Input) ([]bundle.Input, error) {
 	in := make([]binlog.Input, len(verified))
+	byName := make(map[string]bundle.Input, len(verified))
 	for i, v := range verified {
 		in[i] = binlog.Input{Name: v.Name, R: v.R}
+		byName[v.Name] = v
 	}
-	return binlog.InSequence(in)
+	sorted, err := binlog.InSequence(in)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]bundle.Input, len(sorted))
+	for i, s := range sorted {
+		out[i] = byName[s.Name]
+	}
+	return out, nil
 }
 
 // broker reads the broker's data directory or dump from the verified

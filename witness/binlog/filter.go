@@ -7,10 +7,14 @@ import (
 
 // ForSchema returns t cut down to one database: only its row changes in
 // schema and its statements whose default database was schema. ok is false
-// when nothing of t is in schema. A run works in databases of its own
+// when nothing of t is in schema. A t wholly in schema is returned as
+// it is, its slices shared with the caller's. A run works in databases of its own
 // (ofa_<run id>_<scenario>), so this is how the verifier takes one
 // scenario's history out of a server's log.
 func (t Transaction) ForSchema(schema string) (_ Transaction, ok bool) {
+	if t.inSchema(schema) {
+		return t, true // nothing to cut: t as it is, its slices shared
+	}
 	var changes []RowChange
 	for _, c := range t.Changes {
 		if c.Schema == schema {
@@ -25,6 +29,22 @@ func (t Transaction) ForSchema(schema string) (_ Transaction, ok bool) {
 	}
 	t.Changes, t.Statements = changes, stmts
 	return t, len(changes)+len(stmts) > 0
+}
+
+// inSchema says whether every change and statement of t is of schema
+// (and t has one).
+func (t Transaction) inSchema(schema string) bool {
+	for _, c := range t.Changes {
+		if c.Schema != schema {
+			return false
+		}
+	}
+	for _, s := range t.Statements {
+		if s.Schema != schema {
+			return false
+		}
+	}
+	return len(t.Changes)+len(t.Statements) > 0
 }
 
 // InSchema streams the transactions of seq that touch schema, each cut

@@ -243,10 +243,16 @@ func ReadAllInputs(in []Input) (History, error) {
 // black-box rule holes). A sequence number at or below its domain's last
 // is still refused (ErrGTIDGap).
 func ReadAllInputsAllowingGaps(in []Input) (History, error) {
+	return readAll(func(fn func(Transaction) error) ([]FileInfo, error) { return ScanInputsAllowingGaps(in, fn) })
+}
+
+// ScanInputsAllowingGaps is ScanInputs, reading a GTID gap instead of
+// refusing it (as ReadAllInputsAllowingGaps).
+func ScanInputsAllowingGaps(in []Input, fn func(Transaction) error) ([]FileInfo, error) {
 	if err := checkInputs(in); err != nil {
-		return History{}, err
+		return nil, err
 	}
-	return readAll(func(fn func(Transaction) error) ([]FileInfo, error) { return scanInputs(in, true, fn) })
+	return scanInputs(in, true, fn)
 }
 
 func readAll(scan func(func(Transaction) error) ([]FileInfo, error)) (History, error) {
