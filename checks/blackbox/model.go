@@ -55,6 +55,9 @@ type model struct {
 	business []sideRow
 	end      time.Time
 	stats    Stats
+	// client: the input has the load client's history (the answer rule
+	// runs, and an event's correlation token is read).
+	client bool
 }
 
 // event is one committed outbox row.
@@ -118,7 +121,8 @@ type sideRow struct {
 // be read to its end.
 func build(in Input) (*model, error) {
 	p := in.Profile
-	m := &model{prof: p, topic: p.Topic.Name, byID: map[string]*event{}, allIDs: map[string]bool{}, start: in.BrokerStart}
+	m := &model{prof: p, topic: p.Topic.Name, byID: map[string]*event{}, allIDs: map[string]bool{}, start: in.BrokerStart,
+		client: in.Client != nil}
 	if in.Topic != "" {
 		m.topic = in.Topic
 	}
@@ -268,7 +272,7 @@ func (m *model) insertEvent(i int, row map[string]any) {
 			ev.against = profile.Number(v)
 		}
 	}
-	if m.prof.Load != nil {
+	if m.prof.Load != nil && m.client { // only the answer rule reads it
 		ev.token, _ = text(m.prof.Load.Correlate.Lookup(row))
 	}
 	ev.dec, ev.decErr = decode(o.Payload.Decode, row[o.Payload.Column])
@@ -390,6 +394,11 @@ func (m *model) readBroker(log *broker.Log) {
 		return
 	}
 	m.partitions = log.Topics[m.topic]
+	n := 0
+	for _, p := range m.partitions {
+		n += len(p.Records)
+	}
+	m.records = make([]record, 0, n)
 	loc := m.prof.Topic.EventID
 	for _, p := range m.partitions {
 		from := m.start[p.Partition]
