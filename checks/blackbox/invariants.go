@@ -67,7 +67,7 @@ func (c *checker) invariants() {
 		}
 		var shown []string
 		for _, r := range rows[:min(3, len(rows))] {
-			shown = append(shown, showRow(outer.rows[r].values, joinColumns(aj)))
+			shown = append(shown, showRow(outer.rows[r], joinColumns(aj)))
 		}
 		first := outer.rows[rows[0]]
 		c.add(m.reason(RuleInvariants, st, "", first.tx, -1, "invariant %s returns %d row(s) on the tables rebuilt from the binlog (%s without a matching %s): %s%s",
@@ -84,27 +84,49 @@ type table struct {
 	// rebuild could not follow it (a before image it does not hold).
 	complete bool
 	broken   string
-	// keep, when set, are the only columns a row keeps (project).
+	// keep, when set, are the only columns a row keeps (row).
 	keep map[string]bool
+	// shape is the last row's columns, shared with the rows of that
+	// shape; scratch is row's buffer.
+	shape, scratch []string
 }
 
-// project is the part of row the table keeps.
-func (tb *table) project(row map[string]any) map[string]any {
-	if tb.keep == nil {
-		return row
-	}
-	out := make(map[string]any, len(tb.keep))
-	for c := range tb.keep {
-		if v, ok := row[c]; ok {
-			out[c] = v
+// row is the part of image the table keeps (all of it, or its keep
+// columns), written by transaction tx.
+func (tb *table) row(image map[string]any, tx int) tableRow {
+	cols := tb.scratch[:0]
+	for c := range image {
+		if tb.keep == nil || tb.keep[c] {
+			cols = append(cols, c)
 		}
 	}
-	return out
+	slices.Sort(cols)
+	tb.scratch = cols
+	if !slices.Equal(cols, tb.shape) {
+		tb.shape = slices.Clone(cols)
+	}
+	r := tableRow{cols: tb.shape, vals: make([]any, len(cols)), tx: tx}
+	for i, c := range tb.shape {
+		r.vals[i] = image[c]
+	}
+	return r
 }
 
+// tableRow is a row as a table keeps it: its columns' values in the
+// order of cols (sorted, shared by the rows of one shape), so that a
+// million rows are not a million maps. vals is nil once the row is gone.
 type tableRow struct {
-	values map[string]any
-	tx     int // the transaction that wrote it last
+	cols []string
+	vals []any
+	tx   int // the transaction that wrote it last
+}
+
+// get is the row's value of column c (nil: NULL, or no such column).
+func (r tableRow) get(c string) any {
+	if i, ok := slices.BinarySearch(r.cols, c); ok {
+		return r.vals[i]
+	}
+	return nil
 }
 
 var ddlTableRE = regexp.MustCompile("(?i)^\\s*(CREATE\\s+(?:OR\\s+REPLACE\\s+)?TABLE(?:\\s+IF\\s+NOT\\s+EXISTS)?|TRUNCATE(?:\\s+TABLE)?)\\s+`?([A-Za-z0-9_$]+)`?\\s*(?:[(\\s;]|$)")
@@ -170,7 +192,7 @@ func (m *model) rebuild(i int, t binlog.Transaction) {
 	for _, s := range t.Statements {
 		if mm := ddlTableRE.FindStringSubmatch(s.SQL); mm != nil {
 			if tb := m.tables[mm[2]]; tb != nil {
-				*tb = table{byKey: map[[16]byte][]int{}, keep: tb.keep, complete: tb.complete || strings.HasPrefix(strings.ToUpper(strings.TrimSpace(mm[1])), "CREATE")}
+				*tb = table{byKey: map[[16]byte][]int{}, keep: tb.keep, shape: tb.shape, scratch: tb.scratch, complete: tb.complete || strings.HasPrefix(strings.ToUpper(strings.TrimSpace(mm[1])), "CREATE")}
 			}
 		}
 	}
@@ -192,13 +214,13 @@ func (tb *table) apply(tx int, ch binlog.RowChange) {
 		} else {
 			r := idx[len(idx)-1]
 			tb.byKey[k] = idx[:len(idx)-1]
-			tb.rows[r].values = nil
+			tb.rows[r].vals = nil
 		}
 	}
 	if ch.Op != binlog.Delete {
 		k := rowKey(ch.After)
 		tb.byKey[k] = append(tb.byKey[k], len(tb.rows))
-		tb.rows = append(tb.rows, tableRow{values: tb.project(ch.After), tx: tx})
+		tb.rows = append(tb.rows, tb.row(ch.After, tx))
 	}
 }
 
@@ -248,28 +270,28 @@ var rowSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
 func antiJoin(aj *profile.AntiJoin, outer, inner *table) []int {
 	index := map[string][]int{}
 	for k, in := range inner.rows {
-		if in.values == nil {
+		if in.vals == nil {
 			continue
 		}
-		key, ok := hashJoinKey(aj.On, in.values, true)
+		key, ok := hashJoinKey(aj.On, in, true)
 		if ok {
 			index[key] = append(index[key], k)
 		}
 	}
 	var out []int
 	for i, o := range outer.rows {
-		if o.values == nil || !passes(aj.Filters, o.values) {
+		if o.vals == nil || !passes(aj.Filters, o) {
 			continue
 		}
 		matched, nullMatches := false, 0
-		if key, ok := hashJoinKey(aj.On, o.values, false); ok {
+		if key, ok := hashJoinKey(aj.On, o, false); ok {
 			for _, k := range index[key] {
 				in := inner.rows[k]
-				if !joins(aj.On, o.values, in.values) {
+				if !joins(aj.On, o, in) {
 					continue
 				}
 				matched = true
-				if aj.NullColumn != "" && in.values[aj.NullColumn] == nil {
+				if aj.NullColumn != "" && in.get(aj.NullColumn) == nil {
 					nullMatches++
 				}
 			}
@@ -291,15 +313,15 @@ func antiJoin(aj *profile.AntiJoin, outer, inner *table) []int {
 // in lowest terms when it is one (or numeric text), else as text, so that
 // any two values equal says are equal have the same key. ok is false when
 // one is NULL: such a row joins nothing.
-func hashJoinKey(on []profile.JoinCond, row map[string]any, inner bool) (string, bool) {
+func hashJoinKey(on []profile.JoinCond, row tableRow, inner bool) (string, bool) {
 	var b strings.Builder
 	for _, c := range on {
 		if c.Lit != nil {
 			continue // a literal condition is checked on the candidate
 		}
-		v := row[c.Outer]
+		v := row.get(c.Outer)
 		if inner {
-			v = row[c.Inner]
+			v = row.get(c.Inner)
 		}
 		if v == nil {
 			return "", false
@@ -315,9 +337,9 @@ func hashJoinKey(on []profile.JoinCond, row map[string]any, inner bool) (string,
 	return b.String(), true
 }
 
-func passes(filters []profile.Filter, row map[string]any) bool {
+func passes(filters []profile.Filter, row tableRow) bool {
 	for _, f := range filters {
-		v := row[f.Column]
+		v := row.get(f.Column)
 		switch f.Op {
 		case "is-null":
 			if v != nil {
@@ -340,13 +362,13 @@ func passes(filters []profile.Filter, row map[string]any) bool {
 	return true
 }
 
-func joins(on []profile.JoinCond, outer, inner map[string]any) bool {
+func joins(on []profile.JoinCond, outer, inner tableRow) bool {
 	for _, c := range on {
-		want := outer[c.Outer]
+		want := outer.get(c.Outer)
 		if c.Lit != nil {
 			want = literal(*c.Lit)
 		}
-		if eq, known := equal(inner[c.Inner], want); !known || !eq {
+		if eq, known := equal(inner.get(c.Inner), want); !known || !eq {
 			return false
 		}
 	}
@@ -416,18 +438,14 @@ func joinColumns(aj *profile.AntiJoin) []string {
 	return out
 }
 
-func showRow(row map[string]any, first []string) string {
-	cols := make([]string, 0, len(row))
-	for c := range row {
-		cols = append(cols, c)
-	}
-	sort.Strings(cols)
+func showRow(row tableRow, first []string) string {
+	cols := slices.Clone(row.cols)
 	sort.SliceStable(cols, func(i, j int) bool {
 		return slices.Contains(first, cols[i]) && !slices.Contains(first, cols[j])
 	})
 	var parts []string
 	for _, c := range cols {
-		v := show(row[c])
+		v := show(row.get(c))
 		if len(v) > 40 {
 			v = v[:40] + "..."
 		}
