@@ -39,7 +39,7 @@ func raw(v any) []byte {
 	case nil:
 		return nil
 	case []byte:
-		return t
+		return bytes.Clone(t) // not the binlog event's buffer, which it would keep whole
 	case string:
 		return []byte(t)
 	}

@@ -1,6 +1,7 @@
 package blackbox
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"hash/maphash"
@@ -78,8 +79,11 @@ func (c *checker) invariants() {
 // table is one table rebuilt from the binlog.
 type table struct {
 	rows []tableRow // deleted rows are nil values
-	// byKey finds the live rows equal to an image (by rowKey).
-	byKey map[[16]byte][]int
+	// byKey finds the live row equal to an image (by rowKey); more the
+	// later ones of the same image, if any (a table without a key may
+	// hold a row twice): the last written is taken first.
+	byKey map[[16]byte]int
+	more  map[[16]byte][]int
 	// complete: its CREATE TABLE is in the window. broken says why the
 	// rebuild could not follow it (a before image it does not hold).
 	complete bool
@@ -107,7 +111,11 @@ func (tb *table) row(image map[string]any, tx int) tableRow {
 	}
 	r := tableRow{cols: tb.shape, vals: make([]any, len(cols)), tx: tx}
 	for i, c := range tb.shape {
-		r.vals[i] = image[c]
+		v := image[c]
+		if b, ok := v.([]byte); ok {
+			v = bytes.Clone(b) // not the binlog event's buffer, which it would keep whole
+		}
+		r.vals[i] = v
 	}
 	return r
 }
@@ -131,7 +139,7 @@ func (r tableRow) get(c string) any {
 
 var ddlTableRE = regexp.MustCompile("(?i)^\\s*(CREATE\\s+(?:OR\\s+REPLACE\\s+)?TABLE(?:\\s+IF\\s+NOT\\s+EXISTS)?|TRUNCATE(?:\\s+TABLE)?)\\s+`?([A-Za-z0-9_$]+)`?\\s*(?:[(\\s;]|$)")
 
-func newTable() *table { return &table{byKey: map[[16]byte][]int{}} }
+func newTable() *table { return &table{byKey: map[[16]byte]int{}, more: map[[16]byte][]int{}} }
 
 // prepareTables reads the invariants' anti-joins and makes the tables
 // they name, empty, for rebuild to fill as the binlog streams. A table
@@ -192,7 +200,7 @@ func (m *model) rebuild(i int, t binlog.Transaction) {
 	for _, s := range t.Statements {
 		if mm := ddlTableRE.FindStringSubmatch(s.SQL); mm != nil {
 			if tb := m.tables[mm[2]]; tb != nil {
-				*tb = table{byKey: map[[16]byte][]int{}, keep: tb.keep, shape: tb.shape, scratch: tb.scratch, complete: tb.complete || strings.HasPrefix(strings.ToUpper(strings.TrimSpace(mm[1])), "CREATE")}
+				*tb = table{byKey: map[[16]byte]int{}, more: map[[16]byte][]int{}, keep: tb.keep, shape: tb.shape, scratch: tb.scratch, complete: tb.complete || strings.HasPrefix(strings.ToUpper(strings.TrimSpace(mm[1])), "CREATE")}
 			}
 		}
 	}
@@ -205,23 +213,40 @@ func (m *model) rebuild(i int, t binlog.Transaction) {
 
 func (tb *table) apply(tx int, ch binlog.RowChange) {
 	if ch.Op != binlog.Insert {
-		k := rowKey(ch.Before)
-		idx := tb.byKey[k]
-		if len(idx) == 0 {
-			if tb.complete && tb.broken == "" {
-				tb.broken = fmt.Sprintf("an %s in transaction %d has a before image no earlier transaction wrote", ch.Op, tx)
-			}
-		} else {
-			r := idx[len(idx)-1]
-			tb.byKey[k] = idx[:len(idx)-1]
+		if r, ok := tb.take(rowKey(ch.Before)); ok {
 			tb.rows[r].vals = nil
+		} else if tb.complete && tb.broken == "" {
+			tb.broken = fmt.Sprintf("an %s in transaction %d has a before image no earlier transaction wrote", ch.Op, tx)
 		}
 	}
 	if ch.Op != binlog.Delete {
 		k := rowKey(ch.After)
-		tb.byKey[k] = append(tb.byKey[k], len(tb.rows))
+		if _, taken := tb.byKey[k]; taken {
+			tb.more[k] = append(tb.more[k], len(tb.rows))
+		} else {
+			tb.byKey[k] = len(tb.rows)
+		}
 		tb.rows = append(tb.rows, tb.row(ch.After, tx))
 	}
+}
+
+// take removes from the index the live row of key k written last, and
+// returns it; ok is false when no live row has that image.
+func (tb *table) take(k [16]byte) (int, bool) {
+	if more := tb.more[k]; len(more) > 0 {
+		r := more[len(more)-1]
+		if len(more) == 1 {
+			delete(tb.more, k)
+		} else {
+			tb.more[k] = more[:len(more)-1]
+		}
+		return r, true
+	}
+	r, ok := tb.byKey[k]
+	if ok {
+		delete(tb.byKey, k)
+	}
+	return r, ok
 }
 
 // rowKey digests a row image, columns sorted, each column and value

@@ -1,0 +1,54 @@
+package blackbox
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/orderflow-audit/orderflow-audit/witness/binlog"
+)
+
+// TestTableRebuild: a table without a key may hold one image twice; an
+// update or delete of that image takes the row written last, then the
+// one before; a third finds none, and the rebuild says the window does
+// not show the table whole. Rows keep their values by column (an inner
+// table only its kept columns), []byte values copied.
+func TestTableRebuild(t *testing.T) {
+	a := map[string]any{"id": int64(1), "note": "a"}
+	b := map[string]any{"id": int64(2), "note": "b", "blob": []byte("x")}
+	tb := newTable()
+	tb.complete = true
+	ins := func(row map[string]any) { tb.apply(0, binlog.RowChange{Op: binlog.Insert, After: row}) }
+	ins(a)
+	ins(b)
+	ins(a)
+	tb.apply(1, binlog.RowChange{Op: binlog.Update, Before: a, After: map[string]any{"id": int64(3), "note": "c"}})
+	if tb.rows[2].vals != nil || tb.rows[0].vals == nil {
+		t.Fatalf("an update of an image held twice took row 0 live=%v, row 2 live=%v; want the last written (2) gone", tb.rows[0].vals != nil, tb.rows[2].vals != nil)
+	}
+	tb.apply(2, binlog.RowChange{Op: binlog.Delete, Before: a})
+	if tb.rows[0].vals != nil || tb.broken != "" {
+		t.Fatalf("the second delete of the image: row 0 live=%v, broken %q; want it gone, the table whole", tb.rows[0].vals != nil, tb.broken)
+	}
+	tb.apply(3, binlog.RowChange{Op: binlog.Delete, Before: a})
+	if !strings.Contains(tb.broken, "transaction 3") {
+		t.Fatalf("a third delete of an image written twice: broken %q; want the rebuild to say transaction 3 found no row", tb.broken)
+	}
+	r := tb.rows[1]
+	if r.get("note") != "b" || r.get("id") != int64(2) || r.get("none") != nil || len(r.cols) != 3 {
+		t.Fatalf("row b reads note=%v id=%v none=%v cols=%v", r.get("note"), r.get("id"), r.get("none"), r.cols)
+	}
+	b["blob"].([]byte)[0] = 'y'
+	if got := string(r.get("blob").([]byte)); got != "x" {
+		t.Errorf("a []byte value is the image's, changed to %q; want a copy", got)
+	}
+	if got := tb.rows[3]; got.get("id") != int64(3) || got.tx != 1 {
+		t.Errorf("the update's after image: id=%v tx=%d; want 3, 1", got.get("id"), got.tx)
+	}
+
+	inner := newTable()
+	inner.keep = map[string]bool{"id": true}
+	inner.apply(0, binlog.RowChange{Op: binlog.Insert, After: b})
+	if r := inner.rows[0]; len(r.cols) != 1 || r.get("id") != int64(2) || r.get("note") != nil {
+		t.Errorf("an inner table's row keeps %v; want id only", r.cols)
+	}
+}
