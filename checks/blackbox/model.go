@@ -55,6 +55,8 @@ type model struct {
 	business []sideRow
 	end      time.Time
 	stats    Stats
+	// names are the consumer names met, each kept once (side).
+	names map[string]string
 	// client: the input has the load client's history (the answer rule
 	// runs, and an event's correlation token is read).
 	client bool
@@ -122,7 +124,7 @@ type sideRow struct {
 func build(in Input) (*model, error) {
 	p := in.Profile
 	m := &model{prof: p, topic: p.Topic.Name, byID: map[string]*event{}, allIDs: map[string]bool{}, start: in.BrokerStart,
-		client: in.Client != nil}
+		client: in.Client != nil, names: map[string]string{}}
 	if in.Topic != "" {
 		m.topic = in.Topic
 	}
@@ -200,7 +202,7 @@ func (m *model) change(i int, ch binlog.RowChange) {
 	if p.Business != nil && ch.Table == p.Business.Table {
 		for _, op := range p.Business.Ops {
 			if string(ch.Op) == op {
-				m.business = append(m.business, side(i, ch, p.Business.EventID, nil))
+				m.business = append(m.business, m.side(i, ch, p.Business.EventID, nil))
 			}
 		}
 	}
@@ -208,14 +210,16 @@ func (m *model) change(i int, ch binlog.RowChange) {
 		return
 	}
 	if p.Inbox != nil && ch.Table == p.Inbox.Table {
-		m.inbox = append(m.inbox, side(i, ch, &p.Inbox.EventID, p.Inbox.Consumer))
+		m.inbox = append(m.inbox, m.side(i, ch, &p.Inbox.EventID, p.Inbox.Consumer))
 	}
 	if p.Effect != nil && ch.Table == p.Effect.Table {
-		m.effects = append(m.effects, side(i, ch, &p.Effect.EventID, p.Effect.Consumer))
+		m.effects = append(m.effects, m.side(i, ch, &p.Effect.EventID, p.Effect.Consumer))
 	}
 }
 
-func side(i int, ch binlog.RowChange, id, consumer *profile.Field) sideRow {
+// side reads an inbox, effect or business row change of transaction i.
+// A consumer's name is kept once however many rows carry it (names).
+func (m *model) side(i int, ch binlog.RowChange, id, consumer *profile.Field) sideRow {
 	row := ch.After
 	if ch.Op == binlog.Delete {
 		row = ch.Before
@@ -225,10 +229,20 @@ func side(i int, ch binlog.RowChange, id, consumer *profile.Field) sideRow {
 		s.event, s.hasEvent = text(id.Lookup(row))
 	}
 	if consumer != nil {
-		s.consumer, _ = text(consumer.Lookup(row))
+		name, _ := text(consumer.Lookup(row))
+		if kept, ok := m.names[name]; ok {
+			name = kept
+		} else if len(m.names) < maxNames {
+			m.names[name] = name
+		}
+		s.consumer = name
 	}
 	return s
 }
+
+// maxNames bounds the consumer names side keeps once (a pipeline has a
+// few consumers; past the bound, each row keeps its own copy).
+const maxNames = 1024
 
 func text(v any, ok bool) (string, bool) {
 	if !ok {
