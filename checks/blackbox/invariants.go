@@ -111,11 +111,14 @@ func (tb *table) row(image map[string]any, tx int) tableRow {
 	}
 	r := tableRow{cols: tb.shape, vals: make([]any, len(cols)), tx: tx}
 	for i, c := range tb.shape {
-		v := image[c]
-		if b, ok := v.([]byte); ok {
-			v = bytes.Clone(b) // not the binlog event's buffer, which it would keep whole
+		switch v := image[c].(type) {
+		case []byte:
+			r.vals[i] = bytes.Clone(v) // not the binlog event's buffer (own, model.go)
+		case string:
+			r.vals[i] = strings.Clone(v)
+		default:
+			r.vals[i] = v
 		}
-		r.vals[i] = v
 	}
 	return r
 }

@@ -4,6 +4,7 @@ import (
 	"math/big"
 	"path"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence/profile"
@@ -227,13 +228,17 @@ func (m *model) side(i int, ch binlog.RowChange, id, consumer *profile.Field) si
 	s := sideRow{tx: i, op: ch.Op}
 	if id != nil {
 		s.event, s.hasEvent = text(id.Lookup(row))
+		s.event = strings.Clone(s.event) // see own
 	}
 	if consumer != nil {
 		name, _ := text(consumer.Lookup(row))
 		if kept, ok := m.names[name]; ok {
 			name = kept
-		} else if len(m.names) < maxNames {
-			m.names[name] = name
+		} else {
+			name = strings.Clone(name) // see own
+			if len(m.names) < maxNames {
+				m.names[name] = name
+			}
 		}
 		s.consumer = name
 	}
@@ -243,6 +248,11 @@ func (m *model) side(i int, ch binlog.RowChange, id, consumer *profile.Field) si
 // maxNames bounds the consumer names side keeps once (a pipeline has a
 // few consumers; past the bound, each row keeps its own copy).
 const maxNames = 1024
+
+// own: a text the model keeps is copied out of the row it was read
+// from. The binlog reader's strings may share the bytes of their rows
+// event (go-mysql decodes without copying), and one kept string would
+// keep the whole event: at a million events, the binlog over again.
 
 func text(v any, ok bool) (string, bool) {
 	if !ok {
@@ -275,11 +285,16 @@ func (m *model) insertEvent(i int, row map[string]any) {
 	o := m.prof.Outbox
 	ev := &event{tx: i, passed: -1}
 	ev.id, _ = text(o.EventID.Lookup(row))
+	ev.id = strings.Clone(ev.id) // see own
 	if o.Aggregate != nil {
 		ev.aggregate, ev.hasAgg = text(o.Aggregate.Lookup(row))
+		ev.aggregate = strings.Clone(ev.aggregate)
 	}
 	if o.Sequence != nil {
 		ev.seq, ev.hasSeq = o.Sequence.Lookup(row)
+		if t, ok := ev.seq.(string); ok {
+			ev.seq = strings.Clone(t) // see own
+		}
 	}
 	if o.Progress.Against != nil {
 		if v, ok := o.Progress.Against.Lookup(row); ok {
@@ -288,6 +303,7 @@ func (m *model) insertEvent(i int, row map[string]any) {
 	}
 	if m.prof.Load != nil && m.client { // only the answer rule reads it
 		ev.token, _ = text(m.prof.Load.Correlate.Lookup(row))
+		ev.token = strings.Clone(ev.token)
 	}
 	ev.dec, ev.decErr = decode(o.Payload.Decode, row[o.Payload.Column])
 	// A row inserted already done (a service that publishes itself and
