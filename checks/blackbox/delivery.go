@@ -328,7 +328,7 @@ func (c *checker) firstRecord(ev *event) int {
 // effect.
 func (c *checker) firstEffects() map[string]map[string]int {
 	out := map[string]map[string]int{}
-	for _, e := range c.m.effects {
+	for _, e := range c.m.effects.all() {
 		if !e.hasEvent {
 			continue
 		}

@@ -18,14 +18,14 @@ func (c *checker) effects() {
 	c.apply(RuleEffects, RuleEffectOrphan)
 	count := map[string]map[string][]int{} // consumer -> event -> effect txs
 	consumers := map[string]bool{}
-	for _, e := range m.effects {
+	for _, e := range m.effects.all() {
 		consumers[e.consumer] = true
 		if count[e.consumer] == nil {
 			count[e.consumer] = map[string][]int{}
 		}
 		count[e.consumer][e.event] = append(count[e.consumer][e.event], e.tx)
 	}
-	for _, in := range m.inbox {
+	for _, in := range m.inbox.all() {
 		consumers[in.consumer] = true
 	}
 	if len(consumers) == 0 {
@@ -65,9 +65,9 @@ func (c *checker) effects() {
 				ev.id, len(txs), who, p.Effect.Table, p.Effect.PerEvent, list(" (at ", at, ")")))
 		}
 	}
-	c.orphans("effect", p.Effect.Table, m.effects)
+	c.orphans("effect", p.Effect.Table, &m.effects)
 	if p.Inbox != nil {
-		c.orphans("inbox", p.Inbox.Table, m.inbox)
+		c.orphans("inbox", p.Inbox.Table, &m.inbox)
 		c.outsideInbox()
 	}
 }
@@ -99,9 +99,9 @@ func (c *checker) delivered(ev *event) (int, bool) {
 	return -1, false
 }
 
-func (c *checker) orphans(kind, table string, rows []sideRow) {
+func (c *checker) orphans(kind, table string, rows *chunks[sideRow]) {
 	m := c.m
-	for _, r := range rows {
+	for _, r := range rows.all() {
 		if r.hasEvent && m.allIDs[r.event] {
 			continue
 		}
@@ -128,14 +128,14 @@ func (c *checker) outsideInbox() {
 	}
 	inboxAt := map[key]bool{}
 	withConsumer := m.prof.Inbox.Consumer != nil && m.prof.Effect.Consumer != nil
-	for _, in := range m.inbox {
+	for _, in := range m.inbox.all() {
 		k := key{tx: in.tx, event: in.event}
 		if withConsumer {
 			k.consumer = in.consumer
 		}
 		inboxAt[k] = true
 	}
-	for _, e := range m.effects {
+	for _, e := range m.effects.all() {
 		k := key{tx: e.tx, event: e.event}
 		if withConsumer {
 			k.consumer = e.consumer
@@ -165,7 +165,7 @@ func (c *checker) commitAtomic() {
 		outboxAt[ev.tx][ev.id] = true
 	}
 	businessAt := map[int]map[string]bool{}
-	for _, r := range m.business {
+	for _, r := range m.business.all() {
 		if businessAt[r.tx] == nil {
 			businessAt[r.tx] = map[string]bool{}
 		}

@@ -68,9 +68,9 @@ func (c *checker) invariants() {
 		}
 		var shown []string
 		for _, r := range rows[:min(3, len(rows))] {
-			shown = append(shown, showRow(outer.rows[r], joinColumns(aj)))
+			shown = append(shown, showRow(*outer.rows.at(r), joinColumns(aj)))
 		}
-		first := outer.rows[rows[0]]
+		first := *outer.rows.at(rows[0])
 		c.add(m.reason(RuleInvariants, st, "", first.tx, -1, "invariant %s returns %d row(s) on the tables rebuilt from the binlog (%s without a matching %s): %s%s",
 			inv.ID, len(rows), aj.Outer, aj.Inner, strings.Join(shown, "; "), why))
 	}
@@ -78,7 +78,7 @@ func (c *checker) invariants() {
 
 // table is one table rebuilt from the binlog.
 type table struct {
-	rows []tableRow // deleted rows are nil values
+	rows chunks[tableRow] // a deleted row has nil vals
 	// byKey finds the live row equal to an image (by rowKey); more the
 	// later ones of the same image, if any (a table without a key may
 	// hold a row twice): the last written is taken first.
@@ -217,7 +217,7 @@ func (m *model) rebuild(i int, t binlog.Transaction) {
 func (tb *table) apply(tx int, ch binlog.RowChange) {
 	if ch.Op != binlog.Insert {
 		if r, ok := tb.take(rowKey(ch.Before)); ok {
-			tb.rows[r].vals = nil
+			tb.rows.at(r).vals = nil
 		} else if tb.complete && tb.broken == "" {
 			tb.broken = fmt.Sprintf("an %s in transaction %d has a before image no earlier transaction wrote", ch.Op, tx)
 		}
@@ -225,11 +225,11 @@ func (tb *table) apply(tx int, ch binlog.RowChange) {
 	if ch.Op != binlog.Delete {
 		k := rowKey(ch.After)
 		if _, taken := tb.byKey[k]; taken {
-			tb.more[k] = append(tb.more[k], len(tb.rows))
+			tb.more[k] = append(tb.more[k], tb.rows.len())
 		} else {
-			tb.byKey[k] = len(tb.rows)
+			tb.byKey[k] = tb.rows.len()
 		}
-		tb.rows = append(tb.rows, tb.row(ch.After, tx))
+		tb.rows.add(tb.row(ch.After, tx))
 	}
 }
 
@@ -297,7 +297,7 @@ var rowSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
 // rows, not their product; each candidate is then compared exactly.
 func antiJoin(aj *profile.AntiJoin, outer, inner *table) []int {
 	index := map[string][]int{}
-	for k, in := range inner.rows {
+	for k, in := range inner.rows.all() {
 		if in.vals == nil {
 			continue
 		}
@@ -307,14 +307,14 @@ func antiJoin(aj *profile.AntiJoin, outer, inner *table) []int {
 		}
 	}
 	var out []int
-	for i, o := range outer.rows {
+	for i, o := range outer.rows.all() {
 		if o.vals == nil || !passes(aj.Filters, o) {
 			continue
 		}
 		matched, nullMatches := false, 0
 		if key, ok := hashJoinKey(aj.On, o, false); ok {
 			for _, k := range index[key] {
-				in := inner.rows[k]
+				in := *inner.rows.at(k)
 				if !joins(aj.On, o, in) {
 					continue
 				}

@@ -50,10 +50,10 @@ type model struct {
 	start      map[int32]int64
 	records    []record
 	// inbox and effect rows inserted in the window.
-	inbox   []sideRow
-	effects []sideRow
+	inbox   chunks[sideRow]
+	effects chunks[sideRow]
 	// business are the transactions' business changes (commit-atomic).
-	business []sideRow
+	business chunks[sideRow]
 	end      time.Time
 	stats    Stats
 	// names are the consumer names met, each kept once (side).
@@ -170,7 +170,7 @@ func build(in Input) (*model, error) {
 	}
 	m.stats.Events = len(m.events)
 	m.stats.Records = len(m.records)
-	m.stats.Effects = len(m.effects)
+	m.stats.Effects = m.effects.len()
 	return m, nil
 }
 
@@ -203,7 +203,7 @@ func (m *model) change(i int, ch binlog.RowChange) {
 	if p.Business != nil && ch.Table == p.Business.Table {
 		for _, op := range p.Business.Ops {
 			if string(ch.Op) == op {
-				m.business = append(m.business, m.side(i, ch, p.Business.EventID, nil))
+				m.business.add(m.side(i, ch, p.Business.EventID, nil))
 			}
 		}
 	}
@@ -211,10 +211,10 @@ func (m *model) change(i int, ch binlog.RowChange) {
 		return
 	}
 	if p.Inbox != nil && ch.Table == p.Inbox.Table {
-		m.inbox = append(m.inbox, m.side(i, ch, &p.Inbox.EventID, p.Inbox.Consumer))
+		m.inbox.add(m.side(i, ch, &p.Inbox.EventID, p.Inbox.Consumer))
 	}
 	if p.Effect != nil && ch.Table == p.Effect.Table {
-		m.effects = append(m.effects, m.side(i, ch, &p.Effect.EventID, p.Effect.Consumer))
+		m.effects.add(m.side(i, ch, &p.Effect.EventID, p.Effect.Consumer))
 	}
 }
 

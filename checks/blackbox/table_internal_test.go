@@ -22,18 +22,18 @@ func TestTableRebuild(t *testing.T) {
 	ins(b)
 	ins(a)
 	tb.apply(1, binlog.RowChange{Op: binlog.Update, Before: a, After: map[string]any{"id": int64(3), "note": "c"}})
-	if tb.rows[2].vals != nil || tb.rows[0].vals == nil {
-		t.Fatalf("an update of an image held twice took row 0 live=%v, row 2 live=%v; want the last written (2) gone", tb.rows[0].vals != nil, tb.rows[2].vals != nil)
+	if tb.rows.at(2).vals != nil || tb.rows.at(0).vals == nil {
+		t.Fatalf("an update of an image held twice took row 0 live=%v, row 2 live=%v; want the last written (2) gone", tb.rows.at(0).vals != nil, tb.rows.at(2).vals != nil)
 	}
 	tb.apply(2, binlog.RowChange{Op: binlog.Delete, Before: a})
-	if tb.rows[0].vals != nil || tb.broken != "" {
-		t.Fatalf("the second delete of the image: row 0 live=%v, broken %q; want it gone, the table whole", tb.rows[0].vals != nil, tb.broken)
+	if tb.rows.at(0).vals != nil || tb.broken != "" {
+		t.Fatalf("the second delete of the image: row 0 live=%v, broken %q; want it gone, the table whole", tb.rows.at(0).vals != nil, tb.broken)
 	}
 	tb.apply(3, binlog.RowChange{Op: binlog.Delete, Before: a})
 	if !strings.Contains(tb.broken, "transaction 3") {
 		t.Fatalf("a third delete of an image written twice: broken %q; want the rebuild to say transaction 3 found no row", tb.broken)
 	}
-	r := tb.rows[1]
+	r := *tb.rows.at(1)
 	if r.get("note") != "b" || r.get("id") != int64(2) || r.get("none") != nil || len(r.cols) != 3 {
 		t.Fatalf("row b reads note=%v id=%v none=%v cols=%v", r.get("note"), r.get("id"), r.get("none"), r.cols)
 	}
@@ -41,14 +41,54 @@ func TestTableRebuild(t *testing.T) {
 	if got := string(r.get("blob").([]byte)); got != "x" {
 		t.Errorf("a []byte value is the image's, changed to %q; want a copy", got)
 	}
-	if got := tb.rows[3]; got.get("id") != int64(3) || got.tx != 1 {
+	if got := *tb.rows.at(3); got.get("id") != int64(3) || got.tx != 1 {
 		t.Errorf("the update's after image: id=%v tx=%d; want 3, 1", got.get("id"), got.tx)
 	}
 
 	inner := newTable()
 	inner.keep = map[string]bool{"id": true}
 	inner.apply(0, binlog.RowChange{Op: binlog.Insert, After: b})
-	if r := inner.rows[0]; len(r.cols) != 1 || r.get("id") != int64(2) || r.get("note") != nil {
+	if r := *inner.rows.at(0); len(r.cols) != 1 || r.get("id") != int64(2) || r.get("note") != nil {
 		t.Errorf("an inner table's row keeps %v; want id only", r.cols)
+	}
+}
+
+// TestChunks: values added across blocks keep their indexes; at reads and
+// changes one in place; all yields every one in order and stops early.
+func TestChunks(t *testing.T) {
+	var c chunks[int]
+	n := 2*chunkLen + 3
+	for i := range n {
+		if got := c.add(i * 10); got != i {
+			t.Fatalf("add #%d returned index %d", i, got)
+		}
+	}
+	if c.len() != n {
+		t.Fatalf("len %d; want %d", c.len(), n)
+	}
+	*c.at(chunkLen) = -1
+	want := 0
+	for i, v := range c.all() {
+		w := i * 10
+		if i == chunkLen {
+			w = -1
+		}
+		if i != want || v != w {
+			t.Fatalf("all yielded %d: %d; want %d: %d", i, v, want, w)
+		}
+		want++
+	}
+	if want != n {
+		t.Fatalf("all yielded %d values; want %d", want, n)
+	}
+	seen := 0
+	for range c.all() {
+		seen++
+		if seen == chunkLen+1 {
+			break
+		}
+	}
+	if seen != chunkLen+1 {
+		t.Errorf("a loop broken after %d values saw %d", chunkLen+1, seen)
 	}
 }
