@@ -126,13 +126,17 @@ func TestStartRemove(t *testing.T) {
 	var logBin int
 	var format, image, meta string
 	var id uint32
+	var maxSize int64
 	if err := db.QueryRowContext(t.Context(), `SELECT @@log_bin, @@binlog_format, @@binlog_row_image,
-		@@binlog_row_metadata, @@server_id`).Scan(&logBin, &format, &image, &meta, &id); err != nil {
+		@@binlog_row_metadata, @@server_id, @@max_binlog_size`).Scan(&logBin, &format, &image, &meta, &id, &maxSize); err != nil {
 		t.Fatal(err)
 	}
 	if logBin != 1 || format != "ROW" || image != "FULL" || meta != "FULL" || id != mariadbd.DefaultServerID {
 		t.Errorf("log_bin=%d format=%s image=%s metadata=%s server_id=%d; want 1 ROW FULL FULL %d",
 			logBin, format, image, meta, id, mariadbd.DefaultServerID)
+	}
+	if maxSize != 64<<20 {
+		t.Errorf("max_binlog_size=%d; want 64 MiB, half the bundle gate's bound on a witness file", maxSize)
 	}
 	if _, err := os.Stat(s.LogBase + ".000001"); err != nil {
 		t.Errorf("first binlog file: %v", err)

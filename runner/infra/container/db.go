@@ -19,11 +19,13 @@ const dbPort = "3306/tcp"
 
 // ServerArgs are the server options a database container runs with: the
 // binary log the witness reads (runner/witness.go), in row format with
-// full row images and metadata, under a fixed name. MySQL 8.4 and MariaDB
+// full row images and metadata, under a fixed name, in files of at most
+// about 64 MiB (the bundle gate reads none over 128 MiB; as
+// internal/mariadbd's MaxBinlogSizeArg). MySQL 8.4 and MariaDB
 // 10.5 and later take them all.
 var ServerArgs = []string{
 	"--log-bin=binlog", "--binlog-format=ROW", "--binlog-row-image=FULL",
-	"--binlog-row-metadata=FULL", "--server-id=1",
+	"--binlog-row-metadata=FULL", "--server-id=1", "--max-binlog-size=64M",
 }
 
 // readyLog is the line a MySQL-family server logs once it accepts TCP
