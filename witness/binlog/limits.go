@@ -30,6 +30,17 @@ const (
 	// MaxRowChanges bounds the row changes of one read (all its files).
 	MaxRowChanges = 1 << 22
 
+	// MaxStreamedTransactions and MaxStreamedRowChanges replace the two
+	// above for a read that keeps nothing of a transaction once its
+	// caller had it (ScanInputsAllowingGaps: the black-box verifier,
+	// whose model keeps a few dozen bytes of a transaction and of a row
+	// it audits). The reference pipeline writes about four transactions
+	// and five row changes an order, so the History bounds refused the
+	// witness of an audit of a quarter of a million orders; these take
+	// two million, and keep a hostile stream's model within a few GiB.
+	MaxStreamedTransactions = 1 << 23
+	MaxStreamedRowChanges   = 1 << 24
+
 	// MaxAmplification bounds the memory a read decodes relative to the
 	// bytes it has read: the estimated size of the decoded row images,
 	// statements and table maps may not exceed MaxAmplification times the

@@ -131,7 +131,7 @@ func InSequence(inputs []Input) ([]Input, error) {
 // after every transaction before the problem has been passed to fn. It
 // opens one file at a time and reads it as ScanInputs does.
 func Scan(paths []string, fn func(Transaction) error) ([]FileInfo, error) {
-	return scan(len(paths), false, func(i int) (string, io.Reader, func(), error) {
+	return scan(len(paths), scanMode{}, func(i int) (string, io.Reader, func(), error) {
 		name := filepath.Base(paths[i])
 		f, err := os.Open(paths[i])
 		if err != nil {
@@ -154,7 +154,24 @@ func ScanInputs(in []Input, fn func(Transaction) error) ([]FileInfo, error) {
 }
 
 func scanInputs(in []Input, allowGaps bool, fn func(Transaction) error) ([]FileInfo, error) {
-	return scan(len(in), allowGaps, func(i int) (string, io.Reader, func(), error) {
+	return scanInputsAs(in, scanMode{allowGaps: allowGaps}, fn)
+}
+
+// scanMode is how a scan reads: allowGaps reads a GTID gap instead of
+// refusing it; streamed holds the read to the streamed limits (the
+// caller keeps nothing of a transaction but what it needs).
+type scanMode struct{ allowGaps, streamed bool }
+
+// limits are the bounds on a read's transactions and row changes.
+func (m scanMode) limits() (txns, changes int64) {
+	if m.streamed {
+		return MaxStreamedTransactions, MaxStreamedRowChanges
+	}
+	return MaxTransactions, MaxRowChanges
+}
+
+func scanInputsAs(in []Input, mode scanMode, fn func(Transaction) error) ([]FileInfo, error) {
+	return scan(len(in), mode, func(i int) (string, io.Reader, func(), error) {
 		return in[i].Name, in[i].R, nil, nil
 	}, fn)
 }
@@ -169,14 +186,14 @@ func checkInputs(in []Input) error {
 }
 
 // scan reads n files in order; open gives the i-th one's name and bytes
-// (and how to close them, if it must be). allowGaps reads a GTID gap
-// instead of refusing it.
-func scan(n int, allowGaps bool, open func(i int) (string, io.Reader, func(), error), fn func(Transaction) error) ([]FileInfo, error) {
+// (and how to close them, if it must be), as mode says.
+func scan(n int, mode scanMode, open func(i int) (string, io.Reader, func(), error), fn func(Transaction) error) ([]FileInfo, error) {
 	if n == 0 {
 		return nil, errors.New("read binlog: no files")
 	}
 	s := newScanner(fn)
-	s.allowGaps = allowGaps
+	s.allowGaps = mode.allowGaps
+	s.maxTxns, s.maxChanges = mode.limits()
 	var infos []FileInfo
 	for i := range n {
 		s.crashable = i < n-1
@@ -243,16 +260,22 @@ func ReadAllInputs(in []Input) (History, error) {
 // black-box rule holes). A sequence number at or below its domain's last
 // is still refused (ErrGTIDGap).
 func ReadAllInputsAllowingGaps(in []Input) (History, error) {
-	return readAll(func(fn func(Transaction) error) ([]FileInfo, error) { return ScanInputsAllowingGaps(in, fn) })
+	if err := checkInputs(in); err != nil {
+		return History{}, err
+	}
+	return readAll(func(fn func(Transaction) error) ([]FileInfo, error) { return scanInputs(in, true, fn) })
 }
 
 // ScanInputsAllowingGaps is ScanInputs, reading a GTID gap instead of
-// refusing it (as ReadAllInputsAllowingGaps).
+// refusing it (as ReadAllInputsAllowingGaps), for a caller that keeps
+// nothing of a transaction but what it needs: it is held to
+// MaxStreamedTransactions and MaxStreamedRowChanges, not to the bounds
+// of a History.
 func ScanInputsAllowingGaps(in []Input, fn func(Transaction) error) ([]FileInfo, error) {
 	if err := checkInputs(in); err != nil {
 		return nil, err
 	}
-	return scanInputs(in, true, fn)
+	return scanInputsAs(in, scanMode{allowGaps: true, streamed: true}, fn)
 }
 
 func readAll(scan func(func(Transaction) error) ([]FileInfo, error)) (History, error) {

@@ -76,6 +76,9 @@ type scanner struct {
 	// transactions begun, row changes
 	read, cost    int64
 	txns, changes int64
+	// maxTxns and maxChanges bound txns and changes: MaxTransactions and
+	// MaxRowChanges, or their streamed counterparts (newScanner, scan).
+	maxTxns, maxChanges int64
 
 	// done is the transaction the last event committed, handed to fn by
 	// the file loop outside the decoder's guard (a panic of the caller's
@@ -90,7 +93,7 @@ func newScanner(fn func(Transaction) error) *scanner {
 	p.SetParseTime(true)
 	p.SetUseDecimal(true)
 	p.SetTimestampStringLocation(time.UTC)
-	return &scanner{fn: fn, p: p, domains: map[uint32]uint64{},
+	return &scanner{fn: fn, p: p, domains: map[uint32]uint64{}, maxTxns: MaxTransactions, maxChanges: MaxRowChanges,
 		tables: map[*replication.TableMapEvent]*table{}, maps: map[uint64]*replication.TableMapEvent{}}
 }
 
@@ -321,8 +324,8 @@ func (s *scanner) begin(e *replication.MariadbGTIDEvent, h *replication.EventHea
 	case !seen && s.haveState && g.Seq != 1 && !s.allowGaps:
 		return fmt.Errorf("%w: %s is the first of domain %d, not sequence 1", ErrGTIDGap, g, g.Domain)
 	}
-	if s.txns++; s.txns > MaxTransactions {
-		return fmt.Errorf("%w: more than MaxTransactions (%d) transactions", ErrLimit, MaxTransactions)
+	if s.txns++; s.txns > s.maxTxns {
+		return fmt.Errorf("%w: more than %d transactions", ErrLimit, s.maxTxns)
 	}
 	clear(s.maps)
 	s.txPrev, s.txPrevSeen = last, seen

@@ -209,8 +209,8 @@ func (s *scanner) vetRows(c *cursor, typ replication.EventType) (int64, error) {
 	if d.err != nil {
 		return 0, d.err
 	}
-	if s.changes += rows; s.changes > MaxRowChanges {
-		return 0, fmt.Errorf("%w: more than MaxRowChanges (%d) row changes", ErrLimit, MaxRowChanges)
+	if s.changes += rows; s.changes > s.maxChanges {
+		return 0, fmt.Errorf("%w: more than %d row changes", ErrLimit, s.maxChanges)
 	}
 	return rows*int64(images)*(costImage+costCell*int64(cols)) + 2*varBytes, nil
 }
