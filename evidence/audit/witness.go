@@ -140,17 +140,6 @@ func (b *Binlog) Scan(fn func(binlog.Transaction) error) ([]string, error) {
 	return w.holes(), nil
 }
 
-// History reads the whole window into memory (Scan's transactions, in
-// order), for a caller that needs it held.
-func (b *Binlog) History() (binlog.History, []string, error) {
-	var h binlog.History
-	holes, err := b.Scan(func(t binlog.Transaction) error {
-		h.Transactions = append(h.Transactions, t)
-		return nil
-	})
-	return h, holes, err
-}
-
 // inOrder names the verified files as the binlog reader wants them,
 // sorted into their one sequence.
 func inOrder(verified []bundle.Input) ([]bundle.Input, error) {
