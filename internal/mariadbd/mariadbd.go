@@ -240,12 +240,9 @@ func (s *Server) serverArgs(cfg Config, port int) []string {
 	return append(args, cfg.Args...)
 }
 
-// MaxBinlogSizeArg keeps a binlog file of a private server under the
-// bundle gate's bound on a witness file (evidence/bundle,
-// MaxWitnessFileBytes, 128 MiB): the server rotates past 64 MiB, and only
-// a transaction larger than the rest runs a file past it (a transaction
-// is never split). The default, 1 GiB, made the witness of a long run one
-// file the verifier refused.
+// MaxBinlogSizeArg keeps a binlog file under the bundle gate's 128 MiB
+// bound on a witness file (at the default 1 GiB, a long run's witness was
+// one file the verifier refused); a transaction is never split.
 const MaxBinlogSizeArg = "--max-binlog-size=64M"
 
 // dataArgs size InnoDB for a run; mariadb-install-db gets them too, so
