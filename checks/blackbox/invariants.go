@@ -142,13 +142,24 @@ func (r tableRow) get(c string) any {
 
 var ddlTableRE = regexp.MustCompile("(?i)^\\s*(CREATE\\s+(?:OR\\s+REPLACE\\s+)?TABLE(?:\\s+IF\\s+NOT\\s+EXISTS)?|TRUNCATE(?:\\s+TABLE)?)\\s+`?([A-Za-z0-9_$]+)`?\\s*(?:[(\\s;]|$)")
 
-func newTable() *table { return &table{byKey: map[[16]byte]int{}, more: map[[16]byte][]int{}} }
+func newTable() *table {
+	tb := &table{}
+	tb.reset(false)
+	return tb
+}
+
+// reset empties the table, as a CREATE TABLE (created) or a TRUNCATE in
+// the window does; what it keeps of a row stays as it was.
+func (tb *table) reset(created bool) {
+	*tb = table{byKey: map[[16]byte]int{}, more: map[[16]byte][]int{}, keep: tb.keep, shape: tb.shape, scratch: tb.scratch,
+		complete: tb.complete || created}
+}
 
 // prepareTables reads the invariants' anti-joins and makes the tables
 // they name, empty, for rebuild to fill as the binlog streams. A table
 // that is only ever an inner table keeps of each row only the columns its
-// joins compare (a million rows of a table are then a million small
-// maps); an outer table keeps its rows whole, as a reason shows them.
+// joins compare; an outer table keeps its rows whole, as a reason shows
+// them.
 func (m *model) prepareTables() {
 	if len(m.prof.Invariants) == 0 {
 		return
@@ -203,7 +214,7 @@ func (m *model) rebuild(i int, t binlog.Transaction) {
 	for _, s := range t.Statements {
 		if mm := ddlTableRE.FindStringSubmatch(s.SQL); mm != nil {
 			if tb := m.tables[mm[2]]; tb != nil {
-				*tb = table{byKey: map[[16]byte]int{}, more: map[[16]byte][]int{}, keep: tb.keep, shape: tb.shape, scratch: tb.scratch, complete: tb.complete || strings.HasPrefix(strings.ToUpper(strings.TrimSpace(mm[1])), "CREATE")}
+				tb.reset(strings.HasPrefix(strings.ToUpper(strings.TrimSpace(mm[1])), "CREATE"))
 			}
 		}
 	}

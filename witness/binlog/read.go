@@ -150,11 +150,7 @@ func ScanInputs(in []Input, fn func(Transaction) error) ([]FileInfo, error) {
 	if err := checkInputs(in); err != nil {
 		return nil, err
 	}
-	return scanInputs(in, false, fn)
-}
-
-func scanInputs(in []Input, allowGaps bool, fn func(Transaction) error) ([]FileInfo, error) {
-	return scanInputsAs(in, scanMode{allowGaps: allowGaps}, fn)
+	return scanInputs(in, scanMode{}, fn)
 }
 
 // scanMode is how a scan reads: allowGaps reads a GTID gap instead of
@@ -170,7 +166,7 @@ func (m scanMode) limits() (txns, changes int64) {
 	return MaxTransactions, MaxRowChanges
 }
 
-func scanInputsAs(in []Input, mode scanMode, fn func(Transaction) error) ([]FileInfo, error) {
+func scanInputs(in []Input, mode scanMode, fn func(Transaction) error) ([]FileInfo, error) {
 	return scan(len(in), mode, func(i int) (string, io.Reader, func(), error) {
 		return in[i].Name, in[i].R, nil, nil
 	}, fn)
@@ -263,7 +259,9 @@ func ReadAllInputsAllowingGaps(in []Input) (History, error) {
 	if err := checkInputs(in); err != nil {
 		return History{}, err
 	}
-	return readAll(func(fn func(Transaction) error) ([]FileInfo, error) { return scanInputs(in, true, fn) })
+	return readAll(func(fn func(Transaction) error) ([]FileInfo, error) {
+		return scanInputs(in, scanMode{allowGaps: true}, fn)
+	})
 }
 
 // ScanInputsAllowingGaps is ScanInputs, reading a GTID gap instead of
@@ -275,7 +273,7 @@ func ScanInputsAllowingGaps(in []Input, fn func(Transaction) error) ([]FileInfo,
 	if err := checkInputs(in); err != nil {
 		return nil, err
 	}
-	return scanInputsAs(in, scanMode{allowGaps: true, streamed: true}, fn)
+	return scanInputs(in, scanMode{allowGaps: true, streamed: true}, fn)
 }
 
 func readAll(scan func(func(Transaction) error) ([]FileInfo, error)) (History, error) {
