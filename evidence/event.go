@@ -332,3 +332,11 @@ func EventIDForVersion(orderID, v int64) string {
 	}
 	return EventIDFor(orderID) + "-v" + strconv.FormatInt(v, 10)
 }
+
+// NotificationBody is the body of the notification the reference consumer
+// writes for an event: the effect's text names the order and the event it
+// was built from, and the verifier derives it from the row's own order_id
+// and event_id (a body built from the wrong field shows).
+func NotificationBody(orderID int64, eventID string) string {
+	return "order " + strconv.FormatInt(orderID, 10) + " placed (event " + eventID + ")"
+}

@@ -49,7 +49,7 @@ func (wc *witnessChecker) databaseBelongs(ws *Witnesses) {
 		where := txWhere(txs[0])
 		switch _, listed := names[schema]; {
 		case listed:
-			wc.marker(schema, txs)
+			// Its marker row: scenarioCheck.marker.
 		case strings.HasPrefix(schema, "ofa_"+strings.ToLower(runID)+"_"):
 			wc.failWitness("witness-scenario-unlisted", where, "the binlog holds database %s of this run, of a scenario the evidence "+
 				"does not list: a scenario was left out of the evidence", schema)
@@ -83,21 +83,6 @@ func createsDatabase(txs []binlog.Transaction, schema string) bool {
 		}
 	}
 	return false
-}
-
-// marker checks that the scenario database's ofa_marker row carries the
-// run id.
-func (wc *witnessChecker) marker(schema string, txs []binlog.Transaction) {
-	for _, t := range txs {
-		for _, c := range t.Changes {
-			if c.Table != "ofa_marker" || c.Op != binlog.Insert {
-				continue
-			}
-			if id, _ := c.After["run_id"].(string); id != wc.ev.Run.ID {
-				wc.failWitness("witness-foreign", txWhere(t), "database %s is marked as run %q's, not this run's %q", schema, id, wc.ev.Run.ID)
-			}
-		}
-	}
 }
 
 // gtidRange checks that the transactions after the start position carry

@@ -66,6 +66,7 @@ func (s *scenarioCheck) kinds(ks ...evidence.Kind) []Event {
 func (s *scenarioCheck) run() {
 	if s.db != nil {
 		s.payloads = intentPayloads(s.db)
+		s.marker()
 		s.seeds()
 		s.orders()
 		s.advances()
@@ -78,6 +79,7 @@ func (s *scenarioCheck) run() {
 		s.unknownCommits()
 		s.rejects()
 		s.unloggedWrites()
+		s.columns()
 	}
 	if s.log != nil {
 		s.records = map[recordKey]bool{}

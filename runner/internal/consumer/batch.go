@@ -168,7 +168,7 @@ func (c *Consumer) insertNotifications(ctx context.Context, tx txLike, ids []Ide
 	var args, events []any
 	for i, id := range ids {
 		if !replay[i] {
-			args = append(args, c.cfg.Name, id.EventID, id.OrderID, fmt.Sprintf("order %d placed (event %s)", id.OrderID, id.EventID))
+			args = append(args, c.cfg.Name, id.EventID, id.OrderID, evidence.NotificationBody(id.OrderID, id.EventID))
 			events = append(events, id.EventID)
 		}
 	}

@@ -136,7 +136,7 @@ func (c *Consumer) effectTx(ctx context.Context, r *kgo.Record, id Identity) (re
 			return res, err
 		}
 	}
-	body := fmt.Sprintf("order %d placed (event %s)", id.OrderID, id.EventID)
+	body := evidence.NotificationBody(id.OrderID, id.EventID)
 	rs, err := tx.ExecContext(ctx, qInsertNotification, c.cfg.Name, id.EventID, id.OrderID, body)
 	if err != nil {
 		return res, &txFailure{err: fmt.Errorf("effect %s: insert notification: %w", id.EventID, err)}
