@@ -12,4 +12,12 @@ var publishDerivations = map[string]derivation{
 				num("effects", n.Notifications), num("duplicatesAbsorbed", n.InboxRejects), num("sent", sent)}
 		},
 	},
+	"versionsAfterRefusal": {
+		metrics: func(f facts) []metricValue {
+			sent, _ := f.sent()
+			n := f.m.Counts()
+			return []metricValue{num("refused", n.RefusedPublishes), num("aheadOfVersion", n.ReceivesOutOfVersion),
+				num("records", n.Received), num("outOfOrder", n.EffectsOutOfOrder), num("effects", n.Notifications), num("sent", sent)}
+		},
+	},
 }

@@ -21,5 +21,9 @@ CREATE TABLE outbox (
   UNIQUE KEY uk_outbox_event (event_id),
   -- serves the claim query: WHERE state IN (...) AND lease_until ... ORDER BY id
   KEY idx_outbox_due (state, lease_until, id),
+  -- serves the claim's lookup of an intent's earlier versions: a relay
+  -- claims an intent only when no earlier version of its aggregate is
+  -- unsent (runner/internal/relay/queries.go, inVersionOrder)
+  KEY idx_outbox_aggregate (aggregate_id, aggregate_version, state),
   CONSTRAINT ck_outbox_state CHECK (state IN ('PENDING', 'CLAIMED', 'SENT'))
 );

@@ -58,14 +58,15 @@ func (e *Env) Relay(actor, topic string, faults *fault.Injector) (sut.Relay, err
 	return e.RelayWith(actor, topic, faults, nil)
 }
 
-// relayRound runs one round (RunOnce) of a new relay "relay-a" on topic:
-// the intents due are claimed, published and marked.
+// relayRound runs rounds (RunOnce) of a new relay "relay-a" on topic until
+// one claims nothing: the intents due are claimed, published and marked,
+// an aggregate's later versions in the rounds after its earlier ones.
 func (e *Env) relayRound(ctx context.Context, topic string) error {
 	r, err := e.Relay("relay-a", topic, nil)
 	if err != nil {
 		return err
 	}
-	_, err = r.RunOnce(ctx)
+	_, err = runRounds(ctx, r)
 	return err
 }
 

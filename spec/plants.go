@@ -77,6 +77,8 @@ var Plants = []Plant{
 		[]Exposure{{"concurrentRelays", []string{"claim-on-live-lease"}}, {"selfTakeover", []string{"claim-on-live-lease"}}}},
 	{"mark-after-failed-publish", "relay marks SENT after a refused or unknown publish",
 		[]Exposure{{"publishFailures", []string{"mark-after-failed-publish"}}}},
+	{"publish-ahead-of-version", "relay claims and publishes an intent while an earlier version of its aggregate is unsent",
+		[]Exposure{{"versionsAfterRefusal", []string{"receive-out-of-version"}}}},
 	{"retry-new-event-id", "relay publishes a retry under a new event id",
 		[]Exposure{{"publishFailures", []string{"publish-event-id-mismatch"}}}},
 	{"publish-without-key", "relay publishes records without a key",

@@ -28,4 +28,27 @@ var publishScenarios = []Scenario{
 		},
 		Needs: []Feature{FeatureClaimTokens},
 	},
+	{
+		ID: "versionsAfterRefusal", Consumes: true, Suite: SuiteEXT, Boundary: BoundarySend,
+		Faults: []FaultRef{{PublishRefused, InjectBroker}},
+		Description: "1 order advanced to versions 2 and 3 before any relay runs (three intents of one aggregate); the broker " +
+			"refuses version 1's first publish, which stays CLAIMED until its lease runs out: a relay must not publish a later " +
+			"version of the order meanwhile; once the lease is aged the relay publishes versions 1, 2 and 3 in that order and " +
+			"the consumer applies them so",
+		Details: "one relay with a batch of 1 runs rounds until one claims nothing, before and after the lease of the refused " +
+			"intent is aged by SQL; a fresh consumer applies everything the topic holds. A relay that claims the first " +
+			"PENDING intent whatever its aggregate's earlier versions (the planted `publish-ahead-of-version`) publishes " +
+			"versions 2 and 3 while version 1 waits. Needs the embedded broker (NOT_RUN on an external cluster)",
+		Metrics: []Metric{
+			{Name: "refused", Accept: "1", Means: "`publish` events with `err`"},
+			{Name: "aheadOfVersion", Accept: "0",
+				Means: "first records of an event that come after a record of a higher version of the same order (runner: " +
+					"the broker's log in offset order; verifier: the group's first receives)"},
+			{Name: "records", Accept: "3", Means: "runner: the topic's end offset; verifier: distinct records received"},
+			{Name: "outOfOrder", Accept: "0", Means: "notifications of an order committed after one of a higher version"},
+			{Name: "effects", Accept: "3", Means: "notification rows"},
+			{Name: "sent", Accept: "3", Means: "SENT outbox rows"},
+		},
+		Needs: []Feature{FeatureClaimTokens},
+	},
 }

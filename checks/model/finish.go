@@ -135,7 +135,8 @@ func (m *Model) Release() {
 	m.decrements = nil
 	m.notifIDs = nil
 	m.consumerState = consumerState{lag: m.lag, splitAggregates: m.splitAggregates, effectsOutOfOrder: m.effectsOutOfOrder, partitions: m.partitions,
-		rolledBackEffects: m.rolledBackEffects, unknownCommits: m.unknownCommits, resolvedCommits: m.resolvedCommits, decidedCommits: m.decidedCommits,
+		receivesOutOfVersion: m.receivesOutOfVersion,
+		rolledBackEffects:    m.rolledBackEffects, unknownCommits: m.unknownCommits, resolvedCommits: m.resolvedCommits, decidedCommits: m.decidedCommits,
 		faultCommit: m.faultCommit, members: m.members, memberOrder: m.memberOrder}
 	m.inboxTrx, m.openCommits = nil, nil
 }

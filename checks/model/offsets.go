@@ -36,6 +36,7 @@ type consumerState struct {
 	skipScanned int64
 
 	lag, splitAggregates, effectsOutOfOrder, partitions int64
+	receivesOutOfVersion                                int64
 	rolledBackEffects, unknownCommits, resolvedCommits  int64
 	// decidedCommits are the commit_unknown events a later inbox_insert
 	// (they did not commit) or inbox_reject (the last of them did) of

@@ -77,6 +77,7 @@ func (m *Model) receiveVersion(group string, es *eventState, agg int64, src Sour
 	k := aggKey{group, agg}
 	top, ok := m.recvVersion[k]
 	if ok && v < top {
+		m.receivesOutOfVersion++
 		m.violate(RuleReceiveOutOfVersion, src, es.id,
 			"group %s received %s (version %d of order %d) after version %d of that order: receipts must follow aggregate_version",
 			group, es.id, v, agg, top)

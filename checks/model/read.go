@@ -227,6 +227,9 @@ type Counts struct {
 	// EffectsOutOfOrder: effects committed after an effect of a higher
 	// version of their aggregate (same inbox consumer).
 	EffectsOutOfOrder int64
+	// ReceivesOutOfVersion: a group's first receives of an aggregate's
+	// event below a version of it the group already received.
+	ReceivesOutOfVersion int64
 	// Lag: the sum over groups and partitions of end offset minus the
 	// group's last commit, for the topics the group committed on (after
 	// Finish).
@@ -247,7 +250,8 @@ func (m *Model) Counts() Counts {
 		RefusedPublishes: m.refusedPublishes, UnknownPublishes: m.unknownPublishes, MarksAfterFailure: m.marksAfterFailure,
 		Takeovers: m.takeovers, SelfTakeovers: m.selfTakeovers, Overlaps: m.overlaps, LeasesOffClaim: m.leasesOffClaim,
 		Partitions: m.partitions, SplitAggregates: m.splitAggregates, EffectsOutOfOrder: m.effectsOutOfOrder, Lag: m.lag,
-		RolledBackEffects: m.rolledBackEffects, UnknownCommits: m.unknownCommits, ResolvedCommits: m.resolvedCommits,
+		ReceivesOutOfVersion: m.receivesOutOfVersion,
+		RolledBackEffects:    m.rolledBackEffects, UnknownCommits: m.unknownCommits, ResolvedCommits: m.resolvedCommits,
 	}
 }
 

@@ -27,6 +27,8 @@ const (
 	ClaimIgnoresLease Bug = "claim-ignores-lease"
 	// MarkAfterFailedPublish: relay marks SENT after a refused or unknown publish.
 	MarkAfterFailedPublish Bug = "mark-after-failed-publish"
+	// PublishAheadOfVersion: relay claims and publishes an intent while an earlier version of its aggregate is unsent.
+	PublishAheadOfVersion Bug = "publish-ahead-of-version"
 	// RetryNewEventID: relay publishes a retry under a new event id.
 	RetryNewEventID Bug = "retry-new-event-id"
 	// PublishWithoutKey: relay publishes records without a key.

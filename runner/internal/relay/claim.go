@@ -114,18 +114,20 @@ func (r *Relay) selectDue(ctx context.Context, tx *sql.Tx, max int) ([]due, erro
 	if r.cfg.Plant == plant.ClaimWithoutLock {
 		return queryDue(ctx, tx, qClaimAnyUnlocked, max)
 	}
-	expired, args := qClaimExpired, []any{max}
+	expired, pending, args := qClaimExpired, qClaimPending, []any{max}
 	switch r.cfg.Plant {
 	case plant.ClaimIgnoresLease:
 		expired = qClaimAnyClaimed
 	case plant.LeaseOnRelayClock:
 		expired, args = qClaimExpiredAt, []any{r.cfg.Now().UTC(), max}
+	case plant.PublishAheadOfVersion:
+		expired, pending = qClaimExpiredAnyVersion, qClaimPendingAnyVersion
 	}
 	dues, err := queryDue(ctx, tx, expired, args...)
 	if err != nil || len(dues) >= max {
 		return dues, err
 	}
-	more, err := queryDue(ctx, tx, qClaimPending, max-len(dues))
+	more, err := queryDue(ctx, tx, pending, max-len(dues))
 	return append(dues, more...), err
 }
 

@@ -22,7 +22,7 @@ const (
 	// claiming right now: the takeovers.
 	qClaimExpired = `SELECT id, event_id, aggregate_id, aggregate_version, payload, state
 FROM outbox FORCE INDEX (idx_outbox_due)
-WHERE state = 'CLAIMED' AND lease_until < NOW(6)
+WHERE state = 'CLAIMED' AND lease_until < NOW(6)` + inVersionOrder + `
 ORDER BY lease_until, id
 LIMIT ?
 FOR UPDATE SKIP LOCKED`
@@ -31,10 +31,25 @@ FOR UPDATE SKIP LOCKED`
 	// is NULL), skipping rows another relay is claiming right now.
 	qClaimPending = `SELECT id, event_id, aggregate_id, aggregate_version, payload, state
 FROM outbox FORCE INDEX (idx_outbox_due)
-WHERE state = 'PENDING'
+WHERE state = 'PENDING'` + inVersionOrder + `
 ORDER BY lease_until, id
 LIMIT ?
 FOR UPDATE SKIP LOCKED`
+
+	// inVersionOrder keeps a claim to the first unsent version of each
+	// aggregate: an intent whose aggregate has an earlier version not yet
+	// SENT waits for it, so that the broker receives an aggregate's
+	// versions in order even when an earlier one's publish failed and
+	// waits out its lease (versionsAfterRefusal). The subquery is a plain
+	// read of the latest committed rows (the claim runs at READ
+	// COMMITTED; a locking clause does not reach into a subquery), served
+	// by idx_outbox_aggregate: an earlier version being claimed right now
+	// by another relay is PENDING or CLAIMED there, unsent either way.
+	inVersionOrder = `
+  AND NOT EXISTS (SELECT 1 FROM outbox AS earlier FORCE INDEX (idx_outbox_aggregate)
+                  WHERE earlier.aggregate_id = outbox.aggregate_id
+                    AND earlier.aggregate_version < outbox.aggregate_version
+                    AND earlier.state <> 'SENT')`
 
 	// qClaimRows takes the rows the claim's select locked (%s: their ids,
 	// an IN list) in one statement: each a new token (its own
@@ -95,6 +110,22 @@ FROM outbox
 WHERE state <> 'SENT'
 ORDER BY id
 LIMIT ?`
+
+	// qClaimExpiredAnyVersion and qClaimPendingAnyVersion are
+	// PublishAheadOfVersion, instead of qClaimExpired and qClaimPending:
+	// the first due intents whatever their aggregate's earlier versions.
+	qClaimExpiredAnyVersion = `SELECT id, event_id, aggregate_id, aggregate_version, payload, state
+FROM outbox FORCE INDEX (idx_outbox_due)
+WHERE state = 'CLAIMED' AND lease_until < NOW(6)
+ORDER BY lease_until, id
+LIMIT ?
+FOR UPDATE SKIP LOCKED`
+	qClaimPendingAnyVersion = `SELECT id, event_id, aggregate_id, aggregate_version, payload, state
+FROM outbox FORCE INDEX (idx_outbox_due)
+WHERE state = 'PENDING'
+ORDER BY lease_until, id
+LIMIT ?
+FOR UPDATE SKIP LOCKED`
 
 	// qClaimAnyClaimed is ClaimIgnoresLease, instead of qClaimExpired:
 	// the lease condition is gone.
