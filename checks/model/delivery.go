@@ -300,6 +300,7 @@ func (m *Model) inboxRecord(e *evidence.Event, src Source) {
 // stepInboxInsert: the effect transaction committed an inbox row.
 func (m *Model) stepInboxInsert(e *evidence.Event, src Source) {
 	m.inboxRecord(e, src)
+	m.noteInboxUser(e)
 	k := m.inboxKeyOf(e, src)
 	// The unknown commits of k did not commit: the row was free.
 	m.decidedCommits += int64(m.openCommits[k])
@@ -326,6 +327,9 @@ func (m *Model) stepInboxReject(e *evidence.Event, src Source) {
 	es := m.ev(e.EventID)
 	es.rejects++
 	m.rejects++
+	if i := m.noteInboxUser(e); i >= 0 {
+		m.inboxCounts[i].rejects++
+	}
 	rec := recordKey{e.Topic, val(e.Partition), val(e.Offset)}
 	for _, g := range m.groups {
 		delete(m.pending, pendingKey{g, rec})
@@ -350,9 +354,7 @@ func (m *Model) stepEffect(e *evidence.Event, src Source) {
 		m.settle(e.Actor, c.rec, es.id, src)
 	}
 	es.effects++
-	if es.effects > 1 {
-		m.violate(RuleDuplicateEffect, src, e.EventID, "effect #%d for %s: the business effect happened more than once", es.effects, e.EventID)
-	}
+	m.consumerEffect(consumer, es, src)
 	nid := val(e.NotificationID)
 	if m.notifIDs[nid] {
 		m.violate(RuleDuplicateNotification, src, e.EventID, "notification id %d recorded twice", nid)
