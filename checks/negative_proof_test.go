@@ -2,11 +2,13 @@ package checks
 
 import (
 	"bytes"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
+	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
 // TestProofBoundaryNegativeControls: the proof boundary is derived by the
@@ -135,7 +137,7 @@ func TestVerifyTextSaysWhatWasAudited(t *testing.T) {
 	if want := "orderflow-audit verify: PASS for the orderflow-audit reference pipeline, suites U79, U80 and EXT, run " + v.RunID; first != want {
 		t.Errorf("first line %q; want %q", first, want)
 	}
-	if !strings.Contains(b.String(), "\nthe witnesses confirmed (29 scenario(s)):\n  placement: commit boundary:") {
+	if !strings.Contains(b.String(), fmt.Sprintf("\nthe witnesses confirmed (%d scenario(s)):\n  placement: commit boundary:", len(spec.DefaultIDs()))) {
 		t.Errorf("the text does not say what the witnesses confirmed:\n%s", b.String())
 	}
 	if strings.Contains(b.String(), "reasons, by rule") {
