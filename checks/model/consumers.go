@@ -61,7 +61,6 @@ type InboxConsumer struct {
 	Name    string
 	Effects int64 // effect events
 	Rejects int64 // inbox_reject events
-	Events  int64 // event ids it made an effect of
 }
 
 // InboxConsumers returns the inbox consumers that ran (an inbox, effect,
@@ -71,11 +70,6 @@ func (m *Model) InboxConsumers() []InboxConsumer {
 	out := make([]InboxConsumer, len(m.inboxNames))
 	for i, n := range m.inboxNames {
 		out[i] = InboxConsumer{Name: n, Effects: m.inboxCounts[i].effects, Rejects: m.inboxCounts[i].rejects}
-	}
-	for _, es := range m.byID {
-		for b := es.effectBy; b != 0; b &= b - 1 {
-			out[bits.TrailingZeros64(b)].Events++
-		}
 	}
 	return out
 }
