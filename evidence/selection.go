@@ -34,11 +34,11 @@ type ChaosSelection struct {
 	Orders    int    `json:"orders"`
 	Relays    int    `json:"relays"`
 	Consumers int    `json:"consumers"`
+	Users     int    `json:"users"`
 	// Inboxes is the number of consumer groups, each of Consumers
 	// members and its own inbox consumer name (spec.ChaosInboxes); absent
 	// for one, the notifier.
 	Inboxes int `json:"inboxes,omitempty"`
-	Users     int    `json:"users"`
 	// Faults are the fault kinds the nemesis may draw.
 	Faults []string `json:"faults"`
 	// OnlyFaults keeps the faults of the seed's schedule with these

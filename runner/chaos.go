@@ -103,9 +103,9 @@ func ChaosArgs(c nemesis.Config) []string {
 // chaosRun is one run of the chaos scenario: the reference pipeline as
 // the engine's targets and workload.
 type chaosRun struct {
-	e       *Env
-	cfg     nemesis.Config
-	topic   string
+	e     *Env
+	cfg   nemesis.Config
+	topic string
 	// groups are the consumer groups, one per inbox consumer name of
 	// inboxes (--inboxes; the first is the only one by default).
 	groups  []string

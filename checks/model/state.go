@@ -36,7 +36,7 @@ type eventState struct {
 
 	deliveries, effects, rejects int32
 	effectBy                     uint64 // inbox consumers (bit i: m.inboxNames[i]) with an effect of it
-	version                      int32 // aggregate_version (0: not said, 1)
+	version                      int32  // aggregate_version (0: not said, 1)
 	pending                      []pendingKey
 	*observed                    // nil until seeded or observed
 }
