@@ -24,7 +24,7 @@ func (cf *chaosFlags) register(fs *flagSet) {
 	fs.IntVar(&cf.orders, "orders", d.Orders, "chaos: orders placed concurrently")
 	fs.IntVar(&cf.relays, "relays", d.Relays, "chaos: relay processes")
 	fs.IntVar(&cf.consumers, "consumers", d.Consumers, "chaos: consumer processes of each group")
-	fs.IntVar(&cf.inboxes, "inboxes", d.Inboxes, "chaos: `n` consumer groups, each with an inbox consumer name of its own\n(notifier, ledger-projection-2, ...), each held to one effect per event")
+	fs.IntVar(&cf.inboxes, "inboxes", d.Inboxes, "chaos: consumer groups, each with an inbox name of its own")
 	fs.StringVar(&cf.faults, "faults", "all", "chaos: fault `kinds` the nemesis draws from, comma-separated:\n"+nemesis.KindList())
 	fs.StringVar(&cf.only, "only-faults", "", "chaos: keep only these `numbers` of the seed's schedule (comma-separated, or none;\nwhat explore's shrinking prints)")
 }
