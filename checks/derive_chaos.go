@@ -2,7 +2,7 @@ package checks
 
 import (
 	"fmt"
-	"strings"
+	"slices"
 
 	"github.com/orderflow-audit/orderflow-audit/spec"
 )
@@ -14,12 +14,7 @@ var chaosDerivations = map[string]derivation{
 		metrics: func(f facts) []metricValue {
 			n := f.m.Counts()
 			orders, _, _ := f.countOrders()
-			var missing int64
-			for in := range f.m.Intents() {
-				if f.m.Deliveries(in.EventID).Effects == 0 {
-					missing++
-				}
-			}
+			missing := f.missingEffects()
 			unknown, resolved := f.m.UnknownPublishes()
 			commits, decided := f.m.UnknownCommits()
 			unknown, resolved = unknown+commits, resolved+decided
@@ -41,12 +36,50 @@ var chaosDerivations = map[string]derivation{
 	},
 }
 
-// chaosLag is the lag of the one group that received records.
+// chaosLag is the lag of the groups that received records, summed.
 func (f facts) chaosLag() metricValue {
 	groups := f.m.Groups()
-	if len(groups) != 1 {
-		return unknown("lag", fmt.Sprintf("the lag is of one consumer group; records were received by %d (%s)",
-			len(groups), strings.Join(groups, ", ")))
+	if len(groups) == 0 {
+		return unknown("lag", "no consumer group received a record")
 	}
-	return num("lag", f.m.Lag(groups[0]))
+	var lag int64
+	for _, g := range groups {
+		lag += f.m.Lag(g)
+	}
+	return num("lag", lag)
+}
+
+// missingEffects counts the intents without an effect, per inbox
+// consumer: each the selection declares (a consumer that ran and wrote
+// nothing, or never ran, still owes its effects) and each an event names
+// (one that ran under a name the selection does not know). With neither,
+// an intent without any effect counts once.
+func (f facts) missingEffects() int64 {
+	names := slices.Clone(f.inboxes)
+	for _, c := range f.m.InboxConsumers() {
+		if !slices.Contains(names, c.Name) {
+			names = append(names, c.Name)
+		}
+	}
+	var missing int64
+	for in := range f.m.Intents() {
+		if len(names) == 0 && f.m.Deliveries(in.EventID).Effects == 0 {
+			missing++
+		}
+		for _, n := range names {
+			if !f.m.EffectBy(n, in.EventID) {
+				missing++
+			}
+		}
+	}
+	return missing
+}
+
+// declaredInboxes are the inbox consumers run.selection declares: the
+// chaos scenario's (spec.ChaosInboxes), nil without it.
+func (c *checker) declaredInboxes() []string {
+	if c.selected == nil || c.selected.Chaos == nil {
+		return nil
+	}
+	return spec.ChaosInboxes(c.selected.Chaos.Inboxes)
 }

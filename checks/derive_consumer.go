@@ -1,6 +1,9 @@
 package checks
 
-import "github.com/orderflow-audit/orderflow-audit/spec"
+import (
+	"github.com/orderflow-audit/orderflow-audit/checks/model"
+	"github.com/orderflow-audit/orderflow-audit/spec"
+)
 
 // consumerDerivations are the derivations of this file's scenarios, by id
 // (derivations). The consumer beyond the ack boundary (spec/consumer.go).
@@ -49,6 +52,31 @@ var consumerDerivations = map[string]derivation{
 				num("effects", n.Notifications), num("lag", n.Lag)}
 		},
 	},
+	"twoConsumers": {metrics: twoConsumersMetrics},
+}
+
+// twoConsumersMetrics: each inbox consumer's effect and inbox_reject
+// events, and the intents with an effect of each (a consumer no event
+// names has none: it did not run, or ran under another name).
+func twoConsumersMetrics(f facts) []metricValue {
+	const notifier, ledger = "notifier", "ledger-projection-2"
+	var out []metricValue
+	for _, c := range []struct{ name, metric string }{{notifier, "notifier"}, {ledger, "ledger"}} {
+		var ic model.InboxConsumer
+		for _, x := range f.m.InboxConsumers() {
+			if x.Name == c.name {
+				ic = x
+			}
+		}
+		out = append(out, num(c.metric+"Effects", ic.Effects), num(c.metric+"Rejects", ic.Rejects))
+	}
+	var both int64
+	for in := range f.m.Intents() {
+		if f.m.EffectBy(notifier, in.EventID) && f.m.EffectBy(ledger, in.EventID) {
+			both++
+		}
+	}
+	return append(out, num("bothApplied", both))
 }
 
 // committedAtFailure: the offset the group had committed when the trigger's

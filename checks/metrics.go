@@ -35,6 +35,10 @@ func unknown(name, why string) metricValue { return metricValue{name: name, why:
 type facts struct {
 	m   *Model
 	inv map[string]int64
+	// inboxes are the inbox consumers the run's selection declares (the
+	// chaos scenario's --inboxes, spec.ChaosInboxes); nil when it declares
+	// none.
+	inboxes []string
 }
 
 // derivation recomputes one scenario's metrics.

@@ -293,7 +293,7 @@ func (c *checker) scenario(ctx context.Context, sc *evidence.Scenario) error {
 	inv := c.sqlChecks(ctx, sc, m)
 	c.witnessScenario(ctx, sc, events, truncated)
 	if known {
-		c.metrics(sc, s, d, facts{m: m, inv: inv})
+		c.metrics(sc, s, d, facts{m: m, inv: inv, inboxes: c.declaredInboxes()})
 	}
 	if sc.Status == evidence.StatusFail {
 		c.fail(id, "scenario-failed", "the runner reports scenario %s failed: %s", id, orDefault(sc.Reason, "no reason given"))

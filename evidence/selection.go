@@ -35,6 +35,10 @@ type ChaosSelection struct {
 	Relays    int    `json:"relays"`
 	Consumers int    `json:"consumers"`
 	Users     int    `json:"users"`
+	// Inboxes is the number of consumer groups, each of Consumers
+	// members and its own inbox consumer name (spec.ChaosInboxes); absent
+	// for one, the notifier.
+	Inboxes int `json:"inboxes,omitempty"`
 	// Faults are the fault kinds the nemesis may draw.
 	Faults []string `json:"faults"`
 	// OnlyFaults keeps the faults of the seed's schedule with these

@@ -219,9 +219,9 @@ type TimelineInvariant struct {
 // verdict does not carry one.
 var invariantMeanings = map[string]string{
 	"orphan-sent":          "a SENT intent whose order does not exist (decoys, aggregate_id -1, excluded)",
-	"sent-without-effect":  "a SENT intent with no notification for its event",
+	"sent-without-effect":  "a SENT intent with no notification for its event by an inbox consumer (one row per event and consumer)",
 	"effect-without-inbox": "a notification with no inbox row for its (consumer, event)",
-	"duplicated-effects":   "an event id with more than one notification (one row per event id)",
+	"duplicated-effects":   "an event id with more than one notification by one inbox consumer (one row per consumer and event id)",
 	"orphan-effects":       "a notification whose order does not exist",
 	"order-without-intent": "a committed order with no outbox intent e-<id>",
 	"inbox-without-effect": "an inbox row with no notification (dedupe recorded, effect lost)",

@@ -15,6 +15,7 @@ import (
 	chaoseng "github.com/orderflow-audit/orderflow-audit/runner/chaos"
 	"github.com/orderflow-audit/orderflow-audit/runner/fault"
 	"github.com/orderflow-audit/orderflow-audit/runner/nemesis"
+	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
 // The chaos scenario (spec/chaos.go): concurrent load through the order
@@ -85,6 +86,7 @@ func ChaosArgs(c nemesis.Config) []string {
 	num("orders", c.Orders, d.Orders)
 	num("relays", c.Relays, d.Relays)
 	num("consumers", c.Consumers, d.Consumers)
+	num("inboxes", c.Inboxes, d.Inboxes)
 	if len(c.Kinds) > 0 && !slices.Equal(c.Kinds, nemesis.Kinds) {
 		kinds := make([]string, len(c.Kinds))
 		for i, k := range c.Kinds {
@@ -101,10 +103,13 @@ func ChaosArgs(c nemesis.Config) []string {
 // chaosRun is one run of the chaos scenario: the reference pipeline as
 // the engine's targets and workload.
 type chaosRun struct {
-	e       *Env
-	cfg     nemesis.Config
-	topic   string
-	group   string
+	e     *Env
+	cfg   nemesis.Config
+	topic string
+	// groups are the consumer groups, one per inbox consumer name of
+	// inboxes (--inboxes; the first is the only one by default).
+	groups  []string
+	inboxes []string
 	nemesis *evidence.Log
 	proxies *chaoseng.Proxies
 	slots   []chaoseng.Slot
@@ -142,8 +147,15 @@ func chaos(ctx context.Context, e *Env) error {
 // newChaosRun creates the topic, seeds the stock, opens the nemesis's
 // log and the proxies.
 func newChaosRun(ctx context.Context, e *Env) (*chaosRun, error) {
-	cr := &chaosRun{e: e, cfg: e.Chaos, group: "chaos-" + e.RunID, proxies: chaoseng.NewProxies(),
+	cr := &chaosRun{e: e, cfg: e.Chaos, inboxes: spec.ChaosInboxes(e.Chaos.Inboxes), proxies: chaoseng.NewProxies(),
 		stopAt: map[string][]fault.Point{}, http: &http.Client{Timeout: 3 * time.Second}}
+	for i := range cr.inboxes {
+		g := "chaos-" + e.RunID
+		if i > 0 {
+			g += "-" + strconv.Itoa(i+1)
+		}
+		cr.groups = append(cr.groups, g)
+	}
 	e.Defer(cr.proxies.Close)
 	var err error
 	if cr.nemesis, err = e.ActorLog(evidence.ActorNemesis); err != nil {

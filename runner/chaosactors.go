@@ -68,8 +68,10 @@ func (cr *chaosRun) targets() (chaoseng.Targets, error) {
 			}, actor.Env(dsnVia(db), nil)
 		})
 	}
-	for i := 1; i <= cr.cfg.Consumers; i++ {
-		name := nemesis.ConsumerName(i)
+	for i := 1; i <= cr.cfg.Consumers*len(cr.inboxes); i++ {
+		// consumer-1..C are the first group's, C+1..2C the second's, ...
+		name, g := nemesis.ConsumerName(i), (i-1)/cr.cfg.Consumers
+		group, inbox := cr.groups[g], cr.inboxes[g]
 		db, err := link(name, nemesis.TargetDatabase, dbAddr)
 		if err != nil {
 			return chaoseng.Targets{}, err
@@ -81,7 +83,7 @@ func (cr *chaosRun) targets() (chaoseng.Targets, error) {
 		cr.addSlot(name, chaoseng.Aims(name), func(actorName string) (actor.Spec, []string) {
 			return actor.Spec{
 				Role: actor.Consumer, DB: e.Scratch.Name, Plant: plantName, Brokers: []string{br.Addr}, Via: br.Addr,
-				Topic: cr.topic, Group: cr.group, Name: "notifier", Member: actorName, InstanceID: name,
+				Topic: cr.topic, Group: group, Name: inbox, Member: actorName, InstanceID: name,
 				BatchEffects: e.Scenario.Mode() == spec.ModeBatch,
 			}, actor.Env(dsnVia(db), nil)
 		})
@@ -89,7 +91,7 @@ func (cr *chaosRun) targets() (chaoseng.Targets, error) {
 	return chaoseng.Targets{
 		Slots:    cr.slots,
 		Links:    cr.proxies,
-		Broker:   chaoseng.EmbeddedBroker{Kafka: e.Kafka, Topic: cr.topic, Group: cr.group},
+		Broker:   chaoseng.EmbeddedBroker{Kafka: e.Kafka, Topic: cr.topic, Group: cr.groups[0]},
 		Database: chaoseng.Server{DB: e.DB, Schema: e.Scratch.Name, CrashFunc: e.crashDB},
 		Aimer:    cr,
 	}, nil

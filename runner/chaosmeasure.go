@@ -29,7 +29,7 @@ func (cr *chaosRun) Quiescent(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	lag, err := cr.e.Kafka.GroupLag(ctx, cr.topic, cr.group)
+	lag, err := cr.lag(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -39,10 +39,32 @@ func (cr *chaosRun) Quiescent(ctx context.Context) (string, error) {
 	return fmt.Sprintf("%d intent(s) not SENT, %d without an effect, group lag %d", unsent, missing, lag), nil
 }
 
-// missing counts the intents without an effect.
+// missing counts the intents without an effect, per inbox consumer of
+// the run: an intent two inboxes lack counts twice.
 func (cr *chaosRun) missing(ctx context.Context) (int64, error) {
-	return cr.e.QueryInt(ctx, `SELECT COUNT(*) FROM outbox o
-  WHERE NOT EXISTS (SELECT 1 FROM notification n WHERE n.event_id = o.event_id)`)
+	var sum int64
+	for _, inbox := range cr.inboxes {
+		n, err := cr.e.QueryInt(ctx, `SELECT COUNT(*) FROM outbox o
+  WHERE NOT EXISTS (SELECT 1 FROM notification n WHERE n.event_id = o.event_id AND n.consumer = ?)`, inbox)
+		if err != nil {
+			return 0, err
+		}
+		sum += n
+	}
+	return sum, nil
+}
+
+// lag is the lag of the run's groups on the broker, summed.
+func (cr *chaosRun) lag(ctx context.Context) (int64, error) {
+	var sum int64
+	for _, g := range cr.groups {
+		n, err := cr.e.Kafka.GroupLag(ctx, cr.topic, g)
+		if err != nil {
+			return 0, err
+		}
+		sum += n
+	}
+	return sum, nil
 }
 
 // measure records the metrics (spec/chaos.go), after the actors stopped.
@@ -64,7 +86,7 @@ func (cr *chaosRun) measure(ctx context.Context, res chaoseng.Result) error {
 	if err != nil {
 		return err
 	}
-	lag, err := e.Kafka.GroupLag(ctx, cr.topic, cr.group)
+	lag, err := cr.lag(ctx)
 	if err != nil {
 		return err
 	}

@@ -34,5 +34,8 @@ func selection(o *Options) *evidence.Selection {
 		Consumers: c.Consumers, Users: c.Users, Faults: kinds, OnlyFaults: slices.Clone(c.Only),
 		Planned: len(c.Plan) > 0,
 	}
+	if c.Inboxes > 1 {
+		s.Chaos.Inboxes = c.Inboxes
+	}
 	return s
 }

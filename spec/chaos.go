@@ -12,6 +12,19 @@ import (
 // (docs/scenarios.md, "chaos"). It is opt-in: `run --scenarios chaos`, or
 // `orderflow-audit explore`, which runs it once per seed.
 
+// ChaosInboxes are the inbox consumer names of the chaos scenario's n
+// consumer groups (run --inboxes n; n below 1 is 1): the first group's
+// inbox is notifier, the i-th's ledger-projection-<i>, longer than 16
+// characters. Each group writes its own inbox and notification rows and
+// owes its own effect of every event.
+func ChaosInboxes(n int) []string {
+	out := []string{"notifier"}
+	for i := 2; i <= n; i++ {
+		out = append(out, "ledger-projection-"+strconv.Itoa(i))
+	}
+	return out
+}
+
 // The nemesis's fault points: one per kind of fault (runner/nemesis.Kind,
 // the name --faults takes, with this prefix). Unlike the scripted points
 // they are not places in an actor's code: the nemesis strikes at a moment
@@ -53,23 +66,26 @@ var chaosScenarios = []Scenario{{
 	ID: "chaos", Consumes: true, Suite: SuiteEXT, Boundary: BoundaryNone, OptIn: true,
 	Faults: refs(chaosFaults),
 	Description: "N orders from several users placed concurrently over HTTP through the order service, R relays and C " +
-		"consumers of one group, each its own OS process, while a nemesis applies a seeded random schedule of faults " +
+		"consumers of one group (of each of --inboxes groups), each its own OS process, while a nemesis applies a seeded random schedule of faults " +
 		"(--faults); then every fault is healed and the chain left to settle: every committed event has exactly one " +
-		"effect and the group's lag is 0. The schedule and the request order follow from the seed; the OS scheduler and the " +
+		"effect (of each group's inbox) and the lag is 0. The schedule and the request order follow from the seed; the OS scheduler and the " +
 		"network (which relay claims what, how requests interleave, where a kill lands) do not, and are recorded as they happened",
 	Details: "not in the default selection (`--scenarios chaos`, or `explore`); every actor is a supervised process " +
 		"behind TCP proxies; the faults are kill, pause, broker faults and restart, connection kill, database crash, " +
-		"latency and cuts (see [chaos.md](chaos.md))",
+		"latency and cuts (see [chaos.md](chaos.md)); with `--inboxes 2` a second group of C consumers (inbox " +
+		"ledger-projection-2) runs beside the first, and each inbox is held to one effect per event",
 	Metrics: []Metric{
 		{Name: "orders", Means: "orders committed"},
 		{Name: "events", Means: "outbox intents"},
 		{Name: "deliveries", Means: "receive events (every delivery, replays included)"},
 		{Name: "duplicatesAbsorbed", Means: "`inbox_reject` events"},
 		{Name: "effects", Means: "distinct effects"},
-		{Name: "missing", Accept: "0", Means: "intents without an effect (liveness after healing)"},
+		{Name: "missing", Accept: "0",
+			Means: "intents without an effect, counted per inbox consumer (liveness after healing): runner, per inbox of " +
+				"the run's groups; verifier, per inbox the run's selection declares or an event names"},
 		{Name: "lag", Accept: "0",
-			Means: "the group's: over the partitions a record was seen on (published or received), the end (highest " +
-				"offset + 1) minus the group's last committed offset"},
+			Means: "summed over the groups that received records: over the partitions a record was seen on (published or " +
+				"received), the end (highest offset + 1) minus the group's last committed offset"},
 		{Name: "faults", Means: "the nemesis's faults by kind, `kind:n+kind:n` in the fault table's order (`none` without any)"},
 		{Name: "unknownResolved",
 			Means: "outcomes unknown to the actor that met them and settled by what happened after / all of them: " +

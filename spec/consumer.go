@@ -98,4 +98,28 @@ var consumerScenarios = []Scenario{
 		},
 		Needs: []Feature{FeatureStepwiseRelay},
 	},
+	{
+		ID: "twoConsumers", Consumes: true, Suite: SuiteEXT, Boundary: BoundaryNone,
+		Description: "3 orders, the third published twice (a duplicate record); two consumers of the topic, each its own " +
+			"group and inbox name (notifier, and ledger-projection-2, longer than 16 characters), drain it: each makes " +
+			"its own effect of every event and its inbox rejects the duplicate; one consumer's inbox row never stands " +
+			"for the other's",
+		Details: "one partition; the relay claims the three orders and publishes e-3 twice (offsets 0..3), then marks them; " +
+			"consumer-a (group notify-<run>, inbox notifier) drains the topic, then consumer-b (group ledger-<run>, inbox " +
+			"ledger-projection-2) does: B finds A's inbox rows of every event, which must not count as its own",
+		Metrics: []Metric{
+			{Name: "notifierEffects", Accept: "3",
+				Means: "runner: notification rows of consumer notifier; verifier: its `effect` events"},
+			{Name: "notifierRejects", Accept: "1",
+				Means: "runner: duplicates notifier's inbox rejected (its stats); verifier: its `inbox_reject` events"},
+			{Name: "ledgerEffects", Accept: "3",
+				Means: "runner: notification rows of consumer ledger-projection-2; verifier: its `effect` events"},
+			{Name: "ledgerRejects", Accept: "1",
+				Means: "runner: duplicates ledger-projection-2's inbox rejected (its stats); verifier: its `inbox_reject` events"},
+			{Name: "bothApplied", Accept: "3",
+				Means: "runner: event ids with a notification of each of the two consumers; verifier: intents with an `effect` " +
+					"event of each"},
+		},
+		Needs: []Feature{FeatureStepwiseRelay},
+	},
 }

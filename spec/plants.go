@@ -97,6 +97,8 @@ var Plants = []Plant{
 		[]Exposure{{"consumerRestart", []string{"offset-off-by-one"}}}},
 	{"dedupe-on-wrong-key", "consumer keys its inbox by the record key (the order id) instead of the event id",
 		[]Exposure{{"orderLifecycle", []string{"dedupe-wrong-key"}}}},
+	{"inbox-by-event-id", "consumer looks its inbox up by event id alone, not by consumer and event id: another consumer's row of the event is taken for its own",
+		[]Exposure{{"twoConsumers", []string{"reject-without-inbox"}}}},
 	{"idem-key-across-users", "order service looks an idempotency record up by its key alone, not by user and key",
 		[]Exposure{{"twoUsersOneKey", []string{"cross-principal-answer"}}}},
 	{"token-alg-none", "order service accepts unsigned tokens (alg none)",

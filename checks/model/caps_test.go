@@ -104,3 +104,43 @@ func TestDecrementCap(t *testing.T) {
 		t.Errorf("%d decrements kept, stock %d; want %d, 8", n, m.StockOf("SKU"), maxDecrements)
 	}
 }
+
+// TestInboxConsumerCap: the model tells apart the effects of maxGroups
+// inbox consumers; past them, one effect per event stands for all the
+// others together, so a second one of a consumer past the cap is still a
+// duplicate-effect.
+func TestInboxConsumerCap(t *testing.T) {
+	m := New(nil, nil)
+	effect := func(consumer string, nid int64) evidence.Event {
+		e := ev(evidence.KindEffect, "e-1")
+		e.Consumer, e.NotificationID = consumer, evidence.Ptr(nid)
+		return e
+	}
+	for c := range maxGroups + 1 {
+		step(m, effect("c"+strconv.Itoa(c), int64(c)))
+	}
+	count := func() int {
+		n := 0
+		vs, _ := m.Violations()
+		for _, v := range vs {
+			if v.Rule == RuleDuplicateEffect {
+				n++
+			}
+		}
+		return n
+	}
+	if got := len(m.InboxConsumers()); got != maxGroups {
+		t.Errorf("%d inbox consumers kept; want %d", got, maxGroups)
+	}
+	if n := count(); n != 0 {
+		t.Fatalf("%d duplicate-effect for one effect of each of %d consumers; want none", n, maxGroups+1)
+	}
+	step(m, effect("c"+strconv.Itoa(maxGroups), maxGroups+1))
+	if n := count(); n != 1 {
+		t.Errorf("%d duplicate-effect after a second effect of the consumer past the cap; want 1", n)
+	}
+	if !m.EffectBy("c0", "e-1") || m.EffectBy("c"+strconv.Itoa(maxGroups), "e-1") || m.EffectBy("c0", "e-2") {
+		t.Errorf("EffectBy: c0 of e-1 %v, the consumer past the cap %v, c0 of e-2 %v; want true, false, false",
+			m.EffectBy("c0", "e-1"), m.EffectBy("c"+strconv.Itoa(maxGroups), "e-1"), m.EffectBy("c0", "e-2"))
+	}
+}

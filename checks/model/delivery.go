@@ -240,7 +240,7 @@ func (m *Model) stepReceive(e *evidence.Event, src Source) {
 		m.records[k] = r
 		m.receivedBy(group, first, newRecord && es.deliveries == 1, es, k, src)
 	}
-	m.memberReceived(e.Actor, es, k)
+	m.memberReceived(e.Actor, group, es, k)
 	pk := pendingKey{group, k}
 	if _, ok := m.pending[pk]; !ok {
 		pp := partKey{group, k.topic, k.partition}
@@ -300,6 +300,7 @@ func (m *Model) inboxRecord(e *evidence.Event, src Source) {
 // stepInboxInsert: the effect transaction committed an inbox row.
 func (m *Model) stepInboxInsert(e *evidence.Event, src Source) {
 	m.inboxRecord(e, src)
+	m.noteInboxUser(e)
 	k := m.inboxKeyOf(e, src)
 	// The unknown commits of k did not commit: the row was free.
 	m.decidedCommits += int64(m.openCommits[k])
@@ -326,9 +327,15 @@ func (m *Model) stepInboxReject(e *evidence.Event, src Source) {
 	es := m.ev(e.EventID)
 	es.rejects++
 	m.rejects++
+	if i := m.noteInboxUser(e); i >= 0 {
+		m.inboxCounts[i].rejects++
+	}
 	rec := recordKey{e.Topic, val(e.Partition), val(e.Offset)}
+	cur := m.cur[e.Actor]
 	for _, g := range m.groups {
-		delete(m.pending, pendingKey{g, rec})
+		if !cur.ok || g == cur.group { // another group's receive of the record is not settled by it
+			delete(m.pending, pendingKey{g, rec})
+		}
 	}
 	es.pending = slices.DeleteFunc(es.pending, func(pk pendingKey) bool { _, p := m.pending[pk]; return !p })
 	m.settle(e.Actor, rec, es.id, src)
@@ -350,9 +357,7 @@ func (m *Model) stepEffect(e *evidence.Event, src Source) {
 		m.settle(e.Actor, c.rec, es.id, src)
 	}
 	es.effects++
-	if es.effects > 1 {
-		m.violate(RuleDuplicateEffect, src, e.EventID, "effect #%d for %s: the business effect happened more than once", es.effects, e.EventID)
-	}
+	m.consumerEffect(consumer, es, src)
 	nid := val(e.NotificationID)
 	if m.notifIDs[nid] {
 		m.violate(RuleDuplicateNotification, src, e.EventID, "notification id %d recorded twice", nid)
@@ -364,10 +369,19 @@ func (m *Model) stepEffect(e *evidence.Event, src Source) {
 		m.violate(RuleIntentMismatch, src, e.EventID, "effect for %s says order %d, the intent's aggregate is %d",
 			e.EventID, *e.OrderID, es.aggregateID)
 	}
+	// The effect settles the event's records received in its member's
+	// group (in every group when the member received nothing): another
+	// consumer group owes its own effect.
+	cur := m.cur[e.Actor]
+	kept := es.pending[:0]
 	for _, pk := range es.pending {
+		if cur.ok && pk.group != cur.group {
+			kept = append(kept, pk)
+			continue
+		}
 		delete(m.pending, pk)
 	}
-	es.pending = nil
+	es.pending = kept
 }
 
 // stepOffsetCommit: a consumer group committed offset n (the next to

@@ -52,6 +52,7 @@ func (m *Model) effectTx(e *evidence.Event, k inboxKey, src Source) {
 // a whole; the record it was for stays unsettled.
 func (m *Model) stepEffectRolledBack(e *evidence.Event, src Source) {
 	m.inboxRecord(e, src)
+	m.noteInboxUser(e)
 	m.rolledBackEffects++
 }
 
@@ -61,6 +62,7 @@ func (m *Model) stepEffectRolledBack(e *evidence.Event, src Source) {
 // (not reject-without-inbox).
 func (m *Model) stepCommitUnknown(e *evidence.Event, src Source) {
 	m.inboxRecord(e, src)
+	m.noteInboxUser(e)
 	m.unknownCommits++
 	m.openCommits[inboxKey{m.intern(e.Consumer), m.ev(e.EventID).id}]++
 }

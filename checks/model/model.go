@@ -54,6 +54,8 @@ type Model struct {
 	openCommits  map[inboxKey]int    // commit_unknown events not yet decided by a replay, by inbox row
 	inboxOrder   []inboxKey
 	notifs       []notification
+	inboxNames   []string    // inbox consumers named by an inbox or effect event, in order seen (at most maxGroups)
+	inboxCounts  []inboxUser // by index of inboxNames
 	notifIDs     map[int64]bool
 
 	consumerState // offsets, members, per-key order (offsets.go, ordering.go)

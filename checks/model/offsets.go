@@ -85,6 +85,7 @@ type memberPart struct {
 type current struct {
 	rec     recordKey
 	eventID string
+	group   string // the group it received the record in
 	ok      bool
 }
 
@@ -240,14 +241,14 @@ func (m *Model) checkOffsets(truncated bool) {
 
 // memberReceived notes a member's receive of record k: its record in
 // hand, and its last and first receive on the partition.
-func (m *Model) memberReceived(actor string, es *eventState, k recordKey) {
+func (m *Model) memberReceived(actor, group string, es *eventState, k recordKey) {
 	actor = m.intern(actor)
 	mp := m.memberPartOf(actor, k.topic, k.partition)
 	if !mp.hasRecv {
 		mp.firstRecv = k.offset
 	}
 	mp.lastRecv, mp.hasRecv = k.offset, true
-	m.cur[actor] = current{rec: k, eventID: es.id, ok: true}
+	m.cur[actor] = current{rec: k, eventID: es.id, group: group, ok: true}
 }
 
 // inboxHas tells whether inbox row k exists; an open unknown commit of k

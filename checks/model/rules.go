@@ -117,8 +117,8 @@ var Rules = []RuleInfo{
 		"an inbox_insert or inbox_reject naming a record not received with its event id"},
 	// Delivery: the effect is guarded by the inbox.
 	{RuleEffectWithoutInbox, spec.LayerDelivery, "an effect with no inbox row for its (consumer, event_id)"},
-	// Delivery: exactly one effect per event.
-	{RuleDuplicateEffect, spec.LayerDelivery, "a second effect for one event_id"},
+	// Delivery: exactly one effect per event and inbox consumer.
+	{RuleDuplicateEffect, spec.LayerDelivery, "a second effect for one event_id by one inbox consumer"},
 	// Delivery: an effect's row has its own unique id.
 	{RuleDuplicateNotification, spec.LayerDelivery, "a second effect with one notification_id"},
 	// Delivery: the offset is committed after the effect (at-least-once).

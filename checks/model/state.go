@@ -35,7 +35,8 @@ type eventState struct {
 	unknownOpen  int32 // publish_unknown events not yet matched to a record received
 
 	deliveries, effects, rejects int32
-	version                      int32 // aggregate_version (0: not said, 1)
+	effectBy                     uint64 // inbox consumers (bit i: m.inboxNames[i]) with an effect of it
+	version                      int32  // aggregate_version (0: not said, 1)
 	pending                      []pendingKey
 	*observed                    // nil until seeded or observed
 }

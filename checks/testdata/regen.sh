@@ -54,6 +54,7 @@ for w in "${what[@]}"; do
 		run planted/proof-from-config --plant proof-from-config --scenarios orderCrashWindow
 		run planted/batch-offset-before-effect --plant batch-offset-before-effect --scenarios replayCrash-batch
 		run planted/publish-ahead-of-version --plant publish-ahead-of-version --scenarios versionsAfterRefusal
+		run planted/inbox-by-event-id --plant inbox-by-event-id --scenarios twoConsumers
 		;;
 	*)
 		echo "regen: unknown fixture $w (witnessed, u80, planted)" >&2

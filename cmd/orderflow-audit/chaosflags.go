@@ -13,6 +13,7 @@ import (
 type chaosFlags struct {
 	duration                  time.Duration
 	orders, relays, consumers int
+	inboxes                   int
 	faults, only              string
 }
 
@@ -22,7 +23,8 @@ func (cf *chaosFlags) register(fs *flagSet) {
 	fs.DurationVar(&cf.duration, "duration", d.Duration, "chaos: how long the nemesis injects faults under load")
 	fs.IntVar(&cf.orders, "orders", d.Orders, "chaos: orders placed concurrently")
 	fs.IntVar(&cf.relays, "relays", d.Relays, "chaos: relay processes")
-	fs.IntVar(&cf.consumers, "consumers", d.Consumers, "chaos: consumer processes (one group)")
+	fs.IntVar(&cf.consumers, "consumers", d.Consumers, "chaos: consumer processes of each group")
+	fs.IntVar(&cf.inboxes, "inboxes", d.Inboxes, "chaos: consumer groups, each with an inbox name of its own")
 	fs.StringVar(&cf.faults, "faults", "all", "chaos: fault `kinds` the nemesis draws from, comma-separated:\n"+nemesis.KindList())
 	fs.StringVar(&cf.only, "only-faults", "", "chaos: keep only these `numbers` of the seed's schedule (comma-separated, or none;\nwhat explore's shrinking prints)")
 }
@@ -34,9 +36,10 @@ func (cf *chaosFlags) config() (nemesis.Config, error) {
 	if err != nil {
 		return nemesis.Config{}, usageErrorf("--faults: %v", err)
 	}
-	c := nemesis.Config{Duration: cf.duration, Orders: cf.orders, Relays: cf.relays, Consumers: cf.consumers, Kinds: kinds}
-	if cf.orders < 1 || cf.relays < 1 || cf.consumers < 1 {
-		return c, usageErrorf("--orders, --relays and --consumers must be at least 1")
+	c := nemesis.Config{Duration: cf.duration, Orders: cf.orders, Relays: cf.relays, Consumers: cf.consumers,
+		Inboxes: cf.inboxes, Kinds: kinds}
+	if cf.orders < 1 || cf.relays < 1 || cf.consumers < 1 || cf.inboxes < 1 {
+		return c, usageErrorf("--orders, --relays, --consumers and --inboxes must be at least 1")
 	}
 	if c.Only, err = nemesis.ParseOnly(cf.only); err != nil {
 		return c, usageErrorf("%v", err)
@@ -49,7 +52,7 @@ func (cf *chaosFlags) config() (nemesis.Config, error) {
 }
 
 // chaosFlagNames are the flags register defines.
-var chaosFlagNames = []string{"duration", "orders", "relays", "consumers", "faults", "only-faults"}
+var chaosFlagNames = []string{"duration", "orders", "relays", "consumers", "inboxes", "faults", "only-faults"}
 
 // setWithout returns a chaos flag that was set although ids do not select
 // the chaos scenario ("" when none was).

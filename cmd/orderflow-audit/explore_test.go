@@ -46,6 +46,8 @@ func TestExploreBadFlags(t *testing.T) {
 		{"--faults", "kill,nope"},
 		{"--progress", "sometimes"},
 		{"--orders", "0"},
+		{"--inboxes", "0"},
+		{"--inboxes", "5"},
 		{"--duration", "1ms"},
 		{"--plant", "no-such-bug"},
 		{"--only-faults", "0,2"},
@@ -179,6 +181,10 @@ func TestRunChaosFlagsNeedChaos(t *testing.T) {
 	code, _, stderr = runCLI(t, "run", "--scenarios", "chaos", "--orders", "0", "--out", filepath.Join(t.TempDir(), "u80.json"))
 	if code != exitUsage {
 		t.Fatalf("--orders 0: exit %d, stderr %q; want 2", code, stderr)
+	}
+	code, _, stderr = runCLI(t, "run", "--scenarios", "normalChain", "--inboxes", "2", "--out", filepath.Join(t.TempDir(), "u80.json"))
+	if code != exitUsage || !strings.Contains(stderr, "--inboxes configures the chaos scenario") {
+		t.Fatalf("exit %d, stderr %q; want exit 2 naming --inboxes", code, stderr)
 	}
 }
 

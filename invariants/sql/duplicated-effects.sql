@@ -1,6 +1,8 @@
--- A returned row is an event id with more than one notification: the
--- business effect happened more than once (one row per event id).
-SELECT n.event_id
+-- A returned row is an inbox consumer's event id with more than one
+-- notification by that consumer: its business effect happened more than
+-- once (one row per consumer and event id; one notification of an event
+-- by each of two consumers is two effects, one each).
+SELECT n.consumer, n.event_id
 FROM notification n
-GROUP BY n.event_id
+GROUP BY n.consumer, n.event_id
 HAVING COUNT(*) > 1

@@ -129,6 +129,9 @@ type Config struct {
 	Orders    int
 	Relays    int
 	Consumers int
+	// Inboxes is how many consumer groups of Consumers members each run,
+	// each with an inbox of its own (spec.ChaosInboxes); default 1.
+	Inboxes int
 	// Users place the orders (principals user-1 ... user-N).
 	Users int
 	// Kinds are the fault kinds that may be drawn (default: all).
@@ -162,6 +165,9 @@ func (c *Config) SetDefaults() {
 	if c.Users <= 0 {
 		c.Users = DefaultUsers
 	}
+	if c.Inboxes <= 0 {
+		c.Inboxes = 1
+	}
 	if len(c.Kinds) == 0 {
 		c.Kinds = slices.Clone(Kinds)
 	}
@@ -173,6 +179,7 @@ const (
 	MaxOrders    = 10000
 	MaxRelays    = 8
 	MaxConsumers = 8
+	MaxInboxes   = 4
 )
 
 // Validate checks a Config after SetDefaults.
@@ -186,6 +193,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--relays %d: at most %d", c.Relays, MaxRelays)
 	case c.Consumers > MaxConsumers:
 		return fmt.Errorf("--consumers %d: at most %d", c.Consumers, MaxConsumers)
+	case c.Inboxes > MaxInboxes:
+		return fmt.Errorf("--inboxes %d: at most %d", c.Inboxes, MaxInboxes)
 	}
 	for _, n := range c.Only {
 		if n < 1 && !slices.Equal(c.Only, NoFaults) {
@@ -335,7 +344,7 @@ func draw(r *rand.Rand, cfg Config) Fault {
 	k := cfg.Kinds[r.IntN(len(cfg.Kinds))]
 	pick, role, length, delay := r.IntN(1<<20), r.IntN(3), r.IntN(1000), r.IntN(1000)
 	relay := RelayName(1 + pick%cfg.Relays)
-	actor := []string{relay, ConsumerName(1 + pick%cfg.Consumers), OrdersName}[role]
+	actor := []string{relay, ConsumerName(1 + pick%(cfg.Consumers*max(cfg.Inboxes, 1))), OrdersName}[role]
 	f := Fault{Kind: k}
 	switch k {
 	case Kill:

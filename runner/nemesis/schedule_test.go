@@ -216,3 +216,53 @@ func TestFormatCounts(t *testing.T) {
 		t.Fatalf("FormatFaultCounts with the audit's kinds = %q", got)
 	}
 }
+
+// TestInboxesTargets: with --inboxes 1 a seed's schedule is the one it
+// was (Inboxes 0 and 1 alike); with more, the consumer targets range over
+// every group's slots, consumer-1 .. consumer-C×N, and no further.
+func TestInboxesTargets(t *testing.T) {
+	names := func(c nemesis.Config) map[string]bool {
+		out := map[string]bool{}
+		for _, f := range nemesis.Schedule(c) {
+			if slot, _, _ := strings.Cut(f.Target, ">"); strings.HasPrefix(slot, "consumer-") {
+				out[slot] = true // a slot, or one of its links
+			}
+		}
+		return out
+	}
+	one, two := map[string]bool{}, map[string]bool{}
+	for seed := int64(1); seed <= 200; seed++ {
+		c := cfg(seed)
+		c1 := c
+		c1.Inboxes = 1
+		if !reflect.DeepEqual(nemesis.Schedule(c), nemesis.Schedule(c1)) || c.Inboxes != 1 {
+			t.Fatalf("seed %d: --inboxes 1 changes the schedule (default Inboxes %d)", seed, c.Inboxes)
+		}
+		for n := range names(c) {
+			one[n] = true
+		}
+		c.Inboxes = 2
+		for n := range names(c) {
+			two[n] = true
+		}
+	}
+	want := func(n int) map[string]bool {
+		out := map[string]bool{}
+		for i := 1; i <= n; i++ {
+			out[nemesis.ConsumerName(i)] = true
+		}
+		return out
+	}
+	if d := nemesis.DefaultConsumers; !reflect.DeepEqual(one, want(d)) || !reflect.DeepEqual(two, want(2*d)) {
+		t.Errorf("consumer targets: one inbox %v, two %v; want consumer-1..%d and consumer-1..%d", one, two, d, 2*d)
+	}
+	c := cfg(1)
+	c.Inboxes = nemesis.MaxInboxes + 1
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "--inboxes") {
+		t.Errorf("Validate with %d inboxes: %v; want an error naming --inboxes", c.Inboxes, err)
+	}
+	c.Inboxes = nemesis.MaxInboxes
+	if err := c.Validate(); err != nil {
+		t.Errorf("Validate with %d inboxes: %v", c.Inboxes, err)
+	}
+}

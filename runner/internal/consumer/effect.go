@@ -121,6 +121,11 @@ func (c *Consumer) effectTx(ctx context.Context, r *kgo.Record, id Identity) (re
 			_ = tx.Rollback()
 		}
 	}()
+	if c.cfg.Plant == plant.InboxByEventID {
+		if res.replay, err = inboxHasEvent(ctx, tx, res.key); err != nil || res.replay {
+			return res, err
+		}
+	}
 	if c.cfg.Plant != plant.NoInboxDedupe {
 		if _, err := tx.ExecContext(ctx, qInsertInbox, c.cfg.Name, res.key, r.Topic, r.Partition, r.Offset); err != nil {
 			var me *mysql.MySQLError
@@ -162,6 +167,17 @@ func (c *Consumer) inboxKey(r *kgo.Record, id Identity) string {
 		return string(r.Key)
 	}
 	return id.EventID
+}
+
+// inboxHasEvent is the planted InboxByEventID: it looks the inbox up by
+// event id alone, so that another consumer's row of the event is taken
+// for a replay of this one's.
+func inboxHasEvent(ctx context.Context, tx *sql.Tx, eventID string) (bool, error) {
+	var n int64
+	if err := tx.QueryRowContext(ctx, qInboxByEvent, eventID).Scan(&n); err != nil {
+		return false, &txFailure{err: fmt.Errorf("effect %s: look the inbox up: %w", eventID, err)}
+	}
+	return n > 0, nil
 }
 
 // splitTx is the planted InboxAndEffectSeparateTx: it commits the inbox

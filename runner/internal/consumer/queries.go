@@ -8,6 +8,10 @@ const (
 
 	qInsertNotification = `INSERT INTO notification (consumer, event_id, order_id, body) VALUES (?, ?, ?, ?)`
 
+	// qInboxByEvent is the planted InboxByEventID's look-up: the event id
+	// alone, not the consumer.
+	qInboxByEvent = `SELECT COUNT(*) FROM inbox WHERE event_id = ?`
+
 	// The batch's statements (batch.go): the VALUES lists are appended,
 	// one (?, ...) per row; the ids of the notifications just inserted are
 	// read back in the transaction (a multi-row insert's ids need not be

@@ -47,6 +47,8 @@ const (
 	OffsetNotPlusOne Bug = "offset-not-plus-one"
 	// DedupeOnWrongKey: consumer keys its inbox by the record key (the order id) instead of the event id.
 	DedupeOnWrongKey Bug = "dedupe-on-wrong-key"
+	// InboxByEventID: consumer looks its inbox up by event id alone, not by consumer and event id: another consumer's row of the event is taken for its own.
+	InboxByEventID Bug = "inbox-by-event-id"
 	// IdemKeyAcrossUsers: order service looks an idempotency record up by its key alone, not by user and key.
 	IdemKeyAcrossUsers Bug = "idem-key-across-users"
 	// TokenAlgNone: order service accepts unsigned tokens (alg none).
