@@ -38,9 +38,9 @@ const (
 // (Close) is replaced at once; one that dies without leaving holds its
 // partitions until SessionTimeout.
 const (
-	SessionTimeout    = 6 * time.Second
-	RebalanceTimeout  = 6 * time.Second
-	HeartbeatInterval = 500 * time.Millisecond
+	SessionTimeout    = spec.GroupSessionTimeout
+	RebalanceTimeout  = spec.GroupRebalanceTimeout
+	HeartbeatInterval = spec.GroupHeartbeatInterval
 	FetchMaxWait      = 100 * time.Millisecond
 )
 
@@ -127,6 +127,9 @@ type Stats struct {
 	// back; CommitsUnknown those whose COMMIT went unanswered.
 	EffectsRolledBack int
 	CommitsUnknown    int
+	// Owned is the partitions the group assigns this member now (a
+	// state, not a count: sub keeps the later one).
+	Owned int
 }
 
 func (s Stats) sub(o Stats) Stats {
@@ -138,6 +141,7 @@ func (s Stats) sub(o Stats) Stats {
 		OffsetsCommitted:  s.OffsetsCommitted - o.OffsetsCommitted,
 		EffectsRolledBack: s.EffectsRolledBack - o.EffectsRolledBack,
 		CommitsUnknown:    s.CommitsUnknown - o.CommitsUnknown,
+		Owned:             s.Owned,
 	}
 }
 
@@ -173,6 +177,7 @@ func New(ctx context.Context, cfg Config) (*Consumer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	c := &Consumer{cfg: cfg}
 	opts := append([]kgo.Opt{}, cfg.ClientOpts...)
 	opts = append(opts,
 		kgo.ClientID(cfg.Member),
@@ -194,6 +199,11 @@ func New(ctx context.Context, cfg Config) (*Consumer, error) {
 		// stopped past the session timeout is fenced instead: its
 		// late commits fail with the old generation.
 		kgo.BlockRebalanceOnPoll(),
+		// Ownership is logged (ownership.go): the verifier holds the
+		// time a partition spends without an owner to a bound.
+		kgo.OnPartitionsAssigned(c.onAssigned),
+		kgo.OnPartitionsRevoked(c.onRevoked),
+		kgo.OnPartitionsLost(c.onLost),
 	)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -205,7 +215,8 @@ func New(ctx context.Context, cfg Config) (*Consumer, error) {
 		cl.Close()
 		return nil, fmt.Errorf("consumer %s: ping broker: %w", cfg.Member, err)
 	}
-	return &Consumer{cfg: cfg, cl: cl}, nil
+	c.cl = cl
+	return c, nil
 }
 
 // Member returns the actor name of this member.
