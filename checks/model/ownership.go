@@ -52,6 +52,10 @@ type ownershipState struct {
 	gaps    map[partKey]openGap  // partitions without an owner now
 	unowned []UnownedGap         // the gaps that closed, in order (capped)
 	windows []faultWindow        // the nemesis's faults (capped)
+	// released: a member's partitions it revoked or lost and was not
+	// assigned again; commitsReleased counts its offset_commits there.
+	released        map[partKey]map[string]bool
+	commitsReleased int64
 }
 
 // openGap is a gap that has not closed yet.
@@ -118,6 +122,7 @@ func (m *Model) assign(k partKey, actor string, at int64, src Source) {
 		delete(m.gaps, k)
 		m.closeGap(k, g, actor, at, src)
 	}
+	delete(m.released[k], actor)
 	for _, h := range m.holders[k] {
 		if h == actor {
 			return
@@ -141,6 +146,13 @@ func (m *Model) release(k partKey, actor, cause string, at int64) {
 	if i < 0 {
 		return
 	}
+	if m.released == nil {
+		m.released = map[partKey]map[string]bool{}
+	}
+	if m.released[k] == nil {
+		m.released[k] = map[string]bool{}
+	}
+	m.released[k][actor] = true
 	hs = append(hs[:i], hs[i+1:]...)
 	if len(hs) > 0 {
 		m.holders[k] = hs
@@ -226,3 +238,15 @@ func (m *Model) noteWindow(e *evidence.Event) {
 
 // Unowned returns the gaps that closed, in the order they closed.
 func (m *Model) Unowned() []UnownedGap { return append([]UnownedGap(nil), m.unowned...) }
+
+// noteCommitOwner counts an offset_commit of a member on a partition it
+// had released and not been assigned again.
+func (m *Model) noteCommitOwner(e *evidence.Event) {
+	if e.Partition != nil && m.released[partKey{e.Consumer, e.Topic, *e.Partition}][e.Actor] {
+		m.commitsReleased++
+	}
+}
+
+// CommitsReleased returns the offset_commit events of a member on a
+// partition it had revoked or lost and had not been assigned again.
+func (m *Model) CommitsReleased() int64 { return m.commitsReleased }
