@@ -99,7 +99,7 @@ var consumerScenarios = []Scenario{
 		Needs: []Feature{FeatureStepwiseRelay},
 	},
 	{
-		ID: "rebalanceSettling", Consumes: true, Suite: SuiteEXT, Boundary: BoundaryNone,
+		ID: "rebalanceSettling", Consumes: true, Suite: SuiteEXT, Boundary: BoundaryNone, OptIn: true,
 		Faults: []FaultRef{{AfterEffectBeforeOffsetCommit, InjectHook}},
 		Description: "4 orders on 2 partitions; consumer-1 polls them and, held after its first effect before that offset " +
 			"commit, sees consumer-2 join the group (a forced rebalance while it settles the batch); it settles and commits " +
