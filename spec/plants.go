@@ -93,6 +93,8 @@ var Plants = []Plant{
 		[]Exposure{{"consumerRestart", []string{"settled-not-committed"}}}},
 	{"offset-not-plus-one", "consumer commits a record's own offset instead of the next one",
 		[]Exposure{{"consumerRestart", []string{"offset-off-by-one"}}}},
+	{"close-without-leave", "consumer joins as a static member (an instance id) and so closes without leaving its group: its partitions wait for the session timeout",
+		[]Exposure{{"rebalanceSettling", []string{"partition-unowned-too-long"}}}},
 	{"dedupe-on-wrong-key", "consumer keys its inbox by the record key (the order id) instead of the event id",
 		[]Exposure{{"orderLifecycle", []string{"dedupe-wrong-key"}}}},
 	{"idem-key-across-users", "order service looks an idempotency record up by its key alone, not by user and key",

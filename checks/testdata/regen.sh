@@ -53,6 +53,7 @@ for w in "${what[@]}"; do
 		run planted/token-alg-none --plant token-alg-none --scenarios tokenClaims
 		run planted/proof-from-config --plant proof-from-config --scenarios orderCrashWindow
 		run planted/batch-offset-before-effect --plant batch-offset-before-effect --scenarios replayCrash-batch
+		run planted/close-without-leave --plant close-without-leave --scenarios rebalanceSettling
 		;;
 	*)
 		echo "regen: unknown fixture $w (witnessed, u80, planted)" >&2

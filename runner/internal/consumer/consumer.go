@@ -205,6 +205,10 @@ func New(ctx context.Context, cfg Config) (*Consumer, error) {
 		kgo.OnPartitionsRevoked(c.onRevoked),
 		kgo.OnPartitionsLost(c.onLost),
 	)
+	if cfg.Plant == plant.CloseWithoutLeave {
+		// A static member does not send LeaveGroup when it closes.
+		opts = append(opts, kgo.InstanceID(cfg.Member))
+	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("consumer %s: new client: %w", cfg.Member, err)
@@ -263,7 +267,7 @@ func (c *Consumer) count(f func(*Stats)) {
 // EffectErrorSwallowed commits the offset of a failed effect transaction;
 // DuplicateOffsetNotCommitted does not commit a duplicate's offset;
 // OffsetNotPlusOne commits the record's own offset (effect.go and
-// PollOnce hold the others).
+// PollOnce hold the others; New the planted CloseWithoutLeave).
 func (c *Consumer) Handle(ctx context.Context, r *kgo.Record) (Outcome, error) {
 	var out Outcome
 	id, err := c.receive(r)
