@@ -64,7 +64,7 @@ func rebalanceSettling(ctx context.Context, e *Env) error {
 		return err
 	}
 	p1 := pumps.start(ctx, c1)
-	if err := e.awaitSettled(ctx, topic, group, 4); err != nil {
+	if err := e.awaitSettled(ctx, topic, group, 4, &pumps); err != nil {
 		return err
 	}
 	if faults.Hits(spec.AfterEffectBeforeOffsetCommit) != 1 {
@@ -80,7 +80,7 @@ func rebalanceSettling(ctx context.Context, e *Env) error {
 	if err := e.awaitOwned(ctx, "consumer-2", 2); err != nil {
 		return err
 	}
-	if err := e.awaitSettled(ctx, topic, group, 4); err != nil {
+	if err := e.awaitSettled(ctx, topic, group, 4, &pumps); err != nil {
 		return err
 	}
 	stats := pumps.stop()
@@ -148,9 +148,12 @@ func (e *Env) awaitJoin(ctx context.Context, group string) (string, error) {
 }
 
 // awaitSettled waits until n notifications are written and group has
-// committed the topic's end.
-func (e *Env) awaitSettled(ctx context.Context, topic, group string, n int64) error {
+// committed the topic's end, or a member of ps stopped on an error.
+func (e *Env) awaitSettled(ctx context.Context, topic, group string, n int64, ps *pumps) error {
 	_, err := await(ctx, rebalanceWait, fmt.Sprintf("%d effects and no lag", n), func() (string, bool, error) {
+		if err := ps.failed(); err != nil {
+			return "", false, err
+		}
 		effects, err := e.Count(ctx, "notification", "")
 		if err != nil {
 			return "", false, err
@@ -297,6 +300,22 @@ func (ps *pumps) start(ctx context.Context, c sut.Consumer) *pump {
 	ps.all = append(ps.all, p)
 	ps.mu.Unlock()
 	return p
+}
+
+// failed returns the error of a pump that stopped on its own.
+func (ps *pumps) failed() error {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	for _, p := range ps.all {
+		select {
+		case <-p.done:
+			if p.err != nil && !errors.Is(p.err, context.Canceled) {
+				return p.err
+			}
+		default:
+		}
+	}
+	return nil
 }
 
 // stop cancels p's polling and waits for it to return.
