@@ -129,6 +129,10 @@ const (
 	// offset to read, as Kafka defines it). topic, partition, offset,
 	// consumer.
 	KindOffsetCommit Kind = "offset_commit"
+	// KindGroupJoin: the member's client was created and the broker
+	// answered; it starts joining its group (the join completes with its
+	// first partition_assigned, maybe of none). consumer (group), topic.
+	KindGroupJoin Kind = "group_join"
 	// KindPartitionAssigned: the group assigned a partition to this
 	// member (kgo's OnPartitionsAssigned, one event per partition).
 	// topic, partition, consumer (group).
@@ -188,7 +192,7 @@ var Kinds = []Kind{
 	KindOrderAdvanced, KindEffectRolledBack, KindCommitUnknown,
 	KindObserve, KindFault, KindInvariant,
 	KindHeal, KindProcessStart, KindProcessExit, KindFaultSkipped,
-	KindPartitionAssigned, KindPartitionRevoked, KindPartitionLost,
+	KindPartitionAssigned, KindPartitionRevoked, KindPartitionLost, KindGroupJoin,
 }
 
 // Event is one line of an event log. Numbers that may legitimately be zero

@@ -98,6 +98,8 @@ func eventLines(e logEvent, a, over string, fn footnoter) []string {
 		return msg(a, "-x", aliasDB, fmt.Sprintf("commit %s: outcome unknown%s", e.EventID, fn(e.Err)))
 	case evidence.KindOffsetCommit:
 		return msg(a, "->>", aliasKafka, fmt.Sprintf("commit p%s next %s", i32(e.Partition), i64(e.Offset)))
+	case evidence.KindGroupJoin:
+		return note(a, "joins "+e.Consumer)
 	case evidence.KindPartitionAssigned:
 		return note(a, fmt.Sprintf("owns p%s", i32(e.Partition)))
 	case evidence.KindPartitionRevoked:

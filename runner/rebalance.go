@@ -211,8 +211,8 @@ type gap struct {
 
 // ownershipGaps reads the members' logs and returns each interval a
 // partition spent between one member's release (revoked: held to
-// spec.UnownedAfterLeave; lost: spec.UnownedAfterDeath) and the next
-// assignment of it, and the offset commits a member made on a partition
+// spec.UnownedAfterLeave; lost: spec.UnownedAfterDeath), or the next
+// member's group_join when that came later, and the next assignment of it, and the offset commits a member made on a partition
 // it had released and not been assigned again.
 func (e *Env) ownershipGaps(members ...string) ([]gap, int, error) {
 	var all []evidence.Event
@@ -233,9 +233,13 @@ func (e *Env) ownershipGaps(members ...string) ([]gap, int, error) {
 	owners := map[int32]int{}
 	open := map[int32]gap{}
 	since := map[int32]time.Time{}
+	joined := map[string]time.Time{}
 	var gaps []gap
 	late := 0
 	for _, ev := range all {
+		if _, ok := joined[ev.Actor]; !ok && ev.Kind == evidence.KindGroupJoin {
+			joined[ev.Actor] = ev.Time
+		}
 		if ev.Partition == nil {
 			continue
 		}
@@ -243,7 +247,11 @@ func (e *Env) ownershipGaps(members ...string) ([]gap, int, error) {
 		switch ev.Kind {
 		case evidence.KindPartitionAssigned:
 			if g, ok := open[p]; ok {
-				g.d = ev.Time.Sub(since[p])
+				from := since[p]
+				if j, ok := joined[ev.Actor]; ok && j.After(from) {
+					from = j // the successor was not in the group before
+				}
+				g.d = ev.Time.Sub(from)
 				gaps = append(gaps, g)
 				delete(open, p)
 			}

@@ -5,11 +5,11 @@ import "time"
 // Liveness of the consumer group: how long a partition may be without an
 // owner. The reference consumer (runner/internal/consumer) joins its group
 // with these timeouts, and the verifier holds every interval a partition
-// spent between one member's release and the next member's assignment
-// (its partition_assigned, partition_revoked and partition_lost events,
-// and the supervisor's process_exit of a member that died) to the bound of
-// the way the previous member went: checks/model's
-// partition-unowned-too-long.
+// spent between one member's release (its partition_revoked or
+// partition_lost, or the supervisor's process_exit of a member that died),
+// or the next member's group_join when it joined later, and that member's
+// partition_assigned to the bound of the way the previous member went:
+// checks/model's partition-unowned-too-long.
 const (
 	// GroupSessionTimeout is the session timeout of a member: one that
 	// stops heartbeating (killed, partitioned away) is dropped from the

@@ -193,6 +193,7 @@ var handlers = map[evidence.Kind]handler{
 	evidence.KindPartitionAssigned: (*Model).stepOwnership, // ownership.go
 	evidence.KindPartitionRevoked:  (*Model).stepOwnership, // ownership.go
 	evidence.KindPartitionLost:     (*Model).stepOwnership, // ownership.go
+	evidence.KindGroupJoin:         (*Model).stepOwnership, // ownership.go
 
 	evidence.KindEffectRolledBack: (*Model).stepEffectRolledBack, // effects.go
 	evidence.KindCommitUnknown:    (*Model).stepCommitUnknown,    // effects.go

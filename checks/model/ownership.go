@@ -18,7 +18,11 @@ import (
 // such gap that closes is kept (Unowned) and held to spec's bound of the
 // way it opened: spec.UnownedAfterLeave after a revoke or a clean exit,
 // spec.UnownedAfterDeath after a lost partition or a process that died
-// (partition-unowned-too-long). A nemesis fault that strikes from a
+// (partition-unowned-too-long). The gap's clock starts at the later of
+// the release and the successor's group_join: a member that was not yet
+// in the group (started after the release, as a restart's is) is not
+// held to have taken the partition before it joined; a successor without
+// a group_join is held from the release. A nemesis fault that strikes from a
 // session timeout before the gap to its end (a kill, a cut link, a broker
 // restart: the group cannot hand anything on meanwhile) lifts the bound to
 // spec.UnownedAfterDeath plus the time the faults overlapped the gap. A
@@ -56,6 +60,7 @@ type ownershipState struct {
 	// assigned again; commitsReleased counts its offset_commits there.
 	released        map[partKey]map[string]bool
 	commitsReleased int64
+	joined          map[string]int64 // a member's first group_join
 }
 
 // openGap is a gap that has not closed yet.
@@ -78,15 +83,22 @@ const (
 	maxWindows = 4096
 )
 
-// stepOwnership: a member's partition_assigned, partition_revoked or
-// partition_lost.
+// stepOwnership: a member's group_join, partition_assigned,
+// partition_revoked or partition_lost.
 func (m *Model) stepOwnership(e *evidence.Event, src Source) {
-	if e.Partition == nil {
+	if e.Partition == nil && e.Kind != evidence.KindGroupJoin {
 		return
 	}
-	k := partKey{m.intern(e.Consumer), m.intern(e.Topic), *e.Partition}
+	k := partKey{m.intern(e.Consumer), m.intern(e.Topic), val(e.Partition)}
 	actor := m.intern(e.Actor)
 	switch e.Kind {
+	case evidence.KindGroupJoin:
+		if _, ok := m.joined[actor]; !ok && len(m.joined) < maxActors {
+			if m.joined == nil {
+				m.joined = map[string]int64{}
+			}
+			m.joined[actor] = e.Time.UnixNano()
+		}
 	case evidence.KindPartitionAssigned:
 		m.assign(k, actor, e.Time.UnixNano(), src)
 	case evidence.KindPartitionRevoked:
@@ -165,8 +177,14 @@ func (m *Model) release(k partKey, actor, cause string, at int64) {
 	m.gaps[k] = openGap{from: actor, cause: cause, start: at}
 }
 
-// closeGap keeps a gap that closed at end and judges it.
+// closeGap keeps a gap that closed at end and judges it, from the later
+// of its release and to's group_join.
 func (m *Model) closeGap(k partKey, g openGap, to string, end int64, src Source) {
+	from := fmt.Sprintf("%s's release (%s)", g.from, g.cause)
+	if j, ok := m.joined[to]; ok && j > g.start {
+		g.start = j
+		from = fmt.Sprintf("%s's group_join (after %s's release, %s)", to, g.from, g.cause)
+	}
 	base := spec.UnownedAfterLeave
 	if g.cause == GapDied {
 		base = spec.UnownedAfterDeath
@@ -179,8 +197,8 @@ func (m *Model) closeGap(k partKey, g openGap, to string, end int64, src Source)
 	}
 	if d > bound {
 		m.violate(RulePartitionUnownedTooLong, src, "",
-			"partition %s/%d of group %s was without an owner for %v, from %s's release (%s) to %s's assignment: the bound is %v%s",
-			k.topic, k.partition, k.group, d, g.from, g.cause, to, bound, why)
+			"partition %s/%d of group %s was without an owner for %v, from %s to %s's assignment: the bound is %v%s",
+			k.topic, k.partition, k.group, d, from, to, bound, why)
 	}
 }
 

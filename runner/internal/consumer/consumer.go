@@ -220,6 +220,10 @@ func New(ctx context.Context, cfg Config) (*Consumer, error) {
 		return nil, fmt.Errorf("consumer %s: ping broker: %w", cfg.Member, err)
 	}
 	c.cl = cl
+	if err := c.emit(evidence.Event{Kind: evidence.KindGroupJoin, Topic: cfg.Topic, Consumer: cfg.Group}); err != nil {
+		cl.Close()
+		return nil, err
+	}
 	return c, nil
 }
 

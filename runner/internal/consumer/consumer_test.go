@@ -320,8 +320,8 @@ func TestBadRecordStops(t *testing.T) {
 	if n := count(t, b.DB, `SELECT COUNT(*) FROM notification`); n != 0 {
 		t.Errorf("notifications = %d; want 0", n)
 	}
-	if es := b.events(t); len(es) != 1 || es[0].Kind != evidence.KindPartitionAssigned {
-		t.Errorf("events = %+v; want only the partition's assignment", es)
+	if es := b.events(t); len(es) != 2 || es[0].Kind != evidence.KindGroupJoin || es[1].Kind != evidence.KindPartitionAssigned {
+		t.Errorf("events = %+v; want only the join and the partition's assignment", es)
 	}
 }
 
