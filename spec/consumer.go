@@ -112,7 +112,8 @@ var consumerScenarios = []Scenario{
 			"The bounds are spec/liveness.go's: `UnownedAfterLeave` (3 s) after a revoke, `UnownedAfterDeath` after a loss",
 		Metrics: []Metric{
 			{Name: "handoffs", Example: "2",
-				Means: "intervals a partition spent without an owner that ended in an assignment (the rebalance's and the close's); " +
+				Means: "intervals a partition spent without an owner that ended in an assignment (the rebalance's and the close's), " +
+					"each from the release, or from the next member's `group_join` when it joined later; " +
 					"runner: from the members' own ownership events in their logs; verifier: the replay's"},
 			{Name: "unownedMaxMs", Example: "450", Means: "the longest of them, in milliseconds"},
 			{Name: "overBound", Accept: "0",

@@ -42,7 +42,9 @@ type UnownedGap struct {
 	// From is the member that let it go, To the one assigned it next.
 	From, To string
 	// Cause is GapLeft or GapDied; Bound the bound it was held to.
-	Cause      string
+	Cause string
+	// Start is when its clock started (the release, or To's first
+	// group_join when that came later); End is To's assignment.
 	Start, End time.Time
 	Bound      time.Duration
 }
