@@ -196,9 +196,9 @@ var Rules = []RuleInfo{
 	// Delivery: any consumer group hands a partition on within the
 	// group's timeouts (the bounds are spec's, spec/liveness.go).
 	{RulePartitionUnownedTooLong, spec.LayerDelivery,
-		"a partition without an owner, from its last holder's partition_revoked, partition_lost or process_exit to the group's " +
-			"next partition_assigned of it, for longer than spec's bound: UnownedAfterLeave after a revoke or a clean exit, " +
-			"UnownedAfterDeath after a loss or a death, lifted under nemesis faults"},
+		"a partition without an owner, from its last holder's partition_revoked, partition_lost or process_exit (or the next " +
+			"member's group_join, when later) to that member's partition_assigned of it, for longer than spec's bound: " +
+			"UnownedAfterLeave after a revoke or a clean exit, UnownedAfterDeath after a loss or a death, lifted under nemesis faults"},
 
 	// Claim token: leases exist only in a relay that claims with them.
 	{RuleClaimOnLiveLease, spec.LayerClaimToken,
