@@ -1,6 +1,9 @@
 package checks
 
 import (
+	"fmt"
+	"time"
+
 	"github.com/orderflow-audit/orderflow-audit/checks/model"
 	"github.com/orderflow-audit/orderflow-audit/spec"
 )
@@ -53,6 +56,29 @@ var consumerDerivations = map[string]derivation{
 		},
 	},
 	"twoConsumers": {metrics: twoConsumersMetrics},
+	"rebalanceSettling": {
+		metrics: func(f facts) []metricValue {
+			n := f.m.Counts()
+			gaps := f.m.Unowned()
+			var longest time.Duration
+			var over int64
+			for _, g := range gaps {
+				longest = max(longest, g.Duration())
+				if g.Duration() > g.Bound {
+					over++
+				}
+			}
+			return []metricValue{num("handoffs", int64(len(gaps))), num("unownedMaxMs", longest.Milliseconds()), num("overBound", over),
+				num("commitsAfterRevoke", f.m.CommitsReleased()), num("duplicates", n.InboxRejects), num("effects", n.Notifications),
+				num("lag", n.Lag)}
+		},
+		exercised: func(f facts) string {
+			if n := len(f.m.Unowned()); n < 2 {
+				return fmt.Sprintf("%d partition(s) went from one owner to the next: no rebalance and close were shown", n)
+			}
+			return ""
+		},
+	},
 }
 
 // twoConsumersMetrics: each inbox consumer's effect and inbox_reject

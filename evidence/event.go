@@ -129,6 +129,24 @@ const (
 	// offset to read, as Kafka defines it). topic, partition, offset,
 	// consumer.
 	KindOffsetCommit Kind = "offset_commit"
+	// KindGroupJoin: the member's client was created and the broker
+	// answered; it starts joining its group (the join completes with its
+	// first partition_assigned, maybe of none). consumer (group), topic.
+	KindGroupJoin Kind = "group_join"
+	// KindPartitionAssigned: the group assigned a partition to this
+	// member (kgo's OnPartitionsAssigned, one event per partition).
+	// topic, partition, consumer (group).
+	KindPartitionAssigned Kind = "partition_assigned"
+	// KindPartitionRevoked: this member gave a partition up in a
+	// rebalance or as it left the group (OnPartitionsRevoked), having
+	// settled and committed what it polled of it. topic, partition,
+	// consumer.
+	KindPartitionRevoked Kind = "partition_revoked"
+	// KindPartitionLost: this member found that the group had taken a
+	// partition from it (OnPartitionsLost: its session expired, it was
+	// fenced); it may already have another owner. topic, partition,
+	// consumer.
+	KindPartitionLost Kind = "partition_lost"
 
 	// KindObserve: the scenario queried a row's state at a point in time.
 	// event_id, state, claim_version.
@@ -174,6 +192,7 @@ var Kinds = []Kind{
 	KindOrderAdvanced, KindEffectRolledBack, KindCommitUnknown,
 	KindObserve, KindFault, KindInvariant,
 	KindHeal, KindProcessStart, KindProcessExit, KindFaultSkipped,
+	KindPartitionAssigned, KindPartitionRevoked, KindPartitionLost, KindGroupJoin,
 }
 
 // Event is one line of an event log. Numbers that may legitimately be zero

@@ -98,6 +98,14 @@ func eventLines(e logEvent, a, over string, fn footnoter) []string {
 		return msg(a, "-x", aliasDB, fmt.Sprintf("commit %s: outcome unknown%s", e.EventID, fn(e.Err)))
 	case evidence.KindOffsetCommit:
 		return msg(a, "->>", aliasKafka, fmt.Sprintf("commit p%s next %s", i32(e.Partition), i64(e.Offset)))
+	case evidence.KindGroupJoin:
+		return note(a, "joins "+e.Consumer)
+	case evidence.KindPartitionAssigned:
+		return note(a, fmt.Sprintf("owns p%s", i32(e.Partition)))
+	case evidence.KindPartitionRevoked:
+		return note(a, fmt.Sprintf("gives up p%s", i32(e.Partition)))
+	case evidence.KindPartitionLost:
+		return note(a, fmt.Sprintf("lost p%s", i32(e.Partition)))
 	case evidence.KindObserve:
 		return note(aliasDB, fmt.Sprintf("%s %s v%s", e.EventID, e.State, i64(e.ClaimVersion)))
 	case evidence.KindFault:

@@ -116,6 +116,7 @@ func (b *timelineBuilder) add(e logEvent) {
 	switch e.Kind {
 	case evidence.KindPublish, evidence.KindPublishUnknown, evidence.KindReceive, evidence.KindOffsetCommit:
 		b.usesKafka = true
+	case evidence.KindPartitionAssigned, evidence.KindPartitionRevoked, evidence.KindPartitionLost, evidence.KindGroupJoin:
 	case evidence.KindOrderRejected, evidence.KindOrderRequest, evidence.KindFault:
 	default:
 		b.usesDB = true

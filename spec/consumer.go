@@ -122,4 +122,33 @@ var consumerScenarios = []Scenario{
 		},
 		Needs: []Feature{FeatureStepwiseRelay},
 	},
+	{
+		ID: "rebalanceSettling", Consumes: true, Suite: SuiteEXT, Boundary: BoundaryNone, OptIn: true,
+		Faults: []FaultRef{{AfterEffectBeforeOffsetCommit, InjectHook}},
+		Description: "4 orders on 2 partitions; consumer-1 polls them and, held after its first effect before that offset " +
+			"commit, sees consumer-2 join the group (a forced rebalance while it settles the batch); it settles and commits " +
+			"the batch, gives consumer-2 a partition, then closes cleanly and consumer-2 takes the other: exactly one effect " +
+			"each, no commit for a partition given up, and no partition without an owner longer than spec's bound",
+		Details: "the in-process hook at `after-effect-before-offset-commit` starts consumer-2 and waits until the broker's " +
+			"coordinator counts two members (or a rebalance); the rebalance then waits for consumer-1's batch (kgo's " +
+			"BlockRebalanceOnPoll). Both members poll in the background; once the 4 effects are written and the lag is 0, " +
+			"consumer-1 closes (leaving the group) and the scenario waits until consumer-2's log shows both partitions. " +
+			"The bounds are spec/liveness.go's: `UnownedAfterLeave` (3 s) after a revoke, `UnownedAfterDeath` after a loss",
+		Metrics: []Metric{
+			{Name: "handoffs", Example: "2",
+				Means: "intervals a partition spent without an owner that ended in an assignment (the rebalance's and the close's), " +
+					"each from the release, or from the next member's `group_join` when it joined later; " +
+					"runner: from the members' own ownership events in their logs; verifier: the replay's"},
+			{Name: "unownedMaxMs", Example: "450", Means: "the longest of them, in milliseconds"},
+			{Name: "overBound", Accept: "0",
+				Means: "of them, those longer than their bound (`partition-unowned-too-long` names each)"},
+			{Name: "commitsAfterRevoke", Accept: "0",
+				Means: "`offset_commit` events of a member on a partition it had revoked or lost and not been assigned again"},
+			{Name: "duplicates", Example: "0", Means: "`inbox_reject` events (replays the inbox absorbed)"},
+			{Name: "effects", Accept: "4", Means: "notification rows"},
+			{Name: "lag", Accept: "0", Means: "as in effectDbError"},
+		},
+		Also:  "fewer than 2 handoffs makes the verifier's verdict on a PASS inconclusive (`scenario-not-exercised`)",
+		Needs: []Feature{FeatureFaultHooks},
+	},
 }

@@ -95,6 +95,8 @@ var Plants = []Plant{
 		[]Exposure{{"consumerRestart", []string{"settled-not-committed"}}}},
 	{"offset-not-plus-one", "consumer commits a record's own offset instead of the next one",
 		[]Exposure{{"consumerRestart", []string{"offset-off-by-one"}}}},
+	{"close-without-leave", "consumer joins as a static member (an instance id) and so closes without leaving its group: its partitions wait for the session timeout",
+		[]Exposure{{"rebalanceSettling", []string{"partition-unowned-too-long"}}}},
 	{"dedupe-on-wrong-key", "consumer keys its inbox by the record key (the order id) instead of the event id",
 		[]Exposure{{"orderLifecycle", []string{"dedupe-wrong-key"}}}},
 	{"inbox-by-event-id", "consumer looks its inbox up by event id alone, not by consumer and event id: another consumer's row of the event is taken for its own",

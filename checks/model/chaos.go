@@ -41,6 +41,7 @@ func (m *Model) stepHeal(e *evidence.Event, src Source) {
 	if !m.faultPoints[e.Point] {
 		m.violate(RuleFaultUndeclared, src, e.EventID, "a fault was healed at %q, which the scenario does not declare", e.Point)
 	}
+	m.noteWindow(e) // ownership.go
 }
 
 // stepProcess: the supervisor started an actor process or saw it end. The
@@ -51,6 +52,7 @@ func (m *Model) stepHeal(e *evidence.Event, src Source) {
 // not held against it (settled-not-committed).
 func (m *Model) stepProcess(e *evidence.Event, _ Source) {
 	m.noteExit(e)
+	m.releaseProcess(e) // ownership.go
 	if e.Kind == evidence.KindProcessExit && e.Detail != "exit 0" && e.Target != "" {
 		m.crashed[m.intern(e.Target)] = true
 	}

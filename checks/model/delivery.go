@@ -389,6 +389,7 @@ func (m *Model) stepEffect(e *evidence.Event, src Source) {
 // below n it received must be settled (effect or inbox_reject).
 func (m *Model) stepOffsetCommit(e *evidence.Event, src Source) {
 	m.noteCommit(e)
+	m.noteCommitOwner(e) // ownership.go
 	next := val(e.Offset)
 	m.commitOffsets(e.Actor, m.intern(e.Consumer), m.intern(e.Topic), val(e.Partition), next, src)
 	if next > 0 {

@@ -82,6 +82,7 @@ func (m *Model) stepFault(e *evidence.Event, src Source) {
 	m.commitAtFault(e)
 	m.countFault(e)
 	m.noteProof(e)
+	m.noteWindow(e) // ownership.go
 }
 
 // stepInvariant: a live invariant query ran; the checker compares its

@@ -91,9 +91,10 @@ type Model struct {
 	perRule    map[Rule]int
 	suppressed map[Rule]int
 
-	chaosState // the chaos scenario's figures (chaos.go)
-	proofState // what the proof-boundary claims are derived from (proof.go)
-	logOrder   // events waiting for their cause (logorder.go)
+	chaosState     // the chaos scenario's figures (chaos.go)
+	ownershipState // partition ownership and its gaps (ownership.go)
+	proofState     // what the proof-boundary claims are derived from (proof.go)
+	logOrder       // events waiting for their cause (logorder.go)
 
 	// lastLine is each actor's latest line's time (unix nanoseconds) other
 	// than a claim, by interned actor name: what it did next happened
@@ -190,6 +191,11 @@ var handlers = map[evidence.Kind]handler{
 	evidence.KindInboxReject:    (*Model).stepInboxReject,    // delivery.go
 	evidence.KindEffect:         (*Model).stepEffect,         // delivery.go
 	evidence.KindOffsetCommit:   (*Model).stepOffsetCommit,   // delivery.go
+
+	evidence.KindPartitionAssigned: (*Model).stepOwnership, // ownership.go
+	evidence.KindPartitionRevoked:  (*Model).stepOwnership, // ownership.go
+	evidence.KindPartitionLost:     (*Model).stepOwnership, // ownership.go
+	evidence.KindGroupJoin:         (*Model).stepOwnership, // ownership.go
 
 	evidence.KindEffectRolledBack: (*Model).stepEffectRolledBack, // effects.go
 	evidence.KindCommitUnknown:    (*Model).stepCommitUnknown,    // effects.go

@@ -45,6 +45,8 @@ const (
 	RuleAggregateOnTwoPartitions Rule = "aggregate-on-two-partitions"
 	RuleEffectOutsideInboxTx     Rule = "effect-outside-inbox-tx"
 	RuleDedupeWrongKey           Rule = "dedupe-wrong-key"
+	// Delivery, liveness of the consumer group.
+	RulePartitionUnownedTooLong Rule = "partition-unowned-too-long"
 
 	// Claim tokens.
 	RuleClaimOnLiveLease       Rule = "claim-on-live-lease"
@@ -191,6 +193,12 @@ var Rules = []RuleInfo{
 		"an effect whose trx_id differs from the trx_id of its inbox_insert (both said): two transactions"},
 	// Delivery: the dedupe key is the event id.
 	{RuleDedupeWrongKey, spec.LayerDelivery, "an inbox_insert or inbox_reject whose inbox_key is not its event_id"},
+	// Delivery: any consumer group hands a partition on within the
+	// group's timeouts (the bounds are spec's, spec/liveness.go).
+	{RulePartitionUnownedTooLong, spec.LayerDelivery,
+		"a partition without an owner, from its last holder's partition_revoked, partition_lost or process_exit (or the next " +
+			"member's group_join, when later) to that member's partition_assigned of it, for longer than spec's bound: " +
+			"UnownedAfterLeave after a revoke or a clean exit, UnownedAfterDeath after a loss or a death, lifted under nemesis faults"},
 
 	// Claim token: leases exist only in a relay that claims with them.
 	{RuleClaimOnLiveLease, spec.LayerClaimToken,

@@ -55,6 +55,7 @@ for w in "${what[@]}"; do
 		run planted/batch-offset-before-effect --plant batch-offset-before-effect --scenarios replayCrash-batch
 		run planted/publish-ahead-of-version --plant publish-ahead-of-version --scenarios versionsAfterRefusal
 		run planted/inbox-by-event-id --plant inbox-by-event-id --scenarios twoConsumers
+		run planted/close-without-leave --plant close-without-leave --scenarios rebalanceSettling
 		;;
 	*)
 		echo "regen: unknown fixture $w (witnessed, u80, planted)" >&2

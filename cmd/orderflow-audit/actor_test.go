@@ -356,8 +356,8 @@ func TestActorConsumerKilledAfterEffect(t *testing.T) {
 	// effect is there and no offset commit is claimed.
 	events, truncated := readLog(t, logPath)
 	got := strings.Join(kinds(events), ",")
-	if got != "receive,inbox_insert,effect" {
-		t.Errorf("log kinds = %s (truncated tail: %v); want receive,inbox_insert,effect", got, truncated)
+	if want := "group_join,partition_assigned,receive,inbox_insert,effect"; got != want {
+		t.Errorf("log kinds = %s (truncated tail: %v); want %s", got, truncated, want)
 	}
 
 	// The offset was never committed: the group has no committed offset.

@@ -62,7 +62,8 @@ func TestRunFull(t *testing.T) {
 		t.Fatalf("run --full: %v; stderr:\n%s", err, se.String())
 	}
 	stdout := so.String()
-	for _, want := range []string{"U80 normalChain=PASS", "EXT chaos=PASS", "EXT chaos-batch=PASS", "EXT replayCrash-batch=PASS", "U79 placement=PASS"} {
+	for _, want := range []string{"U80 normalChain=PASS", "EXT chaos=PASS", "EXT chaos-batch=PASS", "EXT replayCrash-batch=PASS", "U79 placement=PASS",
+		"EXT rebalanceSettling=PASS", "EXT rebalanceSettling-batch=PASS"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("--full printed no %q:\n%s", want, stdout)
 		}

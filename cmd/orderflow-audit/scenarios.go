@@ -32,7 +32,7 @@ func cmdScenarios(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 		optIn := ""
 		if s.OptIn {
-			optIn = ", opt-in: only with --scenarios " + s.ID
+			optIn = ", opt-in: --scenarios " + s.ID
 		}
 		fmt.Fprintf(stdout, "%s  (%s, boundary %s%s)\n", s.ID, s.Suite, s.Boundary, optIn)
 		for j, l := range wrap("fault points: "+fp, scenariosWidth-4) {

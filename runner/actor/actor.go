@@ -237,6 +237,8 @@ type ConsumerSummary struct {
 	// did not commit (replayed by the next poll).
 	EffectsRolledBack int `json:"effects_rolled_back"`
 	CommitsUnknown    int `json:"commits_unknown"`
+	// Owned is the partitions the member owned when it stopped.
+	Owned int `json:"owned"`
 }
 
 func runConsumer(ctx context.Context, s Spec, db *sql.DB, log *evidence.Log,

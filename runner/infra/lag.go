@@ -38,3 +38,28 @@ func (k *Kafka) Committed(ctx context.Context, group, topic string) (int64, erro
 	})
 	return total, nil
 }
+
+// GroupMembers returns how many members the broker's coordinator counts
+// in group and the group's state ("Stable", "PreparingRebalance",
+// "CompletingRebalance", "Empty", ...): a scenario that makes a member
+// join while another settles a batch waits for the join to reach the
+// coordinator.
+func (k *Kafka) GroupMembers(ctx context.Context, group string) (int, string, error) {
+	cl, err := kgo.NewClient(k.ClientOpts()...)
+	if err != nil {
+		return 0, "", fmt.Errorf("describe group %s: %w", group, err)
+	}
+	defer cl.Close()
+	gs, err := kadm.NewClient(cl).DescribeGroups(ctx, group)
+	if err != nil {
+		return 0, "", fmt.Errorf("describe group %s: %w", group, err)
+	}
+	g, ok := gs[group]
+	if !ok {
+		return 0, "", fmt.Errorf("describe group %s: not in the answer", group)
+	}
+	if g.Err != nil {
+		return 0, "", fmt.Errorf("describe group %s: %w", group, g.Err)
+	}
+	return len(g.Members), g.State, nil
+}

@@ -38,9 +38,9 @@ const (
 // (Close) is replaced at once; one that dies without leaving holds its
 // partitions until SessionTimeout.
 const (
-	SessionTimeout    = 6 * time.Second
-	RebalanceTimeout  = 6 * time.Second
-	HeartbeatInterval = 500 * time.Millisecond
+	SessionTimeout    = spec.GroupSessionTimeout
+	RebalanceTimeout  = spec.GroupRebalanceTimeout
+	HeartbeatInterval = spec.GroupHeartbeatInterval
 	FetchMaxWait      = 100 * time.Millisecond
 )
 
@@ -127,6 +127,9 @@ type Stats struct {
 	// back; CommitsUnknown those whose COMMIT went unanswered.
 	EffectsRolledBack int
 	CommitsUnknown    int
+	// Owned is the partitions the group assigns this member now (a
+	// state, not a count: sub keeps the later one).
+	Owned int
 }
 
 func (s Stats) sub(o Stats) Stats {
@@ -138,6 +141,7 @@ func (s Stats) sub(o Stats) Stats {
 		OffsetsCommitted:  s.OffsetsCommitted - o.OffsetsCommitted,
 		EffectsRolledBack: s.EffectsRolledBack - o.EffectsRolledBack,
 		CommitsUnknown:    s.CommitsUnknown - o.CommitsUnknown,
+		Owned:             s.Owned,
 	}
 }
 
@@ -173,6 +177,7 @@ func New(ctx context.Context, cfg Config) (*Consumer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	c := &Consumer{cfg: cfg}
 	opts := append([]kgo.Opt{}, cfg.ClientOpts...)
 	opts = append(opts,
 		kgo.ClientID(cfg.Member),
@@ -194,7 +199,16 @@ func New(ctx context.Context, cfg Config) (*Consumer, error) {
 		// stopped past the session timeout is fenced instead: its
 		// late commits fail with the old generation.
 		kgo.BlockRebalanceOnPoll(),
+		// Ownership is logged (ownership.go): the verifier holds the
+		// time a partition spends without an owner to a bound.
+		kgo.OnPartitionsAssigned(c.onAssigned),
+		kgo.OnPartitionsRevoked(c.onRevoked),
+		kgo.OnPartitionsLost(c.onLost),
 	)
+	if cfg.Plant == plant.CloseWithoutLeave {
+		// A static member does not send LeaveGroup when it closes.
+		opts = append(opts, kgo.InstanceID(cfg.Member))
+	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("consumer %s: new client: %w", cfg.Member, err)
@@ -205,7 +219,12 @@ func New(ctx context.Context, cfg Config) (*Consumer, error) {
 		cl.Close()
 		return nil, fmt.Errorf("consumer %s: ping broker: %w", cfg.Member, err)
 	}
-	return &Consumer{cfg: cfg, cl: cl}, nil
+	c.cl = cl
+	if err := c.emit(evidence.Event{Kind: evidence.KindGroupJoin, Topic: cfg.Topic, Consumer: cfg.Group}); err != nil {
+		cl.Close()
+		return nil, err
+	}
+	return c, nil
 }
 
 // Member returns the actor name of this member.
@@ -252,7 +271,7 @@ func (c *Consumer) count(f func(*Stats)) {
 // EffectErrorSwallowed commits the offset of a failed effect transaction;
 // DuplicateOffsetNotCommitted does not commit a duplicate's offset;
 // OffsetNotPlusOne commits the record's own offset (effect.go and
-// PollOnce hold the others).
+// PollOnce hold the others; New the planted CloseWithoutLeave).
 func (c *Consumer) Handle(ctx context.Context, r *kgo.Record) (Outcome, error) {
 	var out Outcome
 	id, err := c.receive(r)

@@ -45,6 +45,8 @@ const (
 	DuplicateOffsetNotCommitted Bug = "duplicate-offset-not-committed"
 	// OffsetNotPlusOne: consumer commits a record's own offset instead of the next one.
 	OffsetNotPlusOne Bug = "offset-not-plus-one"
+	// CloseWithoutLeave: consumer joins as a static member (an instance id) and so closes without leaving its group: its partitions wait for the session timeout.
+	CloseWithoutLeave Bug = "close-without-leave"
 	// DedupeOnWrongKey: consumer keys its inbox by the record key (the order id) instead of the event id.
 	DedupeOnWrongKey Bug = "dedupe-on-wrong-key"
 	// InboxByEventID: consumer looks its inbox up by event id alone, not by consumer and event id: another consumer's row of the event is taken for its own.
