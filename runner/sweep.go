@@ -47,7 +47,7 @@ type sweep struct {
 	topic, group string
 	faults       *fault.Injector
 	orders       *orders.Client
-	relay        sut.Relay
+	relay, thief sut.Relay // relay-a runs the rounds; relay-b takes a row over from each
 	cons         sut.Consumer
 	members      int      // consumers started
 	events       []string // every intent placed
@@ -72,9 +72,11 @@ func callSweep(ctx context.Context, e *Env) error {
 	if s.orders, err = e.Orders(); err != nil {
 		return err
 	}
-	if s.relay, err = e.RelayWith("relay-a", topic, s.faults, func(c *sut.RelayConfig) {
-		c.Lease, c.PublishTimeout = sweepLease, time.Second
-	}); err != nil {
+	lease := func(c *sut.RelayConfig) { c.Lease, c.PublishTimeout = sweepLease, time.Second }
+	if s.relay, err = e.RelayWith("relay-a", topic, s.faults, lease); err != nil {
+		return err
+	}
+	if s.thief, err = e.RelayWith("relay-b", topic, s.faults, lease); err != nil {
 		return err
 	}
 	if err := s.startConsumer(ctx); err != nil {
@@ -147,8 +149,52 @@ func (s *sweep) run(ctx context.Context) error {
 		ids[i] = o.EventID
 		s.events = append(s.events, o.EventID)
 	}
+	var serr error
+	s.faults.ArmFunc(spec.AfterPublishBeforeMark, 1, func() error { serr = s.steal(ctx); return nil })
 	_, err := s.settle(ctx, ids)
-	return err
+	s.faults.Disarm(spec.AfterPublishBeforeMark)
+	return errors.Join(err, serr)
+}
+
+// steal runs once per run between relay-a's publish and its batch mark,
+// when relay-a holds two rows or more: the lease of its last is aged by
+// SQL and relay-b takes the row over, publishes and marks it (one row:
+// Publish and Mark). relay-a's batch mark then finds one token lost: it
+// rolls its first attempt back and marks the rows it still holds under
+// lock (markLocked), so that those calls are swept too. A call of
+// relay-b's that fails leaves its row to a takeover after its lease;
+// only an error of the scenario's own is returned.
+func (s *sweep) steal(ctx context.Context) error {
+	var held []sut.Claimed
+	rows, err := s.e.DB.QueryContext(ctx, `SELECT event_id, claim_version, claim_id FROM outbox
+ WHERE state = 'CLAIMED' AND claim_id = ? ORDER BY id`, s.relay.ClaimID())
+	if err != nil {
+		return fmt.Errorf("rows relay-a holds: %w", err)
+	}
+	for rows.Next() {
+		var c sut.Claimed
+		if err := rows.Scan(&c.EventID, &c.ClaimVersion, &c.ClaimID); err != nil {
+			rows.Close()
+			return err
+		}
+		held = append(held, c)
+	}
+	rows.Close()
+	if len(held) < 2 {
+		return nil
+	}
+	if _, err := s.e.ExpireLease(ctx, held[len(held)-1]); err != nil {
+		return err
+	}
+	cs, err := s.thief.Claim(ctx, 1)
+	if err != nil || len(cs) == 0 {
+		return nil // relay-b's claim failed (a swept call): the row waits for a takeover
+	}
+	if _, _, err := s.thief.Publish(ctx, cs[0]); err != nil {
+		return nil
+	}
+	_, _ = s.thief.Mark(ctx, cs[0])
+	return nil
 }
 
 // settle runs relay rounds and consumer steps until the intents ids are
