@@ -15,7 +15,7 @@ var sweepDerivations = map[string]derivation{
 		metrics: func(f facts) []metricValue {
 			sites, runs, modes := sweptCalls(f.m.Calls())
 			return []metricValue{num("sites", sites), num("runs", runs), text("modes", modes),
-				num("unsettled", unsettledIntents(f.m)), num("lag", f.m.Counts().Lag)}
+				num("late", lateIntents(f.m)), num("unsettled", unsettledIntents(f.m)), num("lag", f.m.Counts().Lag)}
 		},
 		exercised: func(f facts) string {
 			if _, runs, _ := sweptCalls(f.m.Calls()); runs == 0 {
@@ -51,6 +51,18 @@ func sweptCalls(calls []model.CallEvent) (sites, runs int64, modes string) {
 		parts[i] = fmt.Sprintf("%s:%d", m, per[m])
 	}
 	return sites, runs, strings.Join(parts, "/")
+}
+
+// lateIntents counts the intents whose first observation (the scenario's,
+// at the end of the run that placed them) is not SENT.
+func lateIntents(m *Model) int64 {
+	var n int64
+	for in := range m.Intents() {
+		if st := m.ObservedStates(in.EventID); len(st) > 0 && st[0] != evidence.StateSent {
+			n++
+		}
+	}
+	return n
 }
 
 // unsettledIntents counts the outbox intents that are not SENT or do not

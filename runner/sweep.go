@@ -54,6 +54,7 @@ type sweep struct {
 	sites        map[string]bool
 	modes        map[fault.CallMode]int
 	runs         int
+	late         int      // intents not SENT when their run ended
 	skipped      []string // site/mode pairs without a run, and why (for the tests)
 }
 
@@ -153,7 +154,19 @@ func (s *sweep) run(ctx context.Context) error {
 	s.faults.ArmFunc(spec.AfterPublishBeforeMark, 1, func() error { serr = s.steal(ctx); return nil })
 	_, err := s.settle(ctx, ids)
 	s.faults.Disarm(spec.AfterPublishBeforeMark)
-	return errors.Join(err, serr)
+	if err = errors.Join(err, serr); err != nil {
+		return err
+	}
+	for _, id := range ids { // the run's end, on record: a row a run left behind shows here
+		st, err := s.e.Observe(ctx, id)
+		if err != nil {
+			return err
+		}
+		if st != evidence.StateSent {
+			s.late++
+		}
+	}
+	return nil
 }
 
 // steal runs once per run between relay-a's publish and its batch mark,
@@ -373,6 +386,7 @@ func (s *sweep) measure(ctx context.Context) error {
 	s.e.Result.Metric("sites", len(s.sites))
 	s.e.Result.Metric("runs", s.runs)
 	s.e.Result.Metric("modes", FormatCallModes(s.modes))
+	s.e.Result.Metric("late", s.late)
 	s.e.Result.Metric("unsettled", unsettled)
 	s.e.Result.Metric("lag", lag)
 	return nil

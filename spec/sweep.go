@@ -27,6 +27,8 @@ var sweepScenarios = []Scenario{
 			{Name: "sites", Means: "distinct call sites failed (each site the clean run passed, that a run reached)", Example: "18"},
 			{Name: "runs", Means: "runs in which the armed call failed (injections at call-failed)", Example: "54"},
 			{Name: "modes", Means: "those runs by mode", Example: "before:18/after:18/kill:18"},
+			{Name: "late", Accept: "0",
+				Means: "intents not SENT when the run that placed them ended (the scenario observes each then)"},
 			{Name: "unsettled", Accept: "0",
 				Means: "outbox intents that at the end are not SENT or do not have exactly one effect"},
 			{Name: "lag", Accept: "0", Means: "the group's committed offset short of the topic's end, at the end"},

@@ -173,12 +173,12 @@ func (c *Consumer) inboxKey(r *kgo.Record, id Identity) string {
 // splitTx is the planted InboxAndEffectSeparateTx: it commits the inbox
 // row on its own and begins a second transaction for the notification.
 func (c *Consumer) splitTx(ctx context.Context, conn *sql.Conn, tx *sql.Tx, res *txResult, id Identity) (*sql.Tx, error) {
-	if err := tx.Commit(); err != nil {
+	if err := c.db("consumer.split.commit", tx.Commit); err != nil {
 		return nil, &txFailure{err: fmt.Errorf("effect %s: commit inbox: %w", id.EventID, err), unknown: connectionLost(err)}
 	}
 	res.splitTrx = c.lastTrx(ctx, conn)
-	tx2, err := conn.BeginTx(ctx, nil)
-	if err != nil {
+	var tx2 *sql.Tx
+	if err := c.db("consumer.split.begin", func() (err error) { tx2, err = conn.BeginTx(ctx, nil); return err }); err != nil {
 		return nil, fmt.Errorf("effect %s: begin: %w", id.EventID, err)
 	}
 	return tx2, nil

@@ -24,10 +24,17 @@ func (r *Relay) Mark(ctx context.Context, c Claimed) (rows int64, err error) {
 		q, args = qMarkClaimIDOnly, []any{c.EventID, c.ClaimID}
 	}
 	if err := r.db("relay.mark-one.update", func() (err error) { res, err = r.cfg.DB.ExecContext(ctx, q, args...); return err }); err != nil {
-		return 0, fmt.Errorf("mark %s: %w", c.EventID, err)
-	}
-	rows, err = res.RowsAffected()
-	if err != nil {
+		if !outcomeUnknown(err) {
+			return 0, fmt.Errorf("mark %s: %w", c.EventID, err)
+		}
+		// No answer: the statement (its own transaction) may have
+		// committed. The row read back says whether it is SENT under c's
+		// token; otherwise the mark is not known to have happened.
+		if _, rerr := r.resolveMark(ctx, []Claimed{c}, markQuery{}, map[int64]bool{c.ID: true}, err); rerr != nil {
+			return 0, fmt.Errorf("mark %s: %w", c.EventID, rerr)
+		}
+		rows = 1
+	} else if rows, err = res.RowsAffected(); err != nil {
 		return 0, fmt.Errorf("mark %s: rows affected: %w", c.EventID, err)
 	}
 	if err := r.cfg.Log.Emit(evidence.Event{
