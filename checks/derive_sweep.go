@@ -137,13 +137,18 @@ func recordSite(site string) string {
 func callRecords(calls []model.CallEvent) []string {
 	var out []string
 	for i, c := range calls {
+		if c.Site == model.SiteUnlogged {
+			out = append(out, fmt.Sprintf("the %s committed and no relay logged it (the binlog witness settled it): "+
+				"a COMMIT or statement whose answer was lost was taken for a rollback", c.Outcome))
+			continue
+		}
 		if !c.Inject {
 			continue
 		}
 		want := expectRecord(c.Site, c.Mode)
 		var rec *model.CallEvent
 		for j := i + 1; j < len(calls) && !calls[j].Inject; j++ {
-			if calls[j].Site == recordSite(c.Site) {
+			if calls[j].Site == recordSite(c.Site) && calls[j].Site != model.SiteUnlogged {
 				rec = &calls[j]
 				break
 			}

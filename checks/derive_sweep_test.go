@@ -82,6 +82,9 @@ func TestCallRecords(t *testing.T) {
 		{"a relay statement needs no record", []model.CallEvent{
 			inject("relay.claim.update", "before"), inject("relay.mark.commit", "after"),
 		}, nil},
+		{"a claim the witness settled: its relay took a lost answer for a rollback", []model.CallEvent{
+			inject("relay.claim.commit", "after"), {Actor: model.WitnessActor, Site: model.SiteUnlogged, Outcome: "claim of e-3"},
+		}, []string{"the claim of e-3 committed and no relay logged it"}},
 	}
 	for _, c := range cases {
 		got := callRecords(c.calls)

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/orderflow-audit/orderflow-audit/checks/model"
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/evidence/bundle"
 	"github.com/orderflow-audit/orderflow-audit/spec"
@@ -35,7 +36,7 @@ import (
 // of the chaos scenario killed a process, a connection or the database).
 
 // ResolvedActor names the events the witness settled.
-const ResolvedActor = "witness"
+const ResolvedActor = model.WitnessActor
 
 // resolvedLogPath is the synthetic log's path in reasons.
 const resolvedLogPath = "witness/db (unlogged commits)"

@@ -27,6 +27,15 @@ const (
 	CallUnknown  = "unknown"  // it may have taken effect
 )
 
+// SiteUnlogged is the site of a claim or a mark the binlog witness
+// settled: it committed and its relay did not log it (the checker's
+// resolved events, actor WitnessActor).
+const SiteUnlogged = "relay.unlogged"
+
+// WitnessActor is the actor of the events the checker resolves from the
+// binlog witness (checks.ResolvedActor).
+const WitnessActor = "witness"
+
 // CallEvent is one injection or one record of a failed call.
 type CallEvent struct {
 	Actor string
@@ -63,6 +72,8 @@ func (m *Model) noteCall(e *evidence.Event) {
 		c.Site, c.Outcome = SiteEffect, CallAnswered
 	case e.Kind == evidence.KindCommitUnknown:
 		c.Site, c.Outcome = SiteEffect, CallUnknown
+	case e.Actor == WitnessActor && (e.Kind == evidence.KindClaim || e.Kind == evidence.KindMark):
+		c.Site, c.Outcome = SiteUnlogged, strings.Clone(string(e.Kind)+" of "+e.EventID)
 	default:
 		return
 	}
