@@ -101,8 +101,8 @@ func (in *Injector) CallSites() []CallSite {
 // Call runs do, the call at site, and returns its error. When site is
 // armed (ArmCall) and has not fired yet, it fails there once in the armed
 // mode instead: before, do does not run and the failer's error is
-// returned; after, do runs and then the failer's error is returned (do's
-// own error, if any, first); kill, the failer kills the connection and
+// returned; after, do runs and then the failer's error is returned (when
+// do fails by itself, its error is returned and the site stays armed); kill, the failer kills the connection and
 // then do runs and its error is returned. A nil Injector runs do.
 func (in *Injector) Call(kind CallKind, site string, do func() error) error {
 	if in == nil {
@@ -127,6 +127,11 @@ func (in *Injector) Call(kind CallKind, site string, do func() error) error {
 		return a.fail(s, a.mode)
 	case CallAfter:
 		if err := do(); err != nil {
+			// The call failed by itself: nothing was injected, and the
+			// site's next call fails instead.
+			in.mu.Lock()
+			a.fired = false
+			in.mu.Unlock()
 			return err
 		}
 		return a.fail(s, a.mode)

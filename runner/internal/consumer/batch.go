@@ -127,7 +127,7 @@ func (c *Consumer) batchTx(ctx context.Context, recs []*kgo.Record, ids []Identi
 		return res, fmt.Errorf("effect batch: %w", err)
 	}
 	committed = true
-	if err := c.db("consumer.batch.commit", tx.Commit); err != nil {
+	if err := c.commit("consumer.batch.commit", tx); err != nil {
 		return res, &txFailure{err: fmt.Errorf("effect batch: commit: %w", err), unknown: connectionLost(err)}
 	}
 	res.trx = c.lastTrx(ctx, conn)

@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 
@@ -22,6 +23,18 @@ func (c *Consumer) db(site string, do func() error) error {
 // broker runs the broker call do at site through the call hook.
 func (c *Consumer) broker(site string, do func() error) error {
 	return c.cfg.Faults.Call(fault.Broker, site, do)
+}
+
+// commit commits tx through the call hook at site. A COMMIT that failed
+// ended the transaction (the server rolled it back, or the connection is
+// gone); so does one the hook failed before it was sent: tx is rolled
+// back then, as the server would have.
+func (c *Consumer) commit(site string, tx *sql.Tx) error {
+	err := c.db(site, tx.Commit)
+	if err != nil {
+		_ = tx.Rollback() // sql.ErrTxDone after a COMMIT that was sent
+	}
+	return err
 }
 
 // ErrOffsetCommitFailed wraps the error of an offset commit the broker

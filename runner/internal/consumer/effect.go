@@ -154,7 +154,7 @@ func (c *Consumer) effectTx(ctx context.Context, r *kgo.Record, id Identity) (re
 		return res, fmt.Errorf("effect %s: %w", id.EventID, err)
 	}
 	committed = true
-	if err := c.db("consumer.effect.commit", tx.Commit); err != nil {
+	if err := c.commit("consumer.effect.commit", tx); err != nil {
 		return res, &txFailure{err: fmt.Errorf("effect %s: commit: %w", id.EventID, err), unknown: connectionLost(err)}
 	}
 	res.trx = c.lastTrx(ctx, conn)
@@ -173,7 +173,7 @@ func (c *Consumer) inboxKey(r *kgo.Record, id Identity) string {
 // splitTx is the planted InboxAndEffectSeparateTx: it commits the inbox
 // row on its own and begins a second transaction for the notification.
 func (c *Consumer) splitTx(ctx context.Context, conn *sql.Conn, tx *sql.Tx, res *txResult, id Identity) (*sql.Tx, error) {
-	if err := c.db("consumer.split.commit", tx.Commit); err != nil {
+	if err := c.commit("consumer.split.commit", tx); err != nil {
 		return nil, &txFailure{err: fmt.Errorf("effect %s: commit inbox: %w", id.EventID, err), unknown: connectionLost(err)}
 	}
 	res.splitTrx = c.lastTrx(ctx, conn)

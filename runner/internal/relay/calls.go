@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"database/sql"
 	"errors"
 
 	"github.com/go-sql-driver/mysql"
@@ -17,6 +18,18 @@ func (r *Relay) db(site string, do func() error) error {
 // broker runs the broker call do at site through the call hook.
 func (r *Relay) broker(site string, do func() error) error {
 	return r.cfg.Faults.Call(fault.Broker, site, do)
+}
+
+// commit commits tx through the call hook at site. A COMMIT that failed
+// ended the transaction (the server rolled it back, or the connection is
+// gone); so does one the hook failed before it was sent: tx is rolled
+// back then, as the server would have.
+func (r *Relay) commit(site string, tx *sql.Tx) error {
+	err := r.db(site, tx.Commit)
+	if err != nil {
+		_ = tx.Rollback() // sql.ErrTxDone after a COMMIT that was sent
+	}
+	return err
 }
 
 // Errors a server sends when it ends a connection rather than answer a

@@ -102,7 +102,7 @@ func (r *Relay) claimTx(ctx context.Context, max int) (out []Claimed, err error)
 			return nil, err
 		}
 	}
-	if err := r.db("relay.claim.commit", tx.Commit); err != nil {
+	if err := r.commit("relay.claim.commit", tx); err != nil {
 		if len(out) == 0 || !outcomeUnknown(err) {
 			return nil, fmt.Errorf("claim: commit: %w", err)
 		}

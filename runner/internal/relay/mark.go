@@ -125,7 +125,7 @@ func (r *Relay) markEvery(ctx context.Context, cs []Claimed, q markQuery) (hit m
 	if n != int64(len(hit)) {
 		return nil, nil
 	}
-	if err := r.db("relay.mark.commit", tx.Commit); err != nil {
+	if err := r.commit("relay.mark.commit", tx); err != nil {
 		if !outcomeUnknown(err) {
 			return nil, fmt.Errorf("mark %d intents: commit: %w", len(cs), err)
 		}
@@ -167,7 +167,7 @@ func (r *Relay) markLocked(ctx context.Context, cs []Claimed, q markQuery) (hit 
 			return nil, fmt.Errorf("mark %d intents: update changed %d rows of the %d it locked", len(cs), n, len(hit))
 		}
 	}
-	if err := r.db("relay.mark-locked.commit", tx.Commit); err != nil {
+	if err := r.commit("relay.mark-locked.commit", tx); err != nil {
 		if !outcomeUnknown(err) {
 			return nil, fmt.Errorf("mark %d intents: commit: %w", len(cs), err)
 		}
