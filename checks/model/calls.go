@@ -10,8 +10,8 @@ import (
 // database statement or broker call of the relay or the consumer per run.
 // The model keeps, in history order, each injection (the scenario's fault
 // event at call-failed naming the site and the mode) and each record an
-// actor made of a failed call (its own fault event at call-failed naming
-// the site and the outcome it read, a refused or unknown publish, a rolled
+// actor made of a failed call (its call_failed event naming the site
+// and the outcome it read, a refused or unknown publish, a rolled
 // back or unknown effect transaction), so that the sweep's derivation can
 // hold every injection to the record its actor made of it.
 
@@ -46,6 +46,11 @@ type CallEvent struct {
 	Mode, Outcome string
 }
 
+// stepCallFailed: an actor's record of a call that failed. It changes no
+// state (the call did not take effect, or whether it did shows in what
+// follows); noteCall keeps it for the sweep's derivation.
+func (m *Model) stepCallFailed(*evidence.Event, Source) {}
+
 // maxCalls bounds the calls kept: a history with more keeps the first.
 const maxCalls = 1 << 16
 
@@ -57,13 +62,9 @@ func (m *Model) noteCall(e *evidence.Event) {
 	c := CallEvent{Actor: strings.Clone(e.Actor)}
 	switch {
 	case e.Kind == evidence.KindFault && e.Point == "call-failed":
-		c.Site = strings.Clone(e.Target)
-		switch e.Reason {
-		case "before", "after", "kill":
-			c.Inject, c.Mode = true, strings.Clone(e.Reason)
-		default:
-			c.Outcome = strings.Clone(e.Reason)
-		}
+		c.Site, c.Inject, c.Mode = strings.Clone(e.Target), true, strings.Clone(e.Reason)
+	case e.Kind == evidence.KindCallFailed:
+		c.Site, c.Outcome = strings.Clone(e.Target), strings.Clone(e.Reason)
 	case e.Kind == evidence.KindPublish && e.Err != "":
 		c.Site, c.Outcome = SitePublish, CallAnswered
 	case e.Kind == evidence.KindPublishUnknown:

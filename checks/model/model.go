@@ -192,6 +192,8 @@ var handlers = map[evidence.Kind]handler{
 
 	evidence.KindEffectRolledBack: (*Model).stepEffectRolledBack, // effects.go
 	evidence.KindCommitUnknown:    (*Model).stepCommitUnknown,    // effects.go
+
+	evidence.KindCallFailed: (*Model).stepCallFailed, // calls.go
 }
 
 // Step folds one event into the state.

@@ -11,7 +11,6 @@ import (
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/runner/fault"
-	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
 // db runs the database call do at site through the call hook (the sweep
@@ -65,12 +64,12 @@ func brokerOutcome(err error) string {
 }
 
 // callFailed records, in the consumer's own log, a broker call at site
-// that failed with err: a fault event at spec.CallFailed naming the site
-// and the outcome the consumer reads from err.
+// that failed with err: a call_failed event naming the site and the
+// outcome the consumer reads from err.
 func (c *Consumer) callFailed(site string, err error) error {
 	outcome := brokerOutcome(err)
 	return c.emit(evidence.Event{
-		Kind: evidence.KindFault, Point: string(spec.CallFailed), Target: site, Reason: outcome, Err: err.Error(),
+		Kind: evidence.KindCallFailed, Target: site, Reason: outcome, Err: err.Error(),
 		Detail: fmt.Sprintf("consumer %s: %s failed (%s): %v", c.cfg.Member, site, outcome, err),
 	})
 }
