@@ -313,11 +313,17 @@ func (s *sweep) fail(site fault.CallSite, mode fault.CallMode) error {
 		err = fmt.Errorf("the call sweep: the connection was lost after the request took effect: %w", io.ErrUnexpectedEOF)
 		how = "the request was sent and took effect, then the caller got a lost connection"
 	case site.Kind == fault.DB:
+		// The connections die for real; the caller gets the server's
+		// answer to a statement its connection was killed under (a
+		// statement sent on the dead connection would get the driver's
+		// invalid connection instead: the after mode's error).
 		n, kerr := s.killConnections(s.ctx)
 		if kerr != nil {
 			return kerr
 		}
-		how = fmt.Sprintf("%d connection(s) of the scenario's database killed with KILL CONNECTION from another connection, then the statement ran", n)
+		err = &mysql.MySQLError{Number: 1927, SQLState: [5]byte{'7', '0', '1', '0', '0'}, Message: "Connection was killed"}
+		how = fmt.Sprintf("%d connection(s) of the scenario's database killed with KILL CONNECTION from another connection; "+
+			"the statement got the server's ER_CONNECTION_KILLED (1927)", n)
 	default:
 		if derr := s.e.Kafka.DropNext(sweepBrokerKeys[site.Name]); derr != nil {
 			return derr

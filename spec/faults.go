@@ -274,8 +274,8 @@ var scriptedFaults = []Fault{
 		How: "the call hook the relay's and the consumer's every database statement and broker call goes through failed one call: " +
 			"before (the call not run; the error a server answers, MariaDB 1213 deadlock or Kafka UNKNOWN_SERVER_ERROR), after " +
 			"(the call ran and took effect, then the caller got a lost connection: an unknown outcome), or kill (the database " +
-			"connections killed with KILL CONNECTION from another connection, or the broker closing the client's connection, " +
-			"then the call run on it); one run per site a clean run passed and mode, each failing once",
+			"connections killed with KILL CONNECTION from another connection and the call answered ER_CONNECTION_KILLED, or " +
+			"the broker closing the client's connection of the next request, then the request sent); one run per site a clean run passed and mode, each failing once",
 		CannotInfer: "two calls failing in one run, a call failing again on its retry, failures of the order service's calls, " +
 			"of the actors' start and stop (the broker's ping, leaving the group), and of a site the clean run did not pass " +
 			"(the relay's single mark, a batch mark after a lost lease unless the run loses one)",

@@ -15,8 +15,8 @@ var sweepScenarios = []Scenario{
 		Details: "a clean run of two orders (claim, publish, mark, consume) passes the call hook at each site and names it " +
 			"(the discovery); then one run of two more orders per site and mode, the site armed to fail once: before (MariaDB " +
 			"1213 or Kafka UNKNOWN_SERVER_ERROR, the call not run), after (the call ran, then a lost connection), kill (KILL " +
-			"CONNECTION of the scenario database's connections, or the embedded broker closing the connection of the site's " +
-			"next request, then the call runs). One relay with a 200 ms lease (a claim left behind is taken over when it ran " +
+			"CONNECTION of the scenario database's connections and the statement answered ER_CONNECTION_KILLED, or the " +
+			"embedded broker closing the connection of the site's next request, then the request sent). One relay with a 200 ms lease (a claim left behind is taken over when it ran " +
 			"out) and one consumer, restarted as a new member of the group when it stops on an error; each run is given 4 s " +
 			"to settle. Kill runs of broker sites need the embedded broker",
 		Also: "the verifier holds every injection to the record its actor made of the failed call: a refused or unknown publish " +

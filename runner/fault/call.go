@@ -35,8 +35,10 @@ const (
 	// outcome is unknown to the caller (the answer was lost).
 	CallAfter CallMode = "after"
 	// CallKill: the connection the call goes over is killed from outside
-	// (KILL CONNECTION for the database, the broker closing the client's
-	// connection), then the call runs on it.
+	// as the call runs (KILL CONNECTION for the database, the broker
+	// closing the client's connection): the failer kills it and either
+	// returns the error the call gets (the database's answer to a
+	// statement killed under it) or nil, and the call runs.
 	CallKill CallMode = "kill"
 )
 
