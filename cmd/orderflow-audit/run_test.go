@@ -45,11 +45,12 @@ func TestRunUsageErrors(t *testing.T) {
 	}
 }
 
-// TestRunFull: --full runs the default suite and chaos, each scenario that
-// runs a consumer in both modes, and the evidence verifies.
+// TestRunFull: --full runs the default suite, chaos and the call sweep,
+// each scenario that runs a consumer in both modes, and the evidence
+// verifies.
 func TestRunFull(t *testing.T) {
 	if testing.Short() {
-		t.Skip("a full run (about 20 s)")
+		t.Skip("a full run (about 36 s)")
 	}
 	infratest.Server(t)
 	infratest.RequireMariaDB(t)
@@ -62,7 +63,8 @@ func TestRunFull(t *testing.T) {
 		t.Fatalf("run --full: %v; stderr:\n%s", err, se.String())
 	}
 	stdout := so.String()
-	for _, want := range []string{"U80 normalChain=PASS", "EXT chaos=PASS", "EXT chaos-batch=PASS", "EXT replayCrash-batch=PASS", "U79 placement=PASS"} {
+	for _, want := range []string{"U80 normalChain=PASS", "EXT chaos=PASS", "EXT chaos-batch=PASS", "EXT replayCrash-batch=PASS", "U79 placement=PASS",
+		"SWEEP callSweep=PASS", "SWEEP callSweep-batch=PASS"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("--full printed no %q:\n%s", want, stdout)
 		}
