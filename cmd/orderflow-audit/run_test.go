@@ -50,7 +50,7 @@ func TestRunUsageErrors(t *testing.T) {
 // verifies.
 func TestRunFull(t *testing.T) {
 	if testing.Short() {
-		t.Skip("a full run (about 36 s)")
+		t.Skip("a full run (about 40 s)")
 	}
 	infratest.Server(t)
 	infratest.RequireMariaDB(t)
