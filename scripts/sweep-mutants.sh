@@ -36,7 +36,7 @@ one() { # one NAME: build the tree as it is, run the sweep, verify
 	(cd "$d" && timeout 60 "$out/ofa" verify evidence/u80.json >verify.out 2>&1) || true
 	local failed
 	failed=$(awk '/^failed \(/{f=1;next} /^inconclusive|^invariants|^unknown outcomes/{f=0} f && /^  \[/{gsub(/[][]/,"",$1); print $1}' "$d/verify.out" | sort -u | tr '\n' ' ')
-	echo "$1: run exit $code; $(grep -E '^SWEEP' "$d/run.out" | head -1); verify: $(head -1 "$d/verify.out" | grep -o 'verify: [A-Z]*' || echo none) ${failed:+(failed: $failed)}"
+	echo "$1: run exit $code; $(grep -E '^SWEEP' "$d/run.out" | head -1); $(head -1 "$d/verify.out" | grep -o 'verify: [A-Z]*' || echo "verify: none") ${failed:+(failed: $failed)}"
 }
 for i in $(seq "$runs"); do one baseline; done
 for m in "${names[@]}"; do
