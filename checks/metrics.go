@@ -72,7 +72,7 @@ type derivation struct {
 // the spec to each other.
 var derivations = joinDerivations(placementDerivations, tokenDerivations, businessDerivations, commitDerivations,
 	chainDerivations, sendDerivations, ackDerivations, chaosDerivations, consumerDerivations, leaseDerivations,
-	publishDerivations)
+	publishDerivations, sweepDerivations)
 
 // joinDerivations joins the topic files' tables.
 func joinDerivations(tables ...map[string]derivation) map[string]derivation {

@@ -12,8 +12,10 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/orderflow-audit/orderflow-audit/checks/model"
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/evidence/bundle"
+	"github.com/orderflow-audit/orderflow-audit/spec"
 	"github.com/orderflow-audit/orderflow-audit/witness/binlog"
 )
 
@@ -34,7 +36,7 @@ import (
 // of the chaos scenario killed a process, a connection or the database).
 
 // ResolvedActor names the events the witness settled.
-const ResolvedActor = "witness"
+const ResolvedActor = model.WitnessActor
 
 // resolvedLogPath is the synthetic log's path in reasons.
 const resolvedLogPath = "witness/db (unlogged commits)"
@@ -47,9 +49,11 @@ type Resolution struct {
 	What     string `json:"what"`
 }
 
-// unloggedCauses are the nemesis faults after which a commit may go
-// unlogged.
-var unloggedCauses = []string{"nemesis-kill", "nemesis-conn-kill", "nemesis-db-crash", "nemesis-net-cut", "nemesis-latency"}
+// unloggedCauses are the faults after which a commit may go unlogged: the
+// nemesis's, and the call sweep's (a COMMIT whose answer was lost after
+// it committed: the consumer logs commit_unknown, not the rows).
+var unloggedCauses = []string{"nemesis-kill", "nemesis-conn-kill", "nemesis-db-crash", "nemesis-net-cut", "nemesis-latency",
+	string(spec.CallFailed)}
 
 // resolveUnlogged returns the synthetic log of the events the witness
 // settled for sc (nil when there is nothing to settle), and what it

@@ -176,6 +176,14 @@ const (
 	// run's own): point, target, detail (why). It is not a fault event:
 	// nothing was injected, and the proof-boundary matrix says so.
 	KindFaultSkipped Kind = "fault_skipped"
+
+	// KindCallFailed: an actor's record of one of its database or broker
+	// calls that failed and that no other event records (the consumer's
+	// fetch and offset commit): target (the call's site, as the call hook
+	// names it), reason (the outcome the actor read: answered, the call
+	// did not take effect; unknown, it may have), err, detail. It is not
+	// a fault event: nothing is injected by recording it.
+	KindCallFailed Kind = "call_failed"
 )
 
 // ActorNemesis is the actor name of the chaos scenario's nemesis and
@@ -192,7 +200,7 @@ var Kinds = []Kind{
 	KindOrderAdvanced, KindEffectRolledBack, KindCommitUnknown,
 	KindObserve, KindFault, KindInvariant,
 	KindHeal, KindProcessStart, KindProcessExit, KindFaultSkipped,
-	KindPartitionAssigned, KindPartitionRevoked, KindPartitionLost, KindGroupJoin,
+	KindPartitionAssigned, KindPartitionRevoked, KindPartitionLost, KindGroupJoin, KindCallFailed,
 }
 
 // Event is one line of an event log. Numbers that may legitimately be zero

@@ -124,6 +124,8 @@ func eventLines(e logEvent, a, over string, fn footnoter) []string {
 		return note(a, brief("end "+e.Target+" pid "+i64(e.PID), fn)+fn(e.Detail))
 	case evidence.KindFaultSkipped:
 		return note(over, "SKIPPED "+brief(e.Point, fn)+fn(e.Detail))
+	case evidence.KindCallFailed:
+		return note(a, brief("call failed "+e.Target+" ("+e.Reason+")", fn)+fn(e.Detail))
 	}
 	return note(a, brief(string(e.Kind), fn)+" (unknown kind)")
 }

@@ -30,7 +30,7 @@ type runFunc = func(context.Context, *Env) error
 // in two of them panics at start. TestEveryScenarioRuns holds runs and
 // the spec to each other.
 var runs = joinRuns(placementRuns, tokenRuns, businessRuns, commitRuns, chainRuns, sendRuns, ackRuns, killRuns,
-	lifecycleRuns, effectErrorRuns, restartRuns, twoConsumersRuns, rebalanceRuns, leaseRuns, publishRuns, versionsRuns,
+	lifecycleRuns, effectErrorRuns, restartRuns, twoConsumersRuns, rebalanceRuns, leaseRuns, publishRuns, versionsRuns, sweepRuns,
 	// chaos.go, which another change is moving to a package of its own;
 	// its timeout depends on --duration: checkChaos.
 	map[string]runFunc{"chaos": chaos})

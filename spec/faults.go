@@ -39,6 +39,13 @@ const (
 	// inserts, before its COMMIT reached the server.
 	EffectCommitKilled Point = "effect-commit-killed"
 
+	// CallFailed: one database statement or broker call of the relay or
+	// the consumer fails once, at a site the call hook names
+	// (runner/fault.Call): before it took effect, after it took effect
+	// (an unknown outcome), or on a killed connection. The sweep suite
+	// runs it at every site a clean run passes, in each mode.
+	CallFailed Point = "call-failed"
+
 	// ClaimLocked is not a fault but a place to interleave: the relay's
 	// claim transaction has selected (and, with FOR UPDATE SKIP LOCKED,
 	// locked) its due rows and not yet claimed them. concurrentRelays runs
@@ -81,6 +88,10 @@ const (
 	InjectSQL Injection = "SQL"
 	// InjectBroker: the broker is told to fail a request (kfake ControlKey).
 	InjectBroker Injection = "broker control"
+	// InjectCall: the call hook every database statement and broker call
+	// of the relay and the consumer goes through fails one call
+	// (runner/fault.Call), or kills its connection first.
+	InjectCall Injection = "call hook"
 )
 
 // FaultRef names a row of the fault table.
@@ -255,6 +266,19 @@ var scriptedFaults = []Fault{
 		CannotInfer: "a connection lost after the server committed and before the answer arrived: here the server had rolled " +
 			"the transaction back and the replay inserted again; a replay whose inbox rejects it (the commit did happen) is " +
 			"modelled by the verifier but was not provoked",
+	},
+	{
+		FaultRef:  FaultRef{CallFailed, InjectCall},
+		Actor:     ActorRelay + " and " + ActorConsumer,
+		Simulates: "one database statement or broker call that fails: answered with an error, its answer lost after it took effect, or its connection killed",
+		How: "the call hook the relay's and the consumer's every database statement and broker call goes through failed one call: " +
+			"before (the call not run; the error a server answers, MariaDB 1213 deadlock or Kafka UNKNOWN_SERVER_ERROR), after " +
+			"(the call ran and took effect, then the caller got a lost connection: an unknown outcome), or kill (the database " +
+			"connections killed with KILL CONNECTION from another connection and the call answered ER_CONNECTION_KILLED, or " +
+			"the broker closing the client's connection of the next request, then the request sent); one run per site a clean run passed and mode, each failing once",
+		CannotInfer: "two calls failing in one run, a call failing again on its retry, failures of the order service's calls, " +
+			"of the actors' start and stop (the broker's ping, leaving the group), and of a site the clean run did not pass " +
+			"(the relay's single mark, a batch mark after a lost lease unless the run loses one)",
 	},
 }
 

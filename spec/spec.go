@@ -36,10 +36,13 @@ const (
 	SuiteU79 = "U79" // order placement (the base the outbox relies on)
 	SuiteU80 = "U80" // the outbox/inbox chain and its three boundaries
 	SuiteEXT = "EXT" // extensions beyond the reference lines
+	// SuiteSweep: every call of the relay and the consumer fails once
+	// (sweep.go); opt-in, run by --full.
+	SuiteSweep = "SWEEP"
 )
 
 // Suites lists the suites in run order.
-var Suites = []string{SuiteU79, SuiteU80, SuiteEXT}
+var Suites = []string{SuiteU79, SuiteU80, SuiteEXT, SuiteSweep}
 
 // Boundaries: where in the chain a scenario injects its fault.
 const (
@@ -201,7 +204,7 @@ func (s Scenario) Killed() bool {
 // names, each file's in declaration order. All sorts it into run order; a
 // scenario that is in no topic's slice here is declared nowhere.
 var table = slices.Concat(ackScenarios, chainScenarios, chaosScenarios, commitScenarios, consumerScenarios,
-	leaseScenarios, placementScenarios, publishScenarios, sendScenarios, tokenScenarios)
+	leaseScenarios, placementScenarios, publishScenarios, sendScenarios, sweepScenarios, tokenScenarios)
 
 // referenceOrder pins the run order of the reference lines (docs/design.md lists
 // them in this order). A scenario not listed runs after the listed ones of

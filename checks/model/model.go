@@ -33,6 +33,7 @@ type Model struct {
 	strs        map[string]string
 	off         map[Rule]bool // the rules of the layers that are off
 	tokenLayer  bool          // the claim-token layer is on
+	calls       []CallEvent   // the call sweep's injections and records (calls.go)
 
 	stock      map[string]int64
 	seedStock  map[string]int64
@@ -199,6 +200,8 @@ var handlers = map[evidence.Kind]handler{
 
 	evidence.KindEffectRolledBack: (*Model).stepEffectRolledBack, // effects.go
 	evidence.KindCommitUnknown:    (*Model).stepCommitUnknown,    // effects.go
+
+	evidence.KindCallFailed: (*Model).stepCallFailed, // calls.go
 }
 
 // Step folds one event into the state.
@@ -207,6 +210,7 @@ func (m *Model) Step(e *evidence.Event, src Source) {
 	if h := handlers[e.Kind]; h != nil {
 		h(m, e, src)
 	}
+	m.noteCall(e) // calls.go
 	// A relay logs the claims of one transaction one after the other, all
 	// after its COMMIT: none of them bounds when the next was made. Its
 	// last other line came before the transaction.

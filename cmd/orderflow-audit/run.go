@@ -91,9 +91,9 @@ orderflow-audit run --db container:mysql:8.4 --kafka container:apache/kafka:4.1.
 		rf.ids = ids
 		return err
 	})
-	fs.BoolVar(&rf.full, "full", false, "the full audit: every scenario of the default suite, the chaos scenario and\n"+
-		"rebalanceSettling (the liveness bounds), each\n"+
-		"that runs a consumer in both consumer modes (--consumer-mode both); about 30 s")
+	fs.BoolVar(&rf.full, "full", false, "the full audit: every scenario of the default suite, the chaos scenario,\n"+
+		"rebalanceSettling (the liveness bounds) and the call sweep, each that runs a consumer\n"+
+		"in both consumer modes (--consumer-mode both); under 60 s")
 	fs.Int64Var(&rf.seed, "seed", 1, "seed for the scenarios' random choices (not 0)")
 	fs.DurationVar(&rf.timeout, "timeout", 60*time.Second, "time limit of each scenario (at least what the selection needs: 1s, 3s with relayKill9)")
 	fs.BoolVar(&rf.keep, "keep", false, "keep the scratch databases and topics, and the private server's data directory\n"+
@@ -207,12 +207,13 @@ func (rf *runFlags) check(fs *flagSet, args []string) (runner.Options, error) {
 }
 
 // fullSelection is what --full runs: the default suite, the chaos
-// scenario and rebalanceSettling (opt-in to keep the default run short;
-// the full audit holds the group's liveness bounds).
+// scenario, rebalanceSettling (opt-in to keep the default run short; the
+// full audit holds the group's liveness bounds) and the call sweep
+// (spec.SuiteSweep).
 func fullSelection() []string {
 	var ids []string
 	for _, s := range spec.All() {
-		if !s.OptIn || s.ID == "chaos" || s.ID == "rebalanceSettling" {
+		if !s.OptIn || s.ID == "chaos" || s.ID == "rebalanceSettling" || s.Suite == spec.SuiteSweep {
 			ids = append(ids, s.ID)
 		}
 	}

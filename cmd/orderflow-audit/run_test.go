@@ -45,11 +45,12 @@ func TestRunUsageErrors(t *testing.T) {
 	}
 }
 
-// TestRunFull: --full runs the default suite and chaos, each scenario that
-// runs a consumer in both modes, and the evidence verifies.
+// TestRunFull: --full runs the default suite, chaos and the call sweep,
+// each scenario that runs a consumer in both modes, and the evidence
+// verifies.
 func TestRunFull(t *testing.T) {
 	if testing.Short() {
-		t.Skip("a full run (about 20 s)")
+		t.Skip("a full run (about 40 s)")
 	}
 	infratest.Server(t)
 	infratest.RequireMariaDB(t)
@@ -63,7 +64,8 @@ func TestRunFull(t *testing.T) {
 	}
 	stdout := so.String()
 	for _, want := range []string{"U80 normalChain=PASS", "EXT chaos=PASS", "EXT chaos-batch=PASS", "EXT replayCrash-batch=PASS", "U79 placement=PASS",
-		"EXT rebalanceSettling=PASS", "EXT rebalanceSettling-batch=PASS"} {
+		"EXT rebalanceSettling=PASS", "EXT rebalanceSettling-batch=PASS",
+		"SWEEP callSweep=PASS", "SWEEP callSweep-batch=PASS"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("--full printed no %q:\n%s", want, stdout)
 		}

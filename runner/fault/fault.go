@@ -55,6 +55,8 @@ type Injector struct {
 	mu    sync.Mutex
 	armed map[Point]arm
 	hits  map[Point]int
+	call  *callArm   // the call that fails next (call.go)
+	sites []CallSite // every site Call was passed, first pass first
 }
 
 type arm struct {

@@ -86,7 +86,10 @@ func (c *Consumer) handleBatch(ctx context.Context, recs []*kgo.Record) error {
 	if c.cfg.Plant == plant.BatchOffsetBeforeEffect {
 		return nil // committed before the transaction
 	}
-	return c.commitBatch(ctx, recs)
+	if err := c.commitBatch(ctx, recs); err != nil {
+		return c.replayFrom(ctx, recs, err)
+	}
+	return nil
 }
 
 // batchResult is what a committed batch transaction did, per record.
@@ -99,13 +102,13 @@ type batchResult struct {
 // batchTx runs the batch's effect transaction on a connection of its own.
 // Its failures are *txFailure (the batch did not commit, or may have).
 func (c *Consumer) batchTx(ctx context.Context, recs []*kgo.Record, ids []Identity) (res batchResult, err error) {
-	conn, err := c.cfg.DB.Conn(ctx)
-	if err != nil {
+	var conn *sql.Conn
+	if err := c.db("consumer.batch.conn", func() (err error) { conn, err = c.cfg.DB.Conn(ctx); return err }); err != nil {
 		return res, fmt.Errorf("effect batch: connection: %w", err)
 	}
 	defer conn.Close()
-	tx, err := conn.BeginTx(ctx, nil)
-	if err != nil {
+	var tx *sql.Tx
+	if err := c.db("consumer.batch.begin", func() (err error) { tx, err = conn.BeginTx(ctx, nil); return err }); err != nil {
 		return res, fmt.Errorf("effect batch: begin: %w", err)
 	}
 	committed := false
@@ -124,10 +127,10 @@ func (c *Consumer) batchTx(ctx context.Context, recs []*kgo.Record, ids []Identi
 		return res, fmt.Errorf("effect batch: %w", err)
 	}
 	committed = true
-	if err := tx.Commit(); err != nil {
+	if err := c.commit("consumer.batch.commit", tx); err != nil {
 		return res, &txFailure{err: fmt.Errorf("effect batch: commit: %w", err), unknown: connectionLost(err)}
 	}
-	res.trx = lastTrx(ctx, conn)
+	res.trx = c.lastTrx(ctx, conn)
 	return res, nil
 }
 
@@ -145,12 +148,18 @@ func (c *Consumer) insertInbox(ctx context.Context, tx txLike, recs []*kgo.Recor
 	for i, r := range recs {
 		args = append(args, c.cfg.Name, ids[i].EventID, r.Topic, r.Partition, r.Offset)
 	}
-	_, err := tx.ExecContext(ctx, qInsertInboxRows+rowsOf(len(recs), 5), args...)
+	err := c.db("consumer.batch.inbox", func() error {
+		_, err := tx.ExecContext(ctx, qInsertInboxRows+rowsOf(len(recs), 5), args...)
+		return err
+	})
 	if !isDuplicate(err) {
 		return replay, err
 	}
 	for i := range recs {
-		_, err := tx.ExecContext(ctx, qInsertInbox, args[5*i:5*i+5]...)
+		err := c.db("consumer.batch.inbox-one", func() error {
+			_, err := tx.ExecContext(ctx, qInsertInbox, args[5*i:5*i+5]...)
+			return err
+		})
 		switch {
 		case isDuplicate(err):
 			replay[i] = true
@@ -176,15 +185,18 @@ func (c *Consumer) insertNotifications(ctx context.Context, tx txLike, ids []Ide
 	if len(events) == 0 {
 		return out, nil
 	}
-	rs, err := tx.ExecContext(ctx, qInsertNotificationRows+rowsOf(len(events), 4), args...)
-	if err != nil {
+	var rs sql.Result
+	if err := c.db("consumer.batch.notification", func() (err error) {
+		rs, err = tx.ExecContext(ctx, qInsertNotificationRows+rowsOf(len(events), 4), args...)
+		return err
+	}); err != nil {
 		return nil, err
 	}
 	first, err := rs.LastInsertId()
 	if err != nil {
 		return nil, err
 	}
-	byEvent, err := notificationIDs(ctx, tx, c.cfg.Name, first, events)
+	byEvent, err := c.notificationIDs(ctx, tx, c.cfg.Name, first, events)
 	if err != nil {
 		return nil, err
 	}
@@ -198,10 +210,13 @@ func (c *Consumer) insertNotifications(ctx context.Context, tx txLike, ids []Ide
 
 // notificationIDs reads back the ids of the notifications of events
 // inserted at or after id first, one per event.
-func notificationIDs(ctx context.Context, tx txLike, name string, first int64, events []any) (map[string]int64, error) {
-	rows, err := tx.QueryContext(ctx, qNotificationIDs+"("+strings.TrimSuffix(strings.Repeat("?, ", len(events)), ", ")+")",
-		append([]any{first, name}, events...)...)
-	if err != nil {
+func (c *Consumer) notificationIDs(ctx context.Context, tx txLike, name string, first int64, events []any) (map[string]int64, error) {
+	var rows *sql.Rows
+	if err := c.db("consumer.batch.notification-ids", func() (err error) {
+		rows, err = tx.QueryContext(ctx, qNotificationIDs+"("+strings.TrimSuffix(strings.Repeat("?, ", len(events)), ", ")+")",
+			append([]any{first, name}, events...)...)
+		return err
+	}); err != nil {
 		return nil, err
 	}
 	defer rows.Close()
@@ -290,8 +305,8 @@ func (c *Consumer) batchUnknown(ctx context.Context, recs []*kgo.Record, ids []I
 // partition of recs in one request, and emits an offset_commit per
 // partition.
 func (c *Consumer) commitBatch(ctx context.Context, recs []*kgo.Record) error {
-	if err := c.cl.CommitRecords(ctx, recs...); err != nil {
-		return fmt.Errorf("consumer %s: commit offsets of %d records: %w", c.cfg.Member, len(recs), err)
+	if err := c.broker("consumer.offset.commit", func() error { return c.cl.CommitRecords(ctx, recs...) }); err != nil {
+		return c.commitFailed(recs, err)
 	}
 	type tp struct {
 		topic string

@@ -349,8 +349,8 @@ func (c *Consumer) commitOffset(ctx context.Context, r *kgo.Record) error {
 		rr.Offset--
 		r, next = &rr, rr.Offset+1
 	}
-	if err := c.cl.CommitRecords(ctx, r); err != nil {
-		return fmt.Errorf("consumer %s: commit offset %s/%d@%d: %w", c.cfg.Member, r.Topic, r.Partition, next, err)
+	if err := c.broker("consumer.offset.commit", func() error { return c.cl.CommitRecords(ctx, r) }); err != nil {
+		return c.commitFailed([]*kgo.Record{r}, err)
 	}
 	c.count(func(s *Stats) { s.OffsetsCommitted++ })
 	return c.emit(evidence.Event{

@@ -106,13 +106,13 @@ func (c *Consumer) effectFailed(at evidence.Event, f *txFailure) error {
 // EffectCommitKilled (where a scenario kills its connection).
 func (c *Consumer) effectTx(ctx context.Context, r *kgo.Record, id Identity) (res txResult, err error) {
 	res.key = c.inboxKey(r, id)
-	conn, err := c.cfg.DB.Conn(ctx)
-	if err != nil {
+	var conn *sql.Conn
+	if err := c.db("consumer.effect.conn", func() (err error) { conn, err = c.cfg.DB.Conn(ctx); return err }); err != nil {
 		return res, fmt.Errorf("effect %s: connection: %w", id.EventID, err)
 	}
 	defer conn.Close()
-	tx, err := conn.BeginTx(ctx, nil)
-	if err != nil {
+	var tx *sql.Tx
+	if err := c.db("consumer.effect.begin", func() (err error) { tx, err = conn.BeginTx(ctx, nil); return err }); err != nil {
 		return res, fmt.Errorf("effect %s: begin: %w", id.EventID, err)
 	}
 	committed := false
@@ -127,7 +127,10 @@ func (c *Consumer) effectTx(ctx context.Context, r *kgo.Record, id Identity) (re
 		}
 	}
 	if c.cfg.Plant != plant.NoInboxDedupe {
-		if _, err := tx.ExecContext(ctx, qInsertInbox, c.cfg.Name, res.key, r.Topic, r.Partition, r.Offset); err != nil {
+		if err := c.db("consumer.effect.inbox", func() error {
+			_, err := tx.ExecContext(ctx, qInsertInbox, c.cfg.Name, res.key, r.Topic, r.Partition, r.Offset)
+			return err
+		}); err != nil {
 			var me *mysql.MySQLError
 			if errors.As(err, &me) && me.Number == mysqlDuplicateKey {
 				res.replay = true
@@ -142,8 +145,11 @@ func (c *Consumer) effectTx(ctx context.Context, r *kgo.Record, id Identity) (re
 		}
 	}
 	body := evidence.NotificationBody(id.OrderID, id.EventID)
-	rs, err := tx.ExecContext(ctx, qInsertNotification, c.cfg.Name, id.EventID, id.OrderID, body)
-	if err != nil {
+	var rs sql.Result
+	if err := c.db("consumer.effect.notification", func() (err error) {
+		rs, err = tx.ExecContext(ctx, qInsertNotification, c.cfg.Name, id.EventID, id.OrderID, body)
+		return err
+	}); err != nil {
 		return res, &txFailure{err: fmt.Errorf("effect %s: insert notification: %w", id.EventID, err)}
 	}
 	if res.notificationID, err = rs.LastInsertId(); err != nil {
@@ -153,10 +159,10 @@ func (c *Consumer) effectTx(ctx context.Context, r *kgo.Record, id Identity) (re
 		return res, fmt.Errorf("effect %s: %w", id.EventID, err)
 	}
 	committed = true
-	if err := tx.Commit(); err != nil {
+	if err := c.commit("consumer.effect.commit", tx); err != nil {
 		return res, &txFailure{err: fmt.Errorf("effect %s: commit: %w", id.EventID, err), unknown: connectionLost(err)}
 	}
-	res.trx = lastTrx(ctx, conn)
+	res.trx = c.lastTrx(ctx, conn)
 	return res, nil
 }
 
@@ -183,12 +189,12 @@ func inboxHasEvent(ctx context.Context, tx *sql.Tx, eventID string) (bool, error
 // splitTx is the planted InboxAndEffectSeparateTx: it commits the inbox
 // row on its own and begins a second transaction for the notification.
 func (c *Consumer) splitTx(ctx context.Context, conn *sql.Conn, tx *sql.Tx, res *txResult, id Identity) (*sql.Tx, error) {
-	if err := tx.Commit(); err != nil {
+	if err := c.commit("consumer.split.commit", tx); err != nil {
 		return nil, &txFailure{err: fmt.Errorf("effect %s: commit inbox: %w", id.EventID, err), unknown: connectionLost(err)}
 	}
-	res.splitTrx = lastTrx(ctx, conn)
-	tx2, err := conn.BeginTx(ctx, nil)
-	if err != nil {
+	res.splitTrx = c.lastTrx(ctx, conn)
+	var tx2 *sql.Tx
+	if err := c.db("consumer.split.begin", func() (err error) { tx2, err = conn.BeginTx(ctx, nil); return err }); err != nil {
 		return nil, fmt.Errorf("effect %s: begin: %w", id.EventID, err)
 	}
 	return tx2, nil
@@ -207,9 +213,9 @@ func (r txResult) inboxTrx() string {
 // holds), or "" when the server has none (no binary log, MySQL): the
 // transaction that wrote the rows, recorded so that the verifier can tell
 // one transaction from two.
-func lastTrx(ctx context.Context, conn *sql.Conn) string {
+func (c *Consumer) lastTrx(ctx context.Context, conn *sql.Conn) string {
 	var id sql.NullString
-	if err := conn.QueryRowContext(ctx, qLastTrx).Scan(&id); err != nil {
+	if err := c.db("consumer.effect.trx-id", func() error { return conn.QueryRowContext(ctx, qLastTrx).Scan(&id) }); err != nil {
 		return ""
 	}
 	return id.String

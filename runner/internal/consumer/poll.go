@@ -20,21 +20,27 @@ const RetryBackoff = 20 * time.Millisecond
 // ends) and handles each in offset order; no rebalance takes this
 // member's partitions from it until the batch is done. It returns what
 // this call did.
-// An effect transaction that did not commit (ErrEffectFailed) stops the
+// An effect transaction that did not commit (ErrEffectFailed), or an
+// offset commit that failed (ErrOffsetCommitFailed), stops the
 // batch: every partition with records left unhandled is rewound to its
 // first one, so that the next poll replays them, and PollOnce returns
-// without an error after RetryBackoff. Any other error (a simulated crash,
+// without an error after RetryBackoff. A failed fetch (the client's or
+// the call hook's) is recorded (a fault event at call-failed) and
+// returned after the records polled with it were handled. Any other error (a simulated crash,
 // a bad record, a database or commit error) stops it with the rest of the
 // batch unhandled. When ctx ends it returns ctx.Err(). (The planted
 // BatchOutOfOrder handles a batch last record first.)
 func (c *Consumer) PollOnce(ctx context.Context) (Stats, error) {
 	before := c.Stats()
-	fs := c.cl.PollFetches(ctx)
+	fs, herr := c.pollFetches(ctx)
 	defer c.cl.AllowRebalance() // the client blocks rebalances from the poll on (New)
 	if fs.IsClientClosed() {
 		return Stats{}, fmt.Errorf("consumer %s: %w", c.cfg.Member, ErrClosed)
 	}
 	var ferr error
+	if herr != nil {
+		ferr = fmt.Errorf("consumer %s: fetch: %w", c.cfg.Member, herr)
+	}
 	fs.EachError(func(topic string, part int32, err error) {
 		if ferr == nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 			ferr = fmt.Errorf("consumer %s: fetch %s/%d: %w", c.cfg.Member, topic, part, err)
@@ -54,6 +60,9 @@ func (c *Consumer) PollOnce(ctx context.Context) (Stats, error) {
 		return c.Stats().sub(before), err
 	}
 	if ferr != nil {
+		if err := c.callFailed("consumer.fetch", ferr); err != nil {
+			return c.Stats().sub(before), fmt.Errorf("%w (and recording it failed: %v)", ferr, err)
+		}
 		return c.Stats().sub(before), ferr
 	}
 	if err := ctx.Err(); err != nil {
@@ -82,15 +91,24 @@ func (c *Consumer) handleEach(ctx context.Context, recs []*kgo.Record) error {
 func (c *Consumer) each(ctx context.Context, recs []*kgo.Record, handle func(*kgo.Record) error) error {
 	for i, r := range recs {
 		if err := handle(r); err != nil {
-			if !errors.Is(err, ErrEffectFailed) {
-				return err
-			}
-			c.rewind(recs[i:])
-			c.backoff(ctx)
-			return errRewound
+			return c.replayFrom(ctx, recs[i:], err)
 		}
 	}
 	return nil
+}
+
+// replayFrom handles err, the failure of the first record of rest: an
+// effect transaction that did not commit (ErrEffectFailed) or an offset
+// commit that failed (ErrOffsetCommitFailed) rewinds the partitions of
+// rest for the next poll and returns errRewound after RetryBackoff; any
+// other error is returned as it is.
+func (c *Consumer) replayFrom(ctx context.Context, rest []*kgo.Record, err error) error {
+	if !errors.Is(err, ErrEffectFailed) && !errors.Is(err, ErrOffsetCommitFailed) {
+		return err
+	}
+	c.rewind(rest)
+	c.backoff(ctx)
+	return errRewound
 }
 
 // backoff waits RetryBackoff or until ctx ends.

@@ -79,8 +79,8 @@ type due struct {
 var claimTxOptions = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
 
 func (r *Relay) claimTx(ctx context.Context, max int) (out []Claimed, err error) {
-	tx, err := r.cfg.DB.BeginTx(ctx, claimTxOptions)
-	if err != nil {
+	var tx *sql.Tx
+	if err := r.db("relay.claim.begin", func() (err error) { tx, err = r.cfg.DB.BeginTx(ctx, claimTxOptions); return err }); err != nil {
 		return nil, fmt.Errorf("claim: begin: %w", err)
 	}
 	defer func() {
@@ -102,17 +102,50 @@ func (r *Relay) claimTx(ctx context.Context, max int) (out []Claimed, err error)
 			return nil, err
 		}
 	}
-	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("claim: commit: %w", err)
+	if err := r.commit("relay.claim.commit", tx); err != nil {
+		if len(out) == 0 || !outcomeUnknown(err) {
+			return nil, fmt.Errorf("claim: commit: %w", err)
+		}
+		return r.resolveClaim(ctx, out, err)
 	}
 	return out, nil
+}
+
+// resolveClaim settles a claim whose COMMIT got no answer (it may have
+// committed): the tokens of its rows are read back on another connection.
+// When every row holds the token this claim gave it, the claim committed
+// and is returned as claimed; when none does, it rolled back and the
+// COMMIT's error is returned. (A claim commits as a whole: a part cannot
+// hold.)
+func (r *Relay) resolveClaim(ctx context.Context, out []Claimed, cerr error) ([]Claimed, error) {
+	ids := make([]any, len(out))
+	for i, c := range out {
+		ids[i] = c.ID
+	}
+	tokens, err := readTokens(ctx, r, "relay.claim.resolve", r.cfg.DB, ids)
+	if err != nil {
+		return nil, fmt.Errorf("claim: commit: %w (and reading the tokens back failed: %v)", cerr, err)
+	}
+	held := 0
+	for _, c := range out {
+		if t, ok := tokens[c.ID]; ok && t.ClaimVersion == c.ClaimVersion && t.ClaimID == c.ClaimID {
+			held++
+		}
+	}
+	switch held {
+	case len(out):
+		return out, nil
+	case 0:
+		return nil, fmt.Errorf("claim: commit: %w (not committed: the tokens read back are not this claim's)", cerr)
+	}
+	return nil, fmt.Errorf("claim: commit: %w (and %d of %d tokens read back are this claim's)", cerr, held, len(out))
 }
 
 // selectDue locks up to max due rows: the expired branch, then the
 // pending branch with what is left of max.
 func (r *Relay) selectDue(ctx context.Context, tx *sql.Tx, max int) ([]due, error) {
 	if r.cfg.Plant == plant.ClaimWithoutLock {
-		return queryDue(ctx, tx, qClaimAnyUnlocked, max)
+		return r.queryDue(ctx, "relay.claim.select-any", tx, qClaimAnyUnlocked, max)
 	}
 	expired, pending, args := qClaimExpired, qClaimPending, []any{max}
 	switch r.cfg.Plant {
@@ -123,17 +156,17 @@ func (r *Relay) selectDue(ctx context.Context, tx *sql.Tx, max int) ([]due, erro
 	case plant.PublishAheadOfVersion:
 		expired, pending = qClaimExpiredAnyVersion, qClaimPendingAnyVersion
 	}
-	dues, err := queryDue(ctx, tx, expired, args...)
+	dues, err := r.queryDue(ctx, "relay.claim.select-expired", tx, expired, args...)
 	if err != nil || len(dues) >= max {
 		return dues, err
 	}
-	more, err := queryDue(ctx, tx, pending, max-len(dues))
+	more, err := r.queryDue(ctx, "relay.claim.select-pending", tx, pending, max-len(dues))
 	return append(dues, more...), err
 }
 
-func queryDue(ctx context.Context, tx *sql.Tx, q string, args ...any) ([]due, error) {
-	rows, err := tx.QueryContext(ctx, q, args...)
-	if err != nil {
+func (r *Relay) queryDue(ctx context.Context, site string, tx *sql.Tx, q string, args ...any) ([]due, error) {
+	var rows *sql.Rows
+	if err := r.db(site, func() (err error) { rows, err = tx.QueryContext(ctx, q, args...); return err }); err != nil {
 		return nil, fmt.Errorf("claim: select due intents: %w", err)
 	}
 	defer rows.Close()
@@ -165,8 +198,11 @@ func (r *Relay) claimRows(ctx context.Context, tx *sql.Tx, dues []due) ([]Claime
 	case plant.TakeoverKeepsLease:
 		q = qClaimRowsKeepLease
 	}
-	res, err := tx.ExecContext(ctx, fmt.Sprintf(q, placeholders(len(ids), 1)), append(args, ids...)...)
-	if err != nil {
+	var res sql.Result
+	if err := r.db("relay.claim.update", func() (err error) {
+		res, err = tx.ExecContext(ctx, fmt.Sprintf(q, placeholders(len(ids), 1)), append(args, ids...)...)
+		return err
+	}); err != nil {
 		return nil, fmt.Errorf("claim %d intents: update: %w", len(dues), err)
 	}
 	if n, err := res.RowsAffected(); err != nil {
@@ -174,7 +210,7 @@ func (r *Relay) claimRows(ctx context.Context, tx *sql.Tx, dues []due) ([]Claime
 	} else if n != int64(len(dues)) {
 		return nil, fmt.Errorf("claim %d intents: update changed %d rows, want %d", len(dues), n, len(dues))
 	}
-	tokens, err := readTokens(ctx, tx, ids)
+	tokens, err := readTokens(ctx, r, "relay.claim.read-tokens", tx, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -190,10 +226,19 @@ func (r *Relay) claimRows(ctx context.Context, tx *sql.Tx, dues []due) ([]Claime
 	return out, nil
 }
 
-// readTokens reads the tokens and leases of the rows ids, by id.
-func readTokens(ctx context.Context, tx *sql.Tx, ids []any) (map[int64]Claimed, error) {
-	rows, err := tx.QueryContext(ctx, fmt.Sprintf(qClaimReadBack, placeholders(len(ids), 1)), ids...)
-	if err != nil {
+// querier is a transaction or the pool.
+type querier interface {
+	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
+}
+
+// readTokens reads the tokens, leases and states (as StateBefore: the
+// state now) of the rows ids, by id, through the call hook at site.
+func readTokens(ctx context.Context, r *Relay, site string, tx querier, ids []any) (map[int64]Claimed, error) {
+	var rows *sql.Rows
+	if err := r.db(site, func() (err error) {
+		rows, err = tx.QueryContext(ctx, fmt.Sprintf(qClaimReadBack, placeholders(len(ids), 1)), ids...)
+		return err
+	}); err != nil {
 		return nil, fmt.Errorf("claim: read tokens back: %w", err)
 	}
 	defer rows.Close()
@@ -201,7 +246,7 @@ func readTokens(ctx context.Context, tx *sql.Tx, ids []any) (map[int64]Claimed, 
 	for rows.Next() {
 		var id int64
 		var c Claimed
-		if err := rows.Scan(&id, &c.ClaimVersion, &c.ClaimID, &c.LeaseUntil); err != nil {
+		if err := rows.Scan(&id, &c.ClaimVersion, &c.ClaimID, &c.LeaseUntil, &c.StateBefore); err != nil {
 			return nil, fmt.Errorf("claim: scan token: %w", err)
 		}
 		tokens[id] = c

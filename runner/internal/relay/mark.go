@@ -16,19 +16,25 @@ import (
 // changed-rows count is the matched-rows count here.
 func (r *Relay) Mark(ctx context.Context, c Claimed) (rows int64, err error) {
 	var res sql.Result
+	q, args := qMark, []any{c.EventID, c.ClaimVersion, c.ClaimID}
 	switch r.cfg.Plant {
 	case plant.MarkWithoutToken:
-		res, err = r.cfg.DB.ExecContext(ctx, qMarkWithoutToken, c.EventID)
+		q, args = qMarkWithoutToken, []any{c.EventID}
 	case plant.MarkCASClaimIDOnly:
-		res, err = r.cfg.DB.ExecContext(ctx, qMarkClaimIDOnly, c.EventID, c.ClaimID)
-	default:
-		res, err = r.cfg.DB.ExecContext(ctx, qMark, c.EventID, c.ClaimVersion, c.ClaimID)
+		q, args = qMarkClaimIDOnly, []any{c.EventID, c.ClaimID}
 	}
-	if err != nil {
-		return 0, fmt.Errorf("mark %s: %w", c.EventID, err)
-	}
-	rows, err = res.RowsAffected()
-	if err != nil {
+	if err := r.db("relay.mark-one.update", func() (err error) { res, err = r.cfg.DB.ExecContext(ctx, q, args...); return err }); err != nil {
+		if !outcomeUnknown(err) {
+			return 0, fmt.Errorf("mark %s: %w", c.EventID, err)
+		}
+		// No answer: the statement (its own transaction) may have
+		// committed. The row read back says whether it is SENT under c's
+		// token; otherwise the mark is not known to have happened.
+		if _, rerr := r.resolveMark(ctx, []Claimed{c}, markQuery{}, map[int64]bool{c.ID: true}, err); rerr != nil {
+			return 0, fmt.Errorf("mark %s: %w", c.EventID, rerr)
+		}
+		rows = 1
+	} else if rows, err = res.RowsAffected(); err != nil {
 		return 0, fmt.Errorf("mark %s: rows affected: %w", c.EventID, err)
 	}
 	if err := r.cfg.Log.Emit(evidence.Event{
@@ -103,8 +109,8 @@ func (r *Relay) markEvery(ctx context.Context, cs []Claimed, q markQuery) (hit m
 	for _, c := range cs {
 		hit[c.ID] = true
 	}
-	tx, err := r.cfg.DB.BeginTx(ctx, claimTxOptions)
-	if err != nil {
+	var tx *sql.Tx
+	if err := r.db("relay.mark.begin", func() (err error) { tx, err = r.cfg.DB.BeginTx(ctx, claimTxOptions); return err }); err != nil {
 		return nil, fmt.Errorf("mark %d intents: begin: %w", len(cs), err)
 	}
 	defer func() {
@@ -112,15 +118,18 @@ func (r *Relay) markEvery(ctx context.Context, cs []Claimed, q markQuery) (hit m
 			_ = tx.Rollback()
 		}
 	}()
-	n, err := execRows(ctx, tx, fmt.Sprintf(q.mark, placeholders(len(cs), q.width)), q.args)
+	n, err := r.execRows(ctx, "relay.mark.update", tx, fmt.Sprintf(q.mark, placeholders(len(cs), q.width)), q.args)
 	if err != nil {
 		return nil, fmt.Errorf("mark %d intents: update: %w", len(cs), err)
 	}
 	if n != int64(len(hit)) {
 		return nil, nil
 	}
-	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("mark %d intents: commit: %w", len(cs), err)
+	if err := r.commit("relay.mark.commit", tx); err != nil {
+		if !outcomeUnknown(err) {
+			return nil, fmt.Errorf("mark %d intents: commit: %w", len(cs), err)
+		}
+		return r.resolveMark(ctx, cs, q, hit, err)
 	}
 	return hit, nil
 }
@@ -128,8 +137,8 @@ func (r *Relay) markEvery(ctx context.Context, cs []Claimed, q markQuery) (hit m
 // markLocked locks the rows of cs whose tokens still hold, sets exactly
 // those to SENT, and returns them.
 func (r *Relay) markLocked(ctx context.Context, cs []Claimed, q markQuery) (hit map[int64]bool, err error) {
-	tx, err := r.cfg.DB.BeginTx(ctx, claimTxOptions)
-	if err != nil {
+	var tx *sql.Tx
+	if err := r.db("relay.mark-locked.begin", func() (err error) { tx, err = r.cfg.DB.BeginTx(ctx, claimTxOptions); return err }); err != nil {
 		return nil, fmt.Errorf("mark %d intents: begin: %w", len(cs), err)
 	}
 	defer func() {
@@ -137,7 +146,7 @@ func (r *Relay) markLocked(ctx context.Context, cs []Claimed, q markQuery) (hit 
 			_ = tx.Rollback()
 		}
 	}()
-	ids, err := lockedIDs(ctx, tx, fmt.Sprintf(q.lock, placeholders(len(cs), q.width)), q.args)
+	ids, err := r.lockedIDs(ctx, "relay.mark-locked.lock", tx, fmt.Sprintf(q.lock, placeholders(len(cs), q.width)), q.args)
 	if err != nil {
 		return nil, fmt.Errorf("mark %d intents: %w", len(cs), err)
 	}
@@ -150,7 +159,7 @@ func (r *Relay) markLocked(ctx context.Context, cs []Claimed, q markQuery) (hit 
 		}
 	}
 	if len(hit) > 0 {
-		n, err := execRows(ctx, tx, fmt.Sprintf(q.mark, placeholders(len(hit), q.width)), args)
+		n, err := r.execRows(ctx, "relay.mark-locked.update", tx, fmt.Sprintf(q.mark, placeholders(len(hit), q.width)), args)
 		if err != nil {
 			return nil, fmt.Errorf("mark %d intents: update: %w", len(cs), err)
 		}
@@ -158,15 +167,49 @@ func (r *Relay) markLocked(ctx context.Context, cs []Claimed, q markQuery) (hit 
 			return nil, fmt.Errorf("mark %d intents: update changed %d rows of the %d it locked", len(cs), n, len(hit))
 		}
 	}
-	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("mark %d intents: commit: %w", len(cs), err)
+	if err := r.commit("relay.mark-locked.commit", tx); err != nil {
+		if !outcomeUnknown(err) {
+			return nil, fmt.Errorf("mark %d intents: commit: %w", len(cs), err)
+		}
+		return r.resolveMark(ctx, cs, q, hit, err)
 	}
 	return hit, nil
 }
 
-func execRows(ctx context.Context, tx *sql.Tx, q string, args []any) (int64, error) {
-	res, err := tx.ExecContext(ctx, q, args...)
+// resolveMark settles a batch mark whose COMMIT got no answer (it may
+// have committed): the rows of hit are read back on another connection.
+// When every one is SENT under the token this mark held, the mark
+// committed and hit is returned; when none is, it rolled back and the
+// COMMIT's error is returned (a transaction commits as a whole).
+func (r *Relay) resolveMark(ctx context.Context, cs []Claimed, q markQuery, hit map[int64]bool, cerr error) (map[int64]bool, error) {
+	var ids []any
+	for _, c := range cs {
+		if hit[c.ID] {
+			ids = append(ids, c.ID)
+		}
+	}
+	tokens, err := readTokens(ctx, r, "relay.mark.resolve", r.cfg.DB, ids)
 	if err != nil {
+		return nil, fmt.Errorf("mark %d intents: commit: %w (and reading the rows back failed: %v)", len(cs), cerr, err)
+	}
+	sent := 0
+	for _, c := range cs {
+		if t, ok := tokens[c.ID]; ok && hit[c.ID] && t.StateBefore == evidence.StateSent && t.ClaimVersion == c.ClaimVersion && t.ClaimID == c.ClaimID {
+			sent++
+		}
+	}
+	switch sent {
+	case len(ids):
+		return hit, nil
+	case 0:
+		return nil, fmt.Errorf("mark %d intents: commit: %w (not committed: the rows read back are not SENT)", len(cs), cerr)
+	}
+	return nil, fmt.Errorf("mark %d intents: commit: %w (and %d of %d rows read back are SENT)", len(cs), cerr, sent, len(ids))
+}
+
+func (r *Relay) execRows(ctx context.Context, site string, tx *sql.Tx, q string, args []any) (n int64, err error) {
+	var res sql.Result
+	if err := r.db(site, func() (err error) { res, err = tx.ExecContext(ctx, q, args...); return err }); err != nil {
 		return 0, err
 	}
 	return res.RowsAffected()
@@ -207,9 +250,9 @@ func (r *Relay) markQueries(cs []Claimed) markQuery {
 }
 
 // lockedIDs runs a locking select of ids.
-func lockedIDs(ctx context.Context, tx *sql.Tx, q string, args []any) (map[int64]bool, error) {
-	rows, err := tx.QueryContext(ctx, q, args...)
-	if err != nil {
+func (r *Relay) lockedIDs(ctx context.Context, site string, tx *sql.Tx, q string, args []any) (map[int64]bool, error) {
+	var rows *sql.Rows
+	if err := r.db(site, func() (err error) { rows, err = tx.QueryContext(ctx, q, args...); return err }); err != nil {
 		return nil, fmt.Errorf("lock: %w", err)
 	}
 	defer rows.Close()

@@ -80,7 +80,8 @@ func (r *Relay) Publish(ctx context.Context, c Claimed) (partition int32, offset
 	rec := r.record(c)
 	pctx, cancel := context.WithTimeout(ctx, r.cfg.PublishTimeout)
 	defer cancel()
-	got, perr := r.cfg.Client.ProduceSync(pctx, rec).First()
+	var got *kgo.Record
+	perr := r.broker("relay.publish-one", func() (err error) { got, err = r.cfg.Client.ProduceSync(pctx, rec).First(); return err })
 	return r.published(c, rec, got, perr)
 }
 
@@ -104,18 +105,34 @@ func (r *Relay) PublishBatch(ctx context.Context, cs []Claimed) []Published {
 	recs := make([]*kgo.Record, len(cs))
 	got := make([]*kgo.Record, len(cs))
 	errs := make([]error, len(cs))
+	lost := make([]error, len(cs)) // the call hook's error after the record went out
 	var wg sync.WaitGroup
 	wg.Add(len(cs))
 	for i, c := range cs {
 		recs[i] = r.record(c)
-		r.cfg.Client.Produce(pctx, recs[i], func(rec *kgo.Record, err error) {
-			got[i], errs[i] = rec, err
-			wg.Done()
+		sent := false
+		err := r.broker("relay.publish", func() error {
+			sent = true
+			r.cfg.Client.Produce(pctx, recs[i], func(rec *kgo.Record, err error) {
+				got[i], errs[i] = rec, err
+				wg.Done()
+			})
+			return nil
 		})
+		switch {
+		case err != nil && sent:
+			lost[i] = err // the record went out; its answer is replaced by err once it came
+		case err != nil:
+			errs[i] = err
+			wg.Done()
+		}
 	}
 	wg.Wait()
 	out := make([]Published, len(cs))
 	for i, c := range cs {
+		if lost[i] != nil {
+			errs[i] = lost[i]
+		}
 		out[i].Partition, out[i].Offset, out[i].Err = r.published(c, recs[i], got[i], errs[i])
 	}
 	return out

@@ -63,7 +63,7 @@ WHERE id IN (%s)`
 	// qClaimReadBack reads the tokens and leases just written (%s: the
 	// ids), inside the claiming transaction (our own writes, under our
 	// row locks).
-	qClaimReadBack = `SELECT id, claim_version, claim_id, lease_until
+	qClaimReadBack = `SELECT id, claim_version, claim_id, lease_until, state
 FROM outbox FORCE INDEX (PRIMARY) WHERE id IN (%s)`
 
 	// qMark is the compare-and-set to SENT on the whole token. The driver

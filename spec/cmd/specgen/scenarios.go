@@ -2,16 +2,21 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
-// scenarioBlocks are docs/scenarios.md's tables: one per suite in run
-// order, EXT's opt-in scenarios apart.
+// scenarioBlocks are docs/scenarios.md's tables: one per suite with a
+// scenario in the default selection, in run order, and the opt-in
+// scenarios (chaos, the call sweep) apart.
 func scenarioBlocks() map[string]string {
 	blocks := map[string]string{}
 	for _, suite := range spec.Suites {
+		if !slices.ContainsFunc(spec.All(), func(s spec.Scenario) bool { return s.Suite == suite && !s.OptIn }) {
+			continue
+		}
 		blocks["scenarios "+suite] = scenarioTable(func(s spec.Scenario) bool { return s.Suite == suite && !s.OptIn })
 	}
 	blocks["scenarios opt-in"] = scenarioTable(func(s spec.Scenario) bool { return s.OptIn })
