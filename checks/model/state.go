@@ -178,7 +178,10 @@ type ClientRequest struct {
 	// policy refuses it ("" when it does not).
 	Token    *SentToken
 	BadToken string
-	src      Source
+	// Raw is the raw request of a generated load (nil otherwise), which
+	// the reference model of the contract reads (contract.go).
+	Raw *RawRequest
+	src Source
 }
 
 // SentToken is what a client says of the token it sent.
