@@ -23,7 +23,7 @@ var badSKUs = []string{"", "SKU-" + strings.Repeat("9", spec.MaxSKUBytes-3)}
 
 // quantity draws a quantity, mostly small, sometimes at or past a bound.
 func (g *gen) quantity() int64 {
-	switch g.r.IntN(20) {
+	switch g.r.IntN(32) {
 	case 0:
 		return spec.MaxQuantity
 	case 1:
@@ -62,7 +62,7 @@ var amountBodies = [][]line{
 // lines draws an order: one line (in either form) to spec.MaxLines, or
 // one past; a SKU twice now and then; an order at the amount's bound.
 func (g *gen) lines() ([]line, bool) {
-	if g.r.IntN(12) == 0 {
+	if g.r.IntN(8) == 0 {
 		b := amountBodies[g.r.IntN(len(amountBodies))]
 		return append([]line(nil), b...), false
 	}

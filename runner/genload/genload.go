@@ -138,24 +138,24 @@ type sent struct {
 }
 
 // request draws one request of user u: mostly a valid token, key and
-// body; else one part of it faulty; a quarter of the time a key the user
+// body; else one part of it faulty; a third of the time a key the user
 // sent before, with the same request or another.
 func (g *gen) request(u int) Request {
 	req := Request{}
 	req.Auth, req.Token = g.auth(u)
-	if prev := g.sent[u]; len(prev) > 0 && g.r.IntN(4) == 0 {
+	if prev := g.sent[u]; len(prev) > 0 && g.r.IntN(3) == 0 {
 		s := prev[g.r.IntN(len(prev))]
 		req.Keys = []string{g.encodeKey(s.key)}
 		lines, one := g.variant(s.lines, s.one)
 		req.Body = g.encodeBody(lines, one)
 		return req
 	}
-	if g.r.IntN(6) == 0 {
+	if g.r.IntN(8) == 0 {
 		req.Keys = g.badKey()
 	} else {
 		key := g.key()
 		req.Keys = []string{g.encodeKey(key)}
-		if g.r.IntN(6) != 0 {
+		if g.r.IntN(8) != 0 {
 			lines, one := g.lines()
 			req.Body = g.encodeBody(lines, one)
 			g.sent[u] = append(g.sent[u], sent{key: key, lines: lines, one: one})

@@ -19,7 +19,7 @@ type Token struct {
 // goodToken is a token the policy accepts, for user u.
 func (g *gen) goodToken(u int) *Token {
 	c := map[string]any{
-		"sub": Principals[u], "iss": spec.TokenIssuer, "exp": g.now.Add(5 * time.Minute).Unix(),
+		"sub": Principals[u], "iss": spec.TokenIssuer, "exp": g.now.Add(time.Hour).Unix(),
 	}
 	if g.r.IntN(2) == 0 {
 		c["aud"] = spec.TokenAudience
@@ -65,7 +65,7 @@ var claimFaults = []func(c map[string]any, now time.Time){
 // another alg or key, or one claim fault.
 func (g *gen) auth(u int) (string, *Token) {
 	tok := g.goodToken(u)
-	if g.r.IntN(4) != 0 {
+	if g.r.IntN(5) != 0 {
 		return "Bearer ", tok
 	}
 	switch g.r.IntN(12) {
