@@ -207,16 +207,17 @@ func (m *Model) contractOrder(id int64, principal string, req contractOrder, src
 // load is one the model let a request create, and the orders it let be
 // created took no more of a SKU than was seeded.
 func (m *Model) contractWrites(st *contractState, truncated bool) {
-	taken := map[string]int64{}
+	taken, last := map[string]int64{}, map[string]Source{}
 	for i := range m.orders {
 		o := &m.orders[i]
 		if _, ok := st.created[o.ID]; ok {
 			for _, l := range o.LineList {
 				taken[l.SKU] += l.Quantity
+				last[l.SKU] = o.src
 			}
 			continue
 		}
-		m.report(truncated, RuleWriteOffContract, Source{}, evidence.EventIDFor(o.ID),
+		m.report(truncated, RuleWriteOffContract, o.src, evidence.EventIDFor(o.ID),
 			"order %d committed for %q (key %q), but no answer the contract allows created it", o.ID, o.Principal, o.Key)
 	}
 	skus := make([]string, 0, len(taken))
@@ -226,7 +227,7 @@ func (m *Model) contractWrites(st *contractState, truncated bool) {
 	sort.Strings(skus)
 	for _, sku := range skus {
 		if seeded, ok := m.seedStock[sku]; ok && taken[sku] > seeded {
-			m.report(truncated, RuleWriteOffContract, Source{}, "",
+			m.report(truncated, RuleWriteOffContract, last[sku], "",
 				"the orders created took %d of %s, seeded with %d", taken[sku], sku, seeded)
 		}
 	}

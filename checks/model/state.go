@@ -153,6 +153,7 @@ type Order struct {
 	Principal   string
 	AmountCents *int64
 	LineList    []evidence.OrderLine
+	src         Source // its order_committed
 }
 
 // OrderLines returns the order's lines: LineList, or, for a log that

@@ -2,6 +2,7 @@ package genload
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -21,82 +22,34 @@ var unknownSKUs = []string{"sku-a", "SKU-Z", "SKU-" + strings.Repeat("8", spec.M
 // badSKUs are SKUs the contract refuses: empty, one byte too long.
 var badSKUs = []string{"", "SKU-" + strings.Repeat("9", spec.MaxSKUBytes-3)}
 
-// quantity draws a quantity, mostly small, sometimes at or past a bound.
-func (g *gen) quantity() int64 {
-	switch g.r.IntN(32) {
-	case 0:
-		return spec.MaxQuantity
-	case 1:
-		return spec.MaxQuantity + 1
-	case 2:
-		return 0
-	case 3:
-		return -1
-	}
-	return int64(1 + g.r.IntN(3))
-}
-
-// sku draws a SKU: mostly stocked, sometimes unknown or invalid.
-func (g *gen) sku() string {
-	cat := Catalog()
-	switch n := g.r.IntN(30); {
-	case n == 0:
-		return badSKUs[g.r.IntN(len(badSKUs))]
-	case n < 3:
-		return unknownSKUs[g.r.IntN(len(unknownSKUs))]
-	}
-	return cat[g.r.IntN(len(cat))].SKU
-}
-
-// amountBodies are orders at the amount's bound: exactly 2^63-1 cents,
-// one cent over, and over by another line.
-var amountBodies = [][]line{
-	{{"BIG", spec.MaxQuantity}, {"ONE", 807}},
-	{{"BIG", spec.MaxQuantity}, {"ONE", 808}},
-	{{"BIG", spec.MaxQuantity}},
-	{{"ONE", 807}, {"BIG", spec.MaxQuantity}},
-	{{"BIG", spec.MaxQuantity}, {"SKU-A", 1}},
-	{{"BIG", spec.MaxQuantity}, {"FREE", spec.MaxQuantity}},
-}
-
-// lines draws an order: one line (in either form) to spec.MaxLines, or
-// one past; a SKU twice now and then; an order at the amount's bound.
+// lines draws a valid order: one to three lines of distinct stocked
+// SKUs (the scarce one a quarter of the time), small quantities, one
+// line in either form.
 func (g *gen) lines() ([]line, bool) {
-	if g.r.IntN(8) == 0 {
-		b := amountBodies[g.r.IntN(len(amountBodies))]
-		return append([]line(nil), b...), false
-	}
+	cat := slices.DeleteFunc(Catalog(), func(it Item) bool { return it.SKU == "SCARCE" && g.r.IntN(4) != 0 })
 	n := 1 + g.r.IntN(3)
-	switch g.r.IntN(14) {
-	case 0:
-		n = spec.MaxLines
-	case 1:
-		n = spec.MaxLines + 1
-	case 2:
-		n = 0
-	}
-	if n > 4 {
-		// Many lines: distinct plain SKUs (the catalog has sixteen and a
-		// seventeenth makes the line count, not a SKU, the fault).
-		out := make([]line, n)
-		perm := g.r.Perm(n)
-		for i := range out {
-			sku := "SKU-Z"
-			if perm[i] < 16 {
-				sku = plainSKU(perm[i])
-			}
-			out[i] = line{sku: sku, q: int64(1 + g.r.IntN(2))}
-		}
-		return out, false
-	}
+	perm := g.r.Perm(len(cat))
 	out := make([]line, n)
 	for i := range out {
-		out[i] = line{sku: g.sku(), q: g.quantity()}
-	}
-	if n > 1 && g.r.IntN(8) == 0 {
-		out[n-1].sku = out[0].sku // a SKU on two lines
+		out[i] = line{sku: cat[perm[i]].SKU, q: int64(1 + g.r.IntN(3))}
+		if cat[perm[i]].PriceCents == BigPrice {
+			out[i].q = int64(1 + g.r.IntN(spec.MaxQuantity))
+		}
 	}
 	return out, n == 1 && g.r.IntN(2) == 0
+}
+
+// plainLines are n lines of distinct plain SKUs, the seventeenth (past
+// the catalog's sixteen) unknown.
+func plainLines(n int) []line {
+	out := make([]line, n)
+	for i := range out {
+		out[i] = line{sku: "SKU-Z", q: 1}
+		if i < 16 {
+			out[i].sku = plainSKU(15 - i)
+		}
+	}
+	return out
 }
 
 // variant is another request under a key sent before: the same one
@@ -174,13 +127,4 @@ var badBodies = []string{
 	`{"lines":{"sku":"SKU-A","quantity":1}}`,
 	`{"sku":"SKU-A"}`,
 	`{"quantity":2}`,
-}
-
-// badBody draws one of badBodies, or a valid order padded past
-// spec.MaxBodyBytes.
-func (g *gen) badBody() string {
-	if g.r.IntN(len(badBodies)+1) == 0 {
-		return `{"sku":"SKU-A",` + strings.Repeat(" ", spec.MaxBodyBytes) + `"quantity":1}`
-	}
-	return badBodies[g.r.IntN(len(badBodies))]
 }

@@ -22,7 +22,7 @@ type Config struct {
 	// Seed makes the load: one seed, one sequence of requests.
 	Seed uint64
 	// Users is the number of users sending at once (default 6, at most
-	// len(Principals)); Rounds the requests of each (default 20).
+	// len(Principals)); Rounds the requests of each (default 50).
 	Users, Rounds int
 	// Now is the time tokens' exp and nbf are set against (default
 	// time.Now()).
@@ -35,7 +35,7 @@ func (c *Config) setDefaults() {
 	}
 	c.Users = min(c.Users, len(Principals))
 	if c.Rounds <= 0 {
-		c.Rounds = 20
+		c.Rounds = 50
 	}
 	if c.Now.IsZero() {
 		c.Now = time.Now()
@@ -77,7 +77,7 @@ func Catalog() []Item {
 		Item{SKU: "FREE", Stock: 100000, PriceCents: 0},
 		Item{SKU: "ONE", Stock: 100000, PriceCents: 1},
 		Item{SKU: "BIG", Stock: 1000000, PriceCents: BigPrice},
-		Item{SKU: "SCARCE", Stock: 6, PriceCents: 999},
+		Item{SKU: "SCARCE", Stock: 8, PriceCents: 999},
 		Item{SKU: "Ü-ß-€", Stock: 100000, PriceCents: 250},
 		Item{SKU: longSKU, Stock: 100000, PriceCents: 5},
 	)
@@ -128,6 +128,7 @@ type gen struct {
 	r    *rand.Rand
 	now  time.Time
 	sent [][]sent
+	deck deck
 }
 
 // sent is a key and body a user sent, to send again.
@@ -137,33 +138,46 @@ type sent struct {
 	one   bool // the one-line form
 }
 
-// request draws one request of user u: mostly a valid token, key and
-// body; else one part of it faulty; a third of the time a key the user
-// sent before, with the same request or another.
+// request draws one request of user u: a quarter of the time a key the
+// user sent before, with the same request or another; otherwise a fresh
+// valid one, which three times in five gets one variant from the deck of
+// variants (a fault of the key, the body, the token or its header, or a
+// valid request at a bound), so that a load of some hundred requests
+// holds every variant.
 func (g *gen) request(u int) Request {
-	req := Request{}
-	req.Auth, req.Token = g.auth(u)
-	if prev := g.sent[u]; len(prev) > 0 && g.r.IntN(3) == 0 {
+	req := Request{Auth: "Bearer ", Token: g.goodToken(u)}
+	if prev := g.sent[u]; len(prev) > 0 && g.r.IntN(4) == 0 {
 		s := prev[g.r.IntN(len(prev))]
 		req.Keys = []string{g.encodeKey(s.key)}
 		lines, one := g.variant(s.lines, s.one)
 		req.Body = g.encodeBody(lines, one)
 		return req
 	}
-	if g.r.IntN(8) == 0 {
-		req.Keys = g.badKey()
-	} else {
-		key := g.key()
-		req.Keys = []string{g.encodeKey(key)}
-		if g.r.IntN(8) != 0 {
-			lines, one := g.lines()
-			req.Body = g.encodeBody(lines, one)
-			g.sent[u] = append(g.sent[u], sent{key: key, lines: lines, one: one})
-			return req
-		}
+	key := g.key()
+	lines, one := g.lines()
+	req.Keys = []string{g.encodeKey(key)}
+	req.Body = g.encodeBody(lines, one)
+	if g.r.IntN(5) < 3 {
+		variants[g.deck.next(g.r, len(variants))](g, &req)
+		return req
 	}
-	req.Body = g.badBody()
+	g.sent[u] = append(g.sent[u], sent{key: key, lines: lines, one: one})
 	return req
+}
+
+// deck deals indexes 0..n-1 in a random order, every one once before
+// any again.
+type deck struct {
+	order []int
+	i     int
+}
+
+func (d *deck) next(r *rand.Rand, n int) int {
+	if d.i >= len(d.order) {
+		d.order, d.i = r.Perm(n), 0
+	}
+	d.i++
+	return d.order[d.i-1]
 }
 
 // lockOrder is a request of a lock-order round: every user orders the
@@ -171,13 +185,13 @@ func (g *gen) request(u int) Request {
 // key all users share (each user's own, since keys are per user).
 func (g *gen) lockOrder(round, u int) Request {
 	lines := []line{{sku: plainSKU(0), q: 1}, {sku: plainSKU(1), q: 2}, {sku: plainSKU(2), q: 1}, {sku: "SCARCE", q: 1}}
+	if round/10 != 1 {
+		lines = lines[:3] // SCARCE in the second lock round only
+	}
 	if u%2 == 1 {
 		for i, j := 0, len(lines)-1; i < j; i, j = i+1, j-1 {
 			lines[i], lines[j] = lines[j], lines[i]
 		}
-	}
-	if round%10 != 4 {
-		lines = lines[:3] // SCARCE in every other lock round only
 	}
 	key := "lock-" + string(rune('0'+round/10)) + string(rune('0'+round%10))
 	return Request{Auth: "Bearer ", Token: g.goodToken(u), Keys: []string{`"` + key + `"`}, Body: g.encodeBody(lines, false)}

@@ -1,6 +1,7 @@
 package genload
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/orderflow-audit/orderflow-audit/spec"
@@ -17,8 +18,14 @@ var keyPool = []string{
 	`with "quote"`, `back\slash`, "with space", "a,b", "~!#$%&'*+-.^_`|/:;<=>?@[]{}",
 }
 
-// key draws a key of the pool.
-func (g *gen) key() string { return keyPool[g.r.IntN(len(keyPool))] }
+// key draws a key of the pool, or one of 200 numbered keys (all users
+// draw from both).
+func (g *gen) key() string {
+	if g.r.IntN(3) == 0 {
+		return keyPool[g.r.IntN(len(keyPool))]
+	}
+	return "key-" + strconv.Itoa(g.r.IntN(200))
+}
 
 // bareOK tells whether key can be sent bare: visible ASCII but `"`, `\`
 // and `,` (spec/orderapi.go).
@@ -84,6 +91,3 @@ var badKeys = [][]string{
 	{"k1", "k2"},
 	{"k1", "k1"},
 }
-
-// badKey draws one of badKeys.
-func (g *gen) badKey() []string { return badKeys[g.r.IntN(len(badKeys))] }

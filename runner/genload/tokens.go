@@ -58,35 +58,3 @@ var claimFaults = []func(c map[string]any, now time.Time){
 	func(c map[string]any, now time.Time) { c["nbf"] = now.Add(5 * time.Minute).Unix() },
 	func(c map[string]any, _ time.Time) { c["nbf"] = "now" },
 }
-
-// auth draws the Authorization header of user u: mostly "Bearer " and a
-// good token; else the scheme in another case (still good), another
-// scheme, a header too short to hold one, a token that is no JWT, one of
-// another alg or key, or one claim fault.
-func (g *gen) auth(u int) (string, *Token) {
-	tok := g.goodToken(u)
-	if g.r.IntN(5) != 0 {
-		return "Bearer ", tok
-	}
-	switch g.r.IntN(12) {
-	case 0:
-		return "", nil
-	case 1:
-		return []string{"bearer ", "BEARER ", "bEaReR "}[g.r.IntN(3)], tok
-	case 2:
-		return []string{"Basic ", "Bearer", "Token "}[g.r.IntN(3)], tok
-	case 3:
-		return []string{"Bear", "Bearer", "B", "Bearer x.y.z", "Bearer e30.e30.e30"}[g.r.IntN(5)], nil
-	case 4:
-		tok.Alg = []string{"HS512", "none"}[g.r.IntN(2)]
-		if tok.Alg == "none" {
-			tok.Key = "none"
-		}
-		return "Bearer ", tok
-	case 5:
-		tok.Key = "other"
-		return "Bearer ", tok
-	}
-	claimFaults[g.r.IntN(len(claimFaults))](tok.Claims, g.now)
-	return "Bearer ", tok
-}
