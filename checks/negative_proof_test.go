@@ -135,7 +135,7 @@ func TestVerifyTextSaysWhatWasAudited(t *testing.T) {
 	if want := "orderflow-audit verify: PASS for the orderflow-audit reference pipeline, suites U79, U80 and EXT, run " + v.RunID; first != want {
 		t.Errorf("first line %q; want %q", first, want)
 	}
-	if !strings.Contains(b.String(), "\nthe witnesses confirmed (29 scenario(s)):\n  placement: commit boundary:") {
+	if !strings.Contains(b.String(), "\nthe witnesses confirmed (30 scenario(s)):\n  placement: commit boundary:") {
 		t.Errorf("the text does not say what the witnesses confirmed:\n%s", b.String())
 	}
 	if strings.Contains(b.String(), "reasons, by rule") {
