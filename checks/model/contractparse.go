@@ -21,7 +21,7 @@ import (
 // followed by a token (hasToken) is of the contract's form: the scheme
 // "Bearer" in any case, one space, then the token.
 func bearerToken(prefix string, hasToken bool) bool {
-	return hasToken && len(prefix) == len("Bearer ") && strings.EqualFold(prefix, "Bearer ")
+	return hasToken && strings.EqualFold(prefix, "Bearer ")
 }
 
 // principalOK reports whether a subject may be a principal: 1 to
