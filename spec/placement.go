@@ -58,9 +58,9 @@ var placementScenarios = []Scenario{
 		"several users at once with keys reused across and within users: the verifier's reference model of the "+
 		"contract predicts every answer and every write",
 		Metric{Name: "requests", Accept: "300", Means: "requests answered (6 users, 50 rounds)"},
-		Metric{Name: "created", Example: "40", Means: "distinct orders named by 201 answers"},
-		Metric{Name: "replays", Example: "10", Means: "201 answers naming an order an earlier answer named"},
-		Metric{Name: "refused", Example: "70", Means: "answers other than 201"}).
+		Metric{Name: "created", Example: "142", Means: "distinct orders named by 201 answers"},
+		Metric{Name: "replays", Example: "25", Means: "201 answers naming an order an earlier answer named"},
+		Metric{Name: "refused", Example: "133", Means: "answers other than 201"}).
 		withDetails("runner/genload draws, from seed 1, per round one request of each user: keys of 1 to 256 bytes, " +
 			"case and sf-string variants, malformed keys; bodies of 0 to 17 lines, SKUs repeated, reordered, unknown, " +
 			"of 1 to 65 bytes, quantities and prices at their bounds (an amount of exactly 2^63-1 cents, and one over); " +
