@@ -234,10 +234,11 @@ type Event struct {
 	// Authorization header as sent with the token (if any) cut off its
 	// end ("" with a token: "Bearer "; without one, the whole header, ""
 	// when absent), KeyHeaders the Idempotency-Key values as sent, and
-	// RequestBody the body, byte for byte.
+	// RequestBody the body, byte for byte. A generated request always
+	// has one of the three (HasRawRequest).
 	AuthPrefix  string   `json:"auth_prefix,omitempty"`
 	KeyHeaders  []string `json:"key_headers,omitempty"`
-	RequestBody *string  `json:"request_body,omitempty"`
+	RequestBody string   `json:"request_body,omitempty"`
 	// AggregateVersion is the version of an intent within its aggregate
 	// (order_advanced); OrderStatus the order status it wrote.
 	AggregateVersion *int64 `json:"aggregate_version,omitempty"`
@@ -251,6 +252,14 @@ type Event struct {
 	Target string `json:"target,omitempty"`
 	// PID is the OS process id of a process_start or process_exit.
 	PID *int64 `json:"pid,omitempty"`
+}
+
+// HasRawRequest reports whether e is the client's record of a generated
+// request, with its raw request (auth_prefix, key_headers, request_body):
+// the generator never sends a request without an Authorization header,
+// an Idempotency-Key and a body all at once.
+func (e *Event) HasRawRequest() bool {
+	return e.AuthPrefix != "" || len(e.KeyHeaders) > 0 || e.RequestBody != ""
 }
 
 // Ptr returns a pointer to v, for the optional numeric fields.

@@ -100,7 +100,7 @@ func (e *Env) sendGenerated(ctx context.Context, rounds [][]genload.Request, rep
 // request_body).
 func (e *Env) postGenerated(ctx context.Context, cl *orders.Client, req genload.Request) (orders.Result, error) {
 	body := req.Body
-	ev := evidence.Event{Kind: evidence.KindOrderRequest, AuthPrefix: req.Auth, KeyHeaders: req.Keys, RequestBody: &body}
+	ev := evidence.Event{Kind: evidence.KindOrderRequest, AuthPrefix: req.Auth, KeyHeaders: req.Keys, RequestBody: body}
 	header := req.Auth
 	if t := req.Token; t != nil {
 		raw, err := e.signGenerated(t)

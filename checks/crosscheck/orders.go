@@ -311,7 +311,7 @@ func (s *scenarioCheck) answers() {
 		if e.Status < 200 || e.Status > 299 || e.OrderID == nil {
 			continue
 		}
-		if e.RequestBody != nil && e.Key == "" {
+		if e.HasRawRequest() && e.Key == "" {
 			// A generated request: the key is the one the contract
 			// reads from the headers sent (the reference model's).
 			e.Key, _ = model.ContractKey(e.KeyHeaders)

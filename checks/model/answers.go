@@ -38,8 +38,8 @@ func (m *Model) stepOrderRequest(e *evidence.Event, src Source) {
 	if e.TokenAlg != "" || e.TokenKey != "" || e.TokenClaims != "" {
 		r.Token = &SentToken{Alg: m.intern(e.TokenAlg), Key: m.intern(e.TokenKey), Claims: strings.Clone(e.TokenClaims)}
 	}
-	if e.RequestBody != nil {
-		r.Raw = &RawRequest{Auth: strings.Clone(e.AuthPrefix), Body: strings.Clone(*e.RequestBody)}
+	if e.HasRawRequest() {
+		r.Raw = &RawRequest{Auth: strings.Clone(e.AuthPrefix), Body: strings.Clone(e.RequestBody)}
 		for _, k := range e.KeyHeaders {
 			r.Raw.Keys = append(r.Raw.Keys, strings.Clone(k))
 		}

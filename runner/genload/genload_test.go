@@ -43,6 +43,9 @@ func TestCoversDomain(t *testing.T) {
 		var lockBodies []string
 		for _, r := range round {
 			bodies[r.Body] = true
+			if r.Auth == "" && r.Token == nil && len(r.Keys) == 0 && r.Body == "" {
+				t.Error("a request without Authorization, Idempotency-Key and body: its record would not read as generated")
+			}
 			for _, k := range r.Keys {
 				keys[k] = true
 				if len(k) > 1024 {
