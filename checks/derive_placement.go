@@ -5,6 +5,7 @@ import "fmt"
 // placementDerivations are the derivations of this file's scenarios, by id
 // (derivations). Order placement (spec/placement.go).
 var placementDerivations = map[string]derivation{
+	"generatedLoad": {metrics: func(f facts) []metricValue { return f.generatedCounts() }},
 	"placement": {metrics: func(f facts) []metricValue {
 		orders, _, idem := f.countOrders()
 		return []metricValue{f.requestStatus("status", 0), num("orders", orders), num("stock", f.stockSum()),
@@ -64,4 +65,25 @@ var placementDerivations = map[string]derivation{
 		},
 		conditions: onlyStatuses(201, 409), // the runner: an order gets 201 or 409
 	},
+}
+
+// generatedCounts reads the client's record of a generated load: the
+// requests, the distinct orders 201 answers named, the 201 answers
+// naming an order an earlier one named, and the other answers.
+func (f facts) generatedCounts() []metricValue {
+	var requests, created, replays, refused int64
+	seen := map[int64]bool{}
+	for _, r := range f.m.ClientRequests() {
+		requests++
+		switch {
+		case r.Status != 201 || r.OrderID == nil:
+			refused++
+		case seen[*r.OrderID]:
+			replays++
+		default:
+			seen[*r.OrderID] = true
+			created++
+		}
+	}
+	return []metricValue{num("requests", requests), num("created", created), num("replays", replays), num("refused", refused)}
 }

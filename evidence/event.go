@@ -68,7 +68,9 @@ const (
 	// token_alg, token_key and token_claims (the token it sent: its alg
 	// header, which key signed it, its claims as JSON; absent without a
 	// token), status (the answer), order_id (the order a 201 names),
-	// payload_sha256 (the sha256 of the answer's body, byte for byte).
+	// payload_sha256 (the sha256 of the answer's body, byte for byte);
+	// a generated request also auth_prefix, key_headers and request_body
+	// (what was sent, raw).
 	KindOrderRequest Kind = "order_request"
 
 	// KindClaim: a relay claimed an intent. event_id, order_id,
@@ -254,6 +256,16 @@ type Event struct {
 	TokenAlg    string   `json:"token_alg,omitempty"`
 	TokenKey    string   `json:"token_key,omitempty"`
 	TokenClaims string   `json:"token_claims,omitempty"`
+	// The raw request of a generated order_request (runner/genload), for
+	// the reference model of the contract: AuthPrefix is the
+	// Authorization header as sent with the token (if any) cut off its
+	// end ("" with a token: "Bearer "; without one, the whole header, ""
+	// when absent), KeyHeaders the Idempotency-Key values as sent, and
+	// RequestBody the body, byte for byte. A generated request always
+	// has one of the three (HasRawRequest).
+	AuthPrefix  string   `json:"auth_prefix,omitempty"`
+	KeyHeaders  []string `json:"key_headers,omitempty"`
+	RequestBody string   `json:"request_body,omitempty"`
 	// AggregateVersion is the version of an intent within its aggregate
 	// (order_advanced); OrderStatus the order status it wrote.
 	AggregateVersion *int64 `json:"aggregate_version,omitempty"`
@@ -267,6 +279,14 @@ type Event struct {
 	Target string `json:"target,omitempty"`
 	// PID is the OS process id of a process_start or process_exit.
 	PID *int64 `json:"pid,omitempty"`
+}
+
+// HasRawRequest reports whether e is the client's record of a generated
+// request, with its raw request (auth_prefix, key_headers, request_body):
+// the generator never sends a request without an Authorization header,
+// an Idempotency-Key and a body all at once.
+func (e *Event) HasRawRequest() bool {
+	return e.AuthPrefix != "" || len(e.KeyHeaders) > 0 || e.RequestBody != ""
 }
 
 // Ptr returns a pointer to v, for the optional numeric fields.

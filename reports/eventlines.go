@@ -36,7 +36,13 @@ func eventLines(e logEvent, a, over string, fn footnoter) []string {
 	case evidence.KindSeedOutbox:
 		return msg(a, "->>", aliasDB, fmt.Sprintf("seed outbox %s (agg %s, %s)", e.EventID, i64(e.OrderID), e.State))
 	case evidence.KindOrderCommitted:
-		return msg(a, "->>", aliasDB, fmt.Sprintf("commit order %s + %s, stock %s", i64(e.OrderID), e.EventID, i64(e.Stock)))
+		label := fmt.Sprintf("commit order %s + %s, stock %s", i64(e.OrderID), e.EventID, i64(e.Stock))
+		if e.OrderID != nil && e.EventID == evidence.EventIDFor(*e.OrderID) && len(label) > 48 {
+			// Order ids of ten digits (the generated load's, past 2^31):
+			// the intent's id repeats the order's.
+			label = fmt.Sprintf("commit order %s + intent, stock %s", i64(e.OrderID), i64(e.Stock))
+		}
+		return msg(a, "->>", aliasDB, label)
 	case evidence.KindOutboxWritten:
 		return msg(a, "->>", aliasDB, fmt.Sprintf("intent %s, own tx", e.EventID))
 	case evidence.KindOrderAdvanced:

@@ -22,6 +22,7 @@ var placementRuns = map[string]runFunc{
 	"concurrentDuplicates": concurrentDuplicates,
 	"insufficientStock":    insufficientStock,
 	"noOversell":           noOversell,
+	"generatedLoad":        generatedLoad,
 }
 
 // counts are the rows the order transaction writes.

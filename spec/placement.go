@@ -54,6 +54,18 @@ var placementScenarios = []Scenario{
 			Means: "orders whose amount differs from the lines their client asked for at the seeded prices, or from " +
 				"the sum of their own lines' quantity × unit price"}).
 		withDetails("SKU-A (1250 cents), SKU-B (399), SKU-C (7000), stock 20 each: 3×A; 2×B + 1×A; 1×C + 4×B + 2×A"),
+	u79("generatedLoad", "seeded requests drawn from the whole input domain of POST /orders (orderapi.go), sent by "+
+		"several users at once with keys reused across and within users: the verifier's reference model of the "+
+		"contract predicts every answer and every write",
+		Metric{Name: "requests", Accept: "300", Means: "requests answered (6 users, 50 rounds)"},
+		Metric{Name: "created", Example: "142", Means: "distinct orders named by 201 answers"},
+		Metric{Name: "replays", Example: "25", Means: "201 answers naming an order an earlier answer named"},
+		Metric{Name: "refused", Example: "133", Means: "answers other than 201"}).
+		withDetails("runner/genload draws, from seed 1, per round one request of each user: keys of 1 to 256 bytes, " +
+			"case and sf-string variants, malformed keys; bodies of 0 to 17 lines, SKUs repeated, reordered, unknown, " +
+			"of 1 to 65 bytes, quantities and prices at their bounds (an amount of exactly 2^63-1 cents, and one over); " +
+			"tokens with each claim present, absent, malformed or near its value; order ids start past 2^31").
+		withAlso("the answers and writes the reference model allows (rules answer-off-contract, write-off-contract)"),
 }
 
 // u79 declares a U79 scenario: no boundary, no fault, the order service.

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/orderflow-audit/orderflow-audit/checks/finding"
+	"github.com/orderflow-audit/orderflow-audit/checks/model"
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/witness/binlog"
 )
@@ -309,6 +310,11 @@ func (s *scenarioCheck) answers() {
 		e := w.e
 		if e.Status < 200 || e.Status > 299 || e.OrderID == nil {
 			continue
+		}
+		if e.HasRawRequest() && e.Key == "" {
+			// A generated request: the key is the one the contract
+			// reads from the headers sent (the reference model's).
+			e.Key, _ = model.ContractKey(e.KeyHeaders)
 		}
 		var rec *binlog.RowChange
 		for _, ch := range s.db.changes {

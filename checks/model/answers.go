@@ -38,6 +38,12 @@ func (m *Model) stepOrderRequest(e *evidence.Event, src Source) {
 	if e.TokenAlg != "" || e.TokenKey != "" || e.TokenClaims != "" {
 		r.Token = &SentToken{Alg: m.intern(e.TokenAlg), Key: m.intern(e.TokenKey), Claims: strings.Clone(e.TokenClaims)}
 	}
+	if e.HasRawRequest() {
+		r.Raw = &RawRequest{Auth: strings.Clone(e.AuthPrefix), Body: strings.Clone(e.RequestBody)}
+		for _, k := range e.KeyHeaders {
+			r.Raw.Keys = append(r.Raw.Keys, strings.Clone(k))
+		}
+	}
 	m.clientStatus[r.Status]++
 	if r.Status >= 200 && r.Status <= 299 && r.OrderID != nil && len(m.clientOKOrders) < maxClientRequests {
 		m.clientOKOrders[*r.OrderID] = true
@@ -83,6 +89,8 @@ func badToken(tok *SentToken, at time.Time) string {
 	switch {
 	case c.Sub == "":
 		return "a token without a subject"
+	case !principalOK(c.Sub):
+		return fmt.Sprintf("a token whose subject has %d bytes, over %d", len(c.Sub), spec.MaxPrincipalBytes)
 	case c.Exp == nil:
 		return "a token without exp"
 	case !sec(*c.Exp).After(at.Add(-tokenSkew)):

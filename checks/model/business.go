@@ -48,7 +48,7 @@ func (m *Model) stepOrderCommitted(e *evidence.Event, src Source) {
 		return
 	}
 	o := Order{ID: id, SKU: m.intern(e.SKU), Quantity: val(e.Quantity), Key: strings.Clone(e.Key), Status: int64(e.Status),
-		Row: row, Lines: lines, Idem: idem, Principal: m.intern(e.Principal), AmountCents: clonePtr(e.AmountCents)}
+		Row: row, Lines: lines, Idem: idem, Principal: m.intern(e.Principal), AmountCents: clonePtr(e.AmountCents), src: src}
 	o.LineList = m.orderLines(e, src)
 	m.orderIdx[id] = int32(len(m.orders))
 	m.orders = append(m.orders, o)

@@ -18,6 +18,7 @@ func (m *Model) Finish(truncated bool) {
 	m.checkStock(truncated)
 	m.checkReceived(truncated)
 	m.checkAnswers(truncated)
+	m.checkContract(truncated)
 	m.checkOffsets(truncated)
 	m.checkWaiting(truncated)
 	m.finishChaos()

@@ -324,7 +324,8 @@ func TestFaultTokenWithoutRow(t *testing.T) {
 // TestOrdersAndStock pins what the order and stock metrics read.
 func TestOrdersAndStock(t *testing.T) {
 	m := replay(t, modeltest.Load(t, histories+"/ok-send-before-mark-crash"), nil)
-	want := Order{ID: 1, SKU: "SKU", Quantity: 1, Key: "k1", Status: 201, Row: true, Lines: true, Idem: true}
+	want := Order{ID: 1, SKU: "SKU", Quantity: 1, Key: "k1", Status: 201, Row: true, Lines: true, Idem: true,
+		src: Source{Log: "events.jsonl", Line: 2, Seq: 2}}
 	if o, ok := m.Order(1); !ok || !reflect.DeepEqual(o, want) {
 		t.Errorf("Order(1) = %+v, %v; want %+v", o, ok, want)
 	}

@@ -66,6 +66,8 @@ const (
 	RuleStockMismatch        Rule = "stock-mismatch"
 	RuleAmountMismatch       Rule = "amount-mismatch"
 	RuleLinesMismatch        Rule = "lines-mismatch"
+	RuleAnswerOffContract    Rule = "answer-off-contract"
+	RuleWriteOffContract     Rule = "write-off-contract"
 	RuleCrossPrincipalAnswer Rule = "cross-principal-answer"
 	RuleBadTokenAccepted     Rule = "bad-token-accepted"
 	RuleCreatedOnRollback    Rule = "created-on-rollback"
@@ -247,6 +249,11 @@ var Rules = []RuleInfo{
 	// Business: the bearer-token policy (spec.TokenAlg, TokenIssuer, TokenAudience).
 	{RuleBadTokenAccepted, spec.LayerBusiness,
 		"an order_request whose token breaks the policy (none, alg not HS256, not the service's key, no sub or exp, expired more than 2 s before the record, nbf after it, wrong iss or aud) answered other than 401"},
+	// Business: the reference model of the contract (spec/orderapi.go), over a generated load.
+	{RuleAnswerOffContract, spec.LayerBusiness,
+		"a generated request (order_request with request_body) answered other than the contract's reference model allows for what it sent, the key's earlier requests and the stock seeded (end of scenario)"},
+	{RuleWriteOffContract, spec.LayerBusiness,
+		"under a generated load, an order committed that no allowed answer created, or one whose principal, lines, prices or amount are not its request's at the seeded prices, or orders taking more of a SKU than seeded (end of scenario)"},
 	// Business: a 2xx answer stands for a committed order.
 	{RuleCreatedOnRollback, spec.LayerBusiness,
 		"a 2xx answer the client recorded naming an order whose transaction rolled back, or that no order_committed created (end of scenario)"},

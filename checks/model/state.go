@@ -154,6 +154,7 @@ type Order struct {
 	Principal   string
 	AmountCents *int64
 	LineList    []evidence.OrderLine
+	src         Source // its order_committed
 }
 
 // OrderLines returns the order's lines: LineList, or, for a log that
@@ -179,7 +180,10 @@ type ClientRequest struct {
 	// policy refuses it ("" when it does not).
 	Token    *SentToken
 	BadToken string
-	src      Source
+	// Raw is the raw request of a generated load (nil otherwise), which
+	// the reference model of the contract reads (contract.go).
+	Raw *RawRequest
+	src Source
 }
 
 // SentToken is what a client says of the token it sent.

@@ -58,6 +58,28 @@ func (c *Client) PlaceRaw(ctx context.Context, token, key string, body []byte) (
 		}
 		hreq.Header.Set(HeaderIdempotencyKey, sf)
 	}
+	return c.do(hreq)
+}
+
+// PlaceHeaders posts body with the Authorization header auth (none when
+// empty) and the Idempotency-Key values keys as they are, unencoded (for
+// the generated load, which sends malformed headers on purpose).
+func (c *Client) PlaceHeaders(ctx context.Context, auth string, keys []string, body []byte) (Result, error) {
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(c.BaseURL, "/")+Path, bytes.NewReader(body))
+	if err != nil {
+		return Result{}, fmt.Errorf("place order: %w", err)
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	if auth != "" {
+		hreq.Header.Set("Authorization", auth)
+	}
+	for _, k := range keys {
+		hreq.Header.Add(HeaderIdempotencyKey, k)
+	}
+	return c.do(hreq)
+}
+
+func (c *Client) do(hreq *http.Request) (Result, error) {
 	hc := c.HTTP
 	if hc == nil {
 		hc = http.DefaultClient

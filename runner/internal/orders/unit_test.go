@@ -10,6 +10,7 @@ import (
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/plant"
+	"github.com/orderflow-audit/orderflow-audit/spec"
 )
 
 func TestParseIdempotencyKey(t *testing.T) {
@@ -134,5 +135,26 @@ func TestClipKeepsRunes(t *testing.T) {
 	}
 	if got := clip("abc", 5); got != "abc" {
 		t.Errorf("clip = %q; want abc", got)
+	}
+}
+
+// TestBoundsMatchSpec: the service's bounds are the contract's
+// (spec/orderapi.go), which the generated load and the verifier's
+// reference model read.
+func TestBoundsMatchSpec(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		got, want int
+	}{
+		{"MaxKeyBytes", MaxKeyBytes, spec.MaxKeyBytes},
+		{"maxPrincipalBytes", maxPrincipalBytes, spec.MaxPrincipalBytes},
+		{"MaxLines", MaxLines, spec.MaxLines},
+		{"MaxQuantity", MaxQuantity, spec.MaxQuantity},
+		{"MaxSKUBytes", MaxSKUBytes, spec.MaxSKUBytes},
+		{"MaxBodyBytes", MaxBodyBytes, spec.MaxBodyBytes},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s = %d; want spec's %d", c.name, c.got, c.want)
+		}
 	}
 }
