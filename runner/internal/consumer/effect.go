@@ -122,7 +122,7 @@ func (c *Consumer) effectTx(ctx context.Context, r *kgo.Record, id Identity) (re
 		}
 	}()
 	if c.cfg.Plant == plant.InboxByEventID {
-		if res.replay, err = inboxHasEvent(ctx, tx, res.key); err != nil || res.replay {
+		if res.replay, err = c.inboxHasEvent(ctx, tx, res.key); err != nil || res.replay {
 			return res, err
 		}
 	}
@@ -178,9 +178,11 @@ func (c *Consumer) inboxKey(r *kgo.Record, id Identity) string {
 // inboxHasEvent is the planted InboxByEventID: it looks the inbox up by
 // event id alone, so that another consumer's row of the event is taken
 // for a replay of this one's.
-func inboxHasEvent(ctx context.Context, tx *sql.Tx, eventID string) (bool, error) {
+func (c *Consumer) inboxHasEvent(ctx context.Context, tx *sql.Tx, eventID string) (bool, error) {
 	var n int64
-	if err := tx.QueryRowContext(ctx, qInboxByEvent, eventID).Scan(&n); err != nil {
+	if err := c.db("consumer.effect.inbox-by-event", func() error {
+		return tx.QueryRowContext(ctx, qInboxByEvent, eventID).Scan(&n)
+	}); err != nil {
 		return false, &txFailure{err: fmt.Errorf("effect %s: look the inbox up: %w", eventID, err)}
 	}
 	return n > 0, nil
