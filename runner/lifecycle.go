@@ -126,11 +126,7 @@ func (e *Env) measureLifecycle(ctx context.Context, topic string) error {
 			split++
 		}
 	}
-	outOfOrder, err := e.QueryInt(ctx, `SELECT COUNT(DISTINCT b.id) FROM notification b
-  JOIN outbox ob ON ob.event_id = b.event_id
-  JOIN notification a ON a.order_id = b.order_id AND a.consumer = b.consumer AND a.id < b.id
-  JOIN outbox oa ON oa.event_id = a.event_id
- WHERE oa.aggregate_version > ob.aggregate_version`)
+	outOfOrder, err := e.effectsOutOfVersion(ctx)
 	if err != nil {
 		return err
 	}
@@ -145,4 +141,14 @@ func (e *Env) measureLifecycle(ctx context.Context, topic string) error {
 	e.Result.Metric("outOfOrder", outOfOrder)
 	e.Result.Metric("effects", effects)
 	return nil
+}
+
+// effectsOutOfVersion counts the notifications of an order committed after
+// a notification (of the same consumer) of a higher version of it.
+func (e *Env) effectsOutOfVersion(ctx context.Context) (int64, error) {
+	return e.QueryInt(ctx, `SELECT COUNT(DISTINCT b.id) FROM notification b
+  JOIN outbox ob ON ob.event_id = b.event_id
+  JOIN notification a ON a.order_id = b.order_id AND a.consumer = b.consumer AND a.id < b.id
+  JOIN outbox oa ON oa.event_id = a.event_id
+ WHERE oa.aggregate_version > ob.aggregate_version`)
 }

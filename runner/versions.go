@@ -130,11 +130,7 @@ func (e *Env) measureVersions(ctx context.Context, topic string, first sut.Relay
 		}
 		top[string(rec.Key)] = max(top[string(rec.Key)], v)
 	}
-	outOfOrder, err := e.QueryInt(ctx, `SELECT COUNT(DISTINCT b.id) FROM notification b
-  JOIN outbox ob ON ob.event_id = b.event_id
-  JOIN notification a ON a.order_id = b.order_id AND a.consumer = b.consumer AND a.id < b.id
-  JOIN outbox oa ON oa.event_id = a.event_id
- WHERE oa.aggregate_version > ob.aggregate_version`)
+	outOfOrder, err := e.effectsOutOfVersion(ctx)
 	if err != nil {
 		return err
 	}
