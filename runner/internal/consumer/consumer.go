@@ -167,6 +167,16 @@ type Consumer struct {
 	stats     Stats
 	handled   []*kgo.Record
 	closeOnce sync.Once
+	// resume holds, for each partition rewound and not yet polled again
+	// from there, the offset its next record must have (rewind, resumed;
+	// under mu).
+	resume map[topicPart]int64
+}
+
+// topicPart names a partition.
+type topicPart struct {
+	topic     string
+	partition int32
 }
 
 // New checks cfg, creates the group client (manual commits, reset to the

@@ -401,3 +401,44 @@ func TestRunChainEndToEnd(t *testing.T) {
 		t.Errorf("mark events = %d; want %d", got, n)
 	}
 }
+
+// A poll whose time runs out inside its batch (here after the first
+// record's effect, before its offset commit) leaves the member able to go
+// on: polled again, it handles the records of the batch it did not settle
+// (the first again, absorbed by the inbox), and commits the end. Without
+// the rewind the client's position was past them: the next poll found
+// nothing, and the records were never settled.
+func TestPollInterruptedRewinds(t *testing.T) {
+	for _, batch := range []bool{false, true} {
+		t.Run(fmt.Sprintf("batch=%v", batch), func(t *testing.T) {
+			b := setup(t)
+			b.produce(t, 1, 2, 3)
+			ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
+			defer cancel()
+			inj := &fault.Injector{}
+			inj.ArmFunc(spec.AfterEffectBeforeOffsetCommit, 1, func() error { cancel(); return ctx.Err() })
+			c := b.consumer(t, "consumer-1", func(cfg *consumer.Config) { cfg.Faults = inj; cfg.BatchEffects = batch })
+			for ctx.Err() == nil {
+				if _, err := c.PollOnce(ctx); err != nil && ctx.Err() == nil {
+					t.Fatalf("first poll: %v", err)
+				}
+			}
+			s, err := c.PollUntil(deadline(t, 15*time.Second), func(s consumer.Stats) bool { return s.Effects >= 3 && s.OffsetsCommitted >= 1 })
+			if err != nil {
+				t.Fatalf("polled again: %v (stats %+v)", err, s)
+			}
+			for id := 1; id <= 3; id++ {
+				if n := count(t, b.DB, `SELECT COUNT(*) FROM notification WHERE event_id = ?`, evidence.EventIDFor(int64(id))); n != 1 {
+					t.Errorf("notifications of e-%d = %d; want 1", id, n)
+				}
+			}
+			var last int64 = -1
+			for _, e := range evidencetest.Of(b.events(t), evidence.KindOffsetCommit) {
+				last = max(last, *e.Offset)
+			}
+			if last != 3 {
+				t.Errorf("last offset_commit = %d; want 3", last)
+			}
+		})
+	}
+}

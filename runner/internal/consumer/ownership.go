@@ -27,11 +27,13 @@ func (c *Consumer) onAssigned(_ context.Context, _ *kgo.Client, parts map[string
 
 // onRevoked logs the partitions this member gave up.
 func (c *Consumer) onRevoked(_ context.Context, _ *kgo.Client, parts map[string][]int32) {
+	c.forget(parts)
 	c.ownership(evidence.KindPartitionRevoked, parts, -1)
 }
 
 // onLost logs the partitions the group took from this member.
 func (c *Consumer) onLost(_ context.Context, _ *kgo.Client, parts map[string][]int32) {
+	c.forget(parts)
 	c.ownership(evidence.KindPartitionLost, parts, -1)
 }
 

@@ -26,7 +26,10 @@ const RetryBackoff = 20 * time.Millisecond
 // first one, so that the next poll replays them, and PollOnce returns
 // without an error after RetryBackoff. A failed fetch (the client's or
 // the call hook's) is recorded (a fault event at call-failed) and
-// returned after the records polled with it were handled. Any other error (a simulated crash,
+// returned after the records polled with it were handled. When ctx ends
+// inside the batch, its partitions are rewound to its first records, so
+// that a member polled again does not go on past records it did not
+// settle. Any other error (a simulated crash,
 // a bad record, a database or commit error) stops it with the rest of the
 // batch unhandled. When ctx ends it returns ctx.Err(). (The planted
 // BatchOutOfOrder handles a batch last record first.)
@@ -46,7 +49,7 @@ func (c *Consumer) PollOnce(ctx context.Context) (Stats, error) {
 			ferr = fmt.Errorf("consumer %s: fetch %s/%d: %w", c.cfg.Member, topic, part, err)
 		}
 	})
-	recs := fs.Records()
+	recs := c.resumed(fs.Records())
 	if c.cfg.Plant == plant.BatchOutOfOrder {
 		slices.Reverse(recs)
 	}
@@ -57,6 +60,14 @@ func (c *Consumer) PollOnce(ctx context.Context) (Stats, error) {
 	if err := handle(ctx, recs); errors.Is(err, errRewound) {
 		return c.Stats().sub(before), ctx.Err()
 	} else if err != nil {
+		if ctx.Err() != nil {
+			// The poll's time ran out inside the batch, and the member
+			// may be polled again: the client's position is past
+			// records it did not settle, so it goes back to the batch's
+			// first (those it did settle come again, and the inbox
+			// absorbs them).
+			c.rewind(recs)
+		}
 		return c.Stats().sub(before), err
 	}
 	if ferr != nil {
@@ -120,7 +131,7 @@ func (c *Consumer) backoff(ctx context.Context) {
 }
 
 // rewind sets each partition of rest to its first record in rest: the
-// next fetch starts there.
+// next fetch starts there, and resumed holds the next poll to it.
 func (c *Consumer) rewind(rest []*kgo.Record) {
 	to := map[string]map[int32]kgo.EpochOffset{}
 	for _, r := range rest {
@@ -131,7 +142,69 @@ func (c *Consumer) rewind(rest []*kgo.Record) {
 			to[r.Topic][r.Partition] = kgo.EpochOffset{Epoch: r.LeaderEpoch, Offset: r.Offset}
 		}
 	}
+	c.mu.Lock()
+	if c.resume == nil {
+		c.resume = map[topicPart]int64{}
+	}
+	for t, ps := range to {
+		for p, eo := range ps {
+			c.resume[topicPart{t, p}] = eo.Offset
+		}
+	}
+	c.mu.Unlock()
 	c.cl.SetOffsets(to)
+}
+
+// resumed returns the records of recs a rewound partition may be handled
+// with: from the offset it was rewound to on. A fetch that was under way
+// when the partition was rewound (the connection of a fetch dropped and
+// retried, say) can still deliver records past that offset; handled, they
+// would be settled and committed over the records before them, which no
+// member would ever settle. Such records are dropped unseen and the
+// partition is rewound again. A partition the member gave up is no longer
+// held (forget): the next owner resumes from the committed offset.
+func (c *Consumer) resumed(recs []*kgo.Record) []*kgo.Record {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.resume) == 0 {
+		return recs
+	}
+	var again map[string]map[int32]kgo.EpochOffset
+	out := recs[:0:0]
+	for _, r := range recs {
+		tp := topicPart{r.Topic, r.Partition}
+		want, held := c.resume[tp]
+		switch {
+		case !held || r.Offset < want:
+			out = append(out, r)
+		case r.Offset == want:
+			delete(c.resume, tp)
+			out = append(out, r)
+		default:
+			if again == nil {
+				again = map[string]map[int32]kgo.EpochOffset{}
+			}
+			if again[r.Topic] == nil {
+				again[r.Topic] = map[int32]kgo.EpochOffset{}
+			}
+			again[r.Topic][r.Partition] = kgo.EpochOffset{Epoch: r.LeaderEpoch, Offset: want}
+		}
+	}
+	if again != nil {
+		c.cl.SetOffsets(again)
+	}
+	return out
+}
+
+// forget drops the rewinds of the partitions of parts (given up).
+func (c *Consumer) forget(parts map[string][]int32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for t, ps := range parts {
+		for _, p := range ps {
+			delete(c.resume, topicPart{t, p})
+		}
+	}
 }
 
 // PollUntil polls until done(Stats()) holds, and returns the total stats.
