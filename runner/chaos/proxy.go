@@ -3,6 +3,10 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -45,10 +49,17 @@ type Link struct {
 }
 
 // Add starts a proxy named name (a link "actor>component") on a free
-// loopback port in front of upstream.
+// loopback port in front of upstream (stableAddr).
 func (ps *Proxies) Add(name, upstream string) (*Link, error) {
-	p := toxiproxy.NewProxy(ps.server, name, "127.0.0.1:0", upstream)
-	if err := p.Start(); err != nil {
+	var p *toxiproxy.Proxy
+	var err error
+	for range 5 { // another process may take the port between the check and the start
+		p = toxiproxy.NewProxy(ps.server, name, stableAddr(), upstream)
+		if err = p.Start(); err == nil {
+			break
+		}
+	}
+	if err != nil {
 		return nil, fmt.Errorf("proxy %s: %w", name, err)
 	}
 	l := &Link{Name: name, Addr: p.Listen, Upstream: upstream, p: p}
@@ -166,4 +177,31 @@ func (l *Link) Heal(ctx context.Context) error {
 		l.cut = false
 	}
 	return nil
+}
+
+// stableAddr returns a free loopback address whose port lies below the
+// system's ephemeral port range, or "127.0.0.1:0" where that range is not
+// known. A cut link is reopened on its own address (Heal), and a port of
+// the ephemeral range may meanwhile be taken by any outgoing connection
+// of the machine: a chaos run under CI's parallel tests once failed to
+// reopen one ("bind: address already in use").
+func stableAddr() string {
+	lo := 0
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			lo, _ = strconv.Atoi(f[0])
+		}
+	}
+	const first = 10000
+	if lo <= first+1000 {
+		return "127.0.0.1:0"
+	}
+	for range 50 {
+		addr := "127.0.0.1:" + strconv.Itoa(first+rand.IntN(lo-first))
+		if l, err := net.Listen("tcp", addr); err == nil {
+			_ = l.Close()
+			return addr
+		}
+	}
+	return "127.0.0.1:0"
 }
