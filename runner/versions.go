@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/relay"
 	"github.com/orderflow-audit/orderflow-audit/runner/sut"
 	"github.com/orderflow-audit/orderflow-audit/spec"
@@ -116,7 +114,7 @@ func (e *Env) measureVersions(ctx context.Context, topic string, first sut.Relay
 	top := map[string]int64{} // record key -> highest version seen
 	seen := map[string]bool{}
 	for _, rec := range recs {
-		id := headerValue(rec, relay.HeaderEventID)
+		id := relay.HeaderValue(rec, relay.HeaderEventID)
 		if seen[id] {
 			continue
 		}
@@ -149,15 +147,4 @@ func (e *Env) measureVersions(ctx context.Context, topic string, first sut.Relay
 	e.Result.Metric("effects", effects)
 	e.Result.Metric("sent", sent)
 	return nil
-}
-
-// headerValue returns the value of a record's header name ("" when it has
-// none).
-func headerValue(rec *kgo.Record, name string) string {
-	for _, h := range rec.Headers {
-		if h.Key == name {
-			return string(h.Value)
-		}
-	}
-	return ""
 }

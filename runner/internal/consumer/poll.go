@@ -135,11 +135,8 @@ func (c *Consumer) backoff(ctx context.Context) {
 func (c *Consumer) rewind(rest []*kgo.Record) {
 	to := map[string]map[int32]kgo.EpochOffset{}
 	for _, r := range rest {
-		if to[r.Topic] == nil {
-			to[r.Topic] = map[int32]kgo.EpochOffset{}
-		}
 		if cur, ok := to[r.Topic][r.Partition]; !ok || r.Offset < cur.Offset {
-			to[r.Topic][r.Partition] = kgo.EpochOffset{Epoch: r.LeaderEpoch, Offset: r.Offset}
+			setOffset(to, r, r.Offset)
 		}
 	}
 	c.mu.Lock()
@@ -184,16 +181,21 @@ func (c *Consumer) resumed(recs []*kgo.Record) []*kgo.Record {
 			if again == nil {
 				again = map[string]map[int32]kgo.EpochOffset{}
 			}
-			if again[r.Topic] == nil {
-				again[r.Topic] = map[int32]kgo.EpochOffset{}
-			}
-			again[r.Topic][r.Partition] = kgo.EpochOffset{Epoch: r.LeaderEpoch, Offset: want}
+			setOffset(again, r, want)
 		}
 	}
 	if again != nil {
 		c.cl.SetOffsets(again)
 	}
 	return out
+}
+
+// setOffset sets r's partition in to to offset, in r's leader epoch.
+func setOffset(to map[string]map[int32]kgo.EpochOffset, r *kgo.Record, offset int64) {
+	if to[r.Topic] == nil {
+		to[r.Topic] = map[int32]kgo.EpochOffset{}
+	}
+	to[r.Topic][r.Partition] = kgo.EpochOffset{Epoch: r.LeaderEpoch, Offset: offset}
 }
 
 // forget drops the rewinds of the partitions of parts (given up).

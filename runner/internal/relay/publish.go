@@ -150,7 +150,7 @@ func (r *Relay) published(c Claimed, rec, got *kgo.Record, perr error) (partitio
 		ClaimID:       c.ClaimID,
 		Topic:         r.cfg.Topic,
 		RecordKey:     string(rec.Key),
-		RecordEventID: headerValue(rec, HeaderEventID),
+		RecordEventID: HeaderValue(rec, HeaderEventID),
 	}
 	switch {
 	case perr == nil:
@@ -229,7 +229,9 @@ func withEventID(payload []byte, id string) []byte {
 	return out
 }
 
-func headerValue(rec *kgo.Record, key string) string {
+// HeaderValue returns the value of a record's header key ("" when it has
+// none): how the relay reads back the event id a record carries.
+func HeaderValue(rec *kgo.Record, key string) string {
 	for _, h := range rec.Headers {
 		if h.Key == key {
 			return string(h.Value)
