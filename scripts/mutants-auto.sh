@@ -66,14 +66,25 @@ audit() {
 		return
 	fi
 	for i in $(seq 1 "$runs"); do
-		local dir="$out/runs/$name/$i" verdict=NO_EVIDENCE
-		mkdir -p "$dir"
-		"$bin" run --full --out "$dir/u80.json" >"$dir/run.out" 2>"$dir/run.err" || true
-		if [ -f "$dir/u80.json" ]; then
-			"$bin" verify --json "$dir/u80.json" >"$dir/verify.json" 2>"$dir/verify.err" || true
-			verdict="$(jq -r '.status // "ERROR"' "$dir/verify.json" 2>/dev/null || echo ERROR)"
-			rules="$(jq -r '.reasons[]?.rule' "$dir/verify.json" 2>/dev/null | sort | uniq -c | sort -rn | awk '{print $2}' | head -4 | paste -sd, -)"
-		fi
+		local dir="$out/runs/$name/$i" verdict=NO_EVIDENCE stage
+		# Two stages: the default suite (a few seconds) first, and only
+		# when it verifies PASS the whole of run --full, which contains
+		# it. A mutant the first stage kills would fail run --full's
+		# default suite the same way; the stages only save the time of
+		# the scenarios after it. STAGE says which one killed it.
+		for stage in default full; do
+			mkdir -p "$dir/$stage"
+			local flags=()
+			[ "$stage" = full ] && flags=(--full)
+			verdict=NO_EVIDENCE
+			"$bin" run "${flags[@]}" --out "$dir/$stage/u80.json" >"$dir/$stage/run.out" 2>"$dir/$stage/run.err" || true
+			if [ -f "$dir/$stage/u80.json" ]; then
+				"$bin" verify --json "$dir/$stage/u80.json" >"$dir/$stage/verify.json" 2>"$dir/$stage/verify.err" || true
+				verdict="$(jq -r '.status // "ERROR"' "$dir/$stage/verify.json" 2>/dev/null || echo ERROR)"
+				rules="$(jq -r '.reasons[]?.rule' "$dir/$stage/verify.json" 2>/dev/null | sort | uniq -c | sort -rn | awk '{print $2}' | head -4 | paste -sd, -)"
+			fi
+			[ "$verdict" = PASS ] || break
+		done
 		verdicts+=("$verdict")
 		[ "$verdict" = PASS ] || break
 	done

@@ -20,7 +20,8 @@
 # mutations of the migrations (a unique key made plain or narrowed, a
 # column type narrowed, a collation changed, an index or a check
 # removed), listed and applied by scripts/mutapply. Each runs `run --full`
-# (the default suite and chaos, both consumer modes); a mutant is killed
+# (the default suite and chaos, both consumer modes; the default suite
+# alone first, and run --full only when that passes); a mutant is killed
 # when a run does not verify PASS. Mutants listed in
 # scripts/mutants/equivalent.tsv (id, reason) are triaged equivalent: they
 # do not count, and must still PASS. Needs gremlins on PATH or in

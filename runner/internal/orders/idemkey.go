@@ -81,22 +81,3 @@ func parseSFString(v string) (string, bool) {
 	}
 	return b.String(), true
 }
-
-// formatSFString encodes key as an sf-string, or reports false when key has
-// a character an sf-string cannot carry.
-func formatSFString(key string) (string, bool) {
-	var b strings.Builder
-	b.WriteByte('"')
-	for i := 0; i < len(key); i++ {
-		c := key[i]
-		if c < 0x20 || c >= 0x7f {
-			return "", false
-		}
-		if c == '"' || c == '\\' {
-			b.WriteByte('\\')
-		}
-		b.WriteByte(c)
-	}
-	b.WriteByte('"')
-	return b.String(), true
-}
