@@ -21,7 +21,7 @@ func (c *checker) delivery() {
 	if bound <= 0 {
 		bound = time.Duration(m.prof.Promises.Liveness)
 	}
-	for _, ev := range m.events {
+	for ev := range m.events.each() {
 		if len(ev.records) > 0 {
 			continue
 		}
@@ -104,7 +104,7 @@ func (c *checker) phantom() {
 		case !r.hasID:
 			c.add(m.reason(RulePhantom, Fail, "", -1, k, "the record carries no event id (%s)", c.locator()))
 		case m.byID[r.id] != nil:
-		case m.allIDs[r.id]:
+		case m.isID(r.id):
 			c.add(m.reason(RulePhantom, Fail, r.id, -1, k, "the record's event %s was committed for another topic, by its envelope", r.id))
 		case c.binlogHole:
 			c.add(m.reason(RulePhantom, Inconclusive, r.id, -1, k, "no committed outbox row has event %s, but the binlog has a hole that could hold it", r.id))
@@ -127,7 +127,7 @@ func (c *checker) locator() string {
 func (c *checker) recordMismatch() {
 	m := c.m
 	c.apply(RuleRecordMismatch)
-	for _, ev := range m.events {
+	for ev := range m.events.each() {
 		if ev.decErr != nil {
 			c.add(m.reason(RuleRecordMismatch, Fail, ev.id, ev.tx, -1, "event %s: the payload column does not decode (%s): %v",
 				ev.id, m.prof.Outbox.Payload.Decode, ev.decErr))
@@ -189,7 +189,7 @@ func sortedKeys(m map[string]string) []string {
 func (c *checker) duplicate() {
 	m := c.m
 	c.apply(RuleDuplicate)
-	for _, ev := range m.events {
+	for ev := range m.events.each() {
 		if len(ev.records) < 2 {
 			continue
 		}
@@ -223,7 +223,7 @@ func (c *checker) order() {
 	c.apply(RuleAggregateSplit, RuleOrder)
 	byAgg := map[string][]*event{}
 	var aggs []string
-	for _, ev := range m.events {
+	for ev := range m.events.each() {
 		if !ev.hasAgg {
 			continue
 		}

@@ -36,7 +36,7 @@ func (c *checker) effects() {
 		names = append(names, k)
 	}
 	sort.Strings(names)
-	for _, ev := range m.events {
+	for ev := range m.events.each() {
 		rec, ok := c.delivered(ev)
 		if !ok {
 			continue
@@ -102,7 +102,7 @@ func (c *checker) delivered(ev *event) (int, bool) {
 func (c *checker) orphans(kind, table string, rows *chunks[sideRow]) {
 	m := c.m
 	for _, r := range rows.all() {
-		if r.hasEvent && m.allIDs[r.event] {
+		if r.hasEvent && m.isID(r.event) {
 			continue
 		}
 		st := Fail
@@ -158,7 +158,7 @@ func (c *checker) commitAtomic() {
 	}
 	c.apply(RuleCommitAtomic)
 	outboxAt := map[int]map[string]bool{}
-	for _, ev := range append(append([]*event(nil), m.events...), m.dupRows...) {
+	for ev := range m.allRows() {
 		if outboxAt[ev.tx] == nil {
 			outboxAt[ev.tx] = map[string]bool{}
 		}
@@ -182,7 +182,7 @@ func (c *checker) commitAtomic() {
 			c.add(m.reason(RuleCommitAtomic, Fail, r.event, r.tx, -1, "a row of %s (%s) committed without %s in the same transaction", b.Table, r.op, what))
 		}
 	}
-	for _, ev := range m.events {
+	for ev := range m.events.each() {
 		ok := len(businessAt[ev.tx]) > 0
 		if b.EventID != nil {
 			ok = businessAt[ev.tx][ev.id]
@@ -204,7 +204,7 @@ func (c *checker) answer() {
 	}
 	c.apply(RuleAnswer)
 	byToken := map[string]*event{}
-	for _, ev := range append(append([]*event(nil), m.events...), m.dupRows...) {
+	for ev := range m.allRows() {
 		if ev.token != "" && byToken[ev.token] == nil {
 			byToken[ev.token] = ev
 		}

@@ -1,7 +1,6 @@
 package blackbox
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
 	"hash/maphash"
@@ -78,7 +77,7 @@ func (c *checker) invariants() {
 
 // table is one table rebuilt from the binlog.
 type table struct {
-	rows chunks[tableRow] // a deleted row has nil vals
+	rows chunks[tableRow] // a deleted row is not live
 	// byKey finds the live row equal to an image (by rowKey); more the
 	// later ones of the same image, if any (a table without a key may
 	// hold a row twice): the last written is taken first.
@@ -93,6 +92,11 @@ type table struct {
 	// shape is the last row's columns, shared with the rows of that
 	// shape; scratch is row's buffer.
 	shape, scratch []string
+	// ar keeps the rows' values (rowcodec.go), other those it keeps
+	// aside; enc is row's buffer.
+	ar    *arena
+	other others
+	enc   []byte
 }
 
 // row is the part of image the table keeps (all of it, or its keep
@@ -109,41 +113,44 @@ func (tb *table) row(image map[string]any, tx int) tableRow {
 	if !slices.Equal(cols, tb.shape) {
 		tb.shape = slices.Clone(cols)
 	}
-	r := tableRow{cols: tb.shape, vals: make([]any, len(cols)), tx: tx}
-	for i, c := range tb.shape {
-		switch v := image[c].(type) {
-		case []byte:
-			r.vals[i] = bytes.Clone(v) // not the binlog event's buffer (own, model.go)
-		case string:
-			r.vals[i] = strings.Clone(v)
-		default:
-			r.vals[i] = v
-		}
+	enc := tb.enc[:0]
+	for _, c := range tb.shape {
+		enc = tb.other.encode(enc, image[c])
 	}
-	return r
+	tb.enc = enc
+	// copied into the arena: not the binlog event's buffer (own, model.go)
+	vals := tb.ar.alloc(len(enc)) // never nil: a row of no columns is live
+	copy(vals, enc)
+	return tableRow{cols: tb.shape, vals: vals, other: &tb.other, tx: tx}
 }
 
 // tableRow is a row as a table keeps it: its columns' values in the
-// order of cols (sorted, shared by the rows of one shape), so that a
-// million rows are not a million maps. vals is nil once the row is gone.
+// order of cols (sorted, shared by the rows of one shape), encoded in
+// the table's arena (rowcodec.go), so that a million rows are not a
+// million maps, nor millions of boxed values. vals is nil once the row
+// is gone.
 type tableRow struct {
-	cols []string
-	vals []any
-	tx   int // the transaction that wrote it last
+	cols  []string
+	vals  []byte
+	other *others // the values the encoding keeps aside
+	tx    int     // the transaction that wrote it last
 }
+
+// live reports whether the row is still in the table.
+func (r tableRow) live() bool { return r.vals != nil }
 
 // get is the row's value of column c (nil: NULL, or no such column).
 func (r tableRow) get(c string) any {
 	if i, ok := slices.BinarySearch(r.cols, c); ok {
-		return r.vals[i]
+		return r.other.decode(r.vals, i)
 	}
 	return nil
 }
 
 var ddlTableRE = regexp.MustCompile("(?i)^\\s*(CREATE\\s+(?:OR\\s+REPLACE\\s+)?TABLE(?:\\s+IF\\s+NOT\\s+EXISTS)?|TRUNCATE(?:\\s+TABLE)?)\\s+`?([A-Za-z0-9_$]+)`?\\s*(?:[(\\s;]|$)")
 
-func newTable() *table {
-	tb := &table{}
+func newTable(ar *arena) *table {
+	tb := &table{ar: ar}
 	tb.reset(false)
 	return tb
 }
@@ -152,7 +159,7 @@ func newTable() *table {
 // the window does; what it keeps of a row stays as it was.
 func (tb *table) reset(created bool) {
 	*tb = table{byKey: map[[16]byte]int{}, more: map[[16]byte][]int{}, keep: tb.keep, shape: tb.shape, scratch: tb.scratch,
-		complete: tb.complete || created}
+		ar: tb.ar, enc: tb.enc, complete: tb.complete || created}
 }
 
 // prepareTables reads the invariants' anti-joins and makes the tables
@@ -184,7 +191,7 @@ func (m *model) prepareTables() {
 		outer[aj.Outer] = true
 		for _, name := range []string{aj.Outer, aj.Inner} {
 			if m.tables[name] == nil {
-				m.tables[name] = newTable()
+				m.tables[name] = newTable(&m.ar)
 			}
 		}
 	}
@@ -228,7 +235,7 @@ func (m *model) rebuild(i int, t binlog.Transaction) {
 func (tb *table) apply(tx int, ch binlog.RowChange) {
 	if ch.Op != binlog.Insert {
 		if r, ok := tb.take(rowKey(ch.Before)); ok {
-			tb.rows.at(r).vals = nil
+			tb.rows.at(r).vals = nil // gone
 		} else if tb.complete && tb.broken == "" {
 			tb.broken = fmt.Sprintf("an %s in transaction %d has a before image no earlier transaction wrote", ch.Op, tx)
 		}
@@ -309,7 +316,7 @@ var rowSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
 func antiJoin(aj *profile.AntiJoin, outer, inner *table) []int {
 	index := map[string][]int{}
 	for k, in := range inner.rows.all() {
-		if in.vals == nil {
+		if !in.live() {
 			continue
 		}
 		key, ok := hashJoinKey(aj.On, in, true)
@@ -319,7 +326,7 @@ func antiJoin(aj *profile.AntiJoin, outer, inner *table) []int {
 	}
 	var out []int
 	for i, o := range outer.rows.all() {
-		if o.vals == nil || !passes(aj.Filters, o) {
+		if !o.live() || !passes(aj.Filters, o) {
 			continue
 		}
 		matched, nullMatches := false, 0

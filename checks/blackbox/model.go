@@ -1,7 +1,7 @@
 package blackbox
 
 import (
-	"math/big"
+	"iter"
 	"path"
 	"sort"
 	"strings"
@@ -31,15 +31,17 @@ type model struct {
 	tables   map[string]*table
 	joins    []*profile.AntiJoin
 	joinErrs []Reason
-	// events are the committed outbox rows for the topic, in commit order;
-	// byID finds one (the first row, when a buggy service wrote an id
-	// twice: the rest are in dupRows).
-	events  []*event
+	// events are the committed outbox rows for the topic, in commit order
+	// (kept by value, in blocks: see chunks); byID finds one (the first
+	// row, when a buggy service wrote an id twice: the rest are in
+	// dupRows). byID also holds the id of every committed outbox row of
+	// another topic, with a nil event: an effect of an event routed
+	// elsewhere is not an orphan (isID).
+	events  chunks[event]
 	byID    map[string]*event
 	dupRows []*event
-	// allIDs holds the ids of every committed outbox row, for the topic or
-	// not: an effect of an event routed elsewhere is not an orphan.
-	allIDs map[string]bool
+	// ar keeps the texts and bytes the model keeps (arena.go).
+	ar arena
 	// cursor (progress kind cursor) is every write of the cursor row.
 	cursor []cursorWrite
 	// back are progress changes that move back (the progress rule).
@@ -70,9 +72,9 @@ type event struct {
 	hasAgg    bool
 	seq       any
 	hasSeq    bool
-	against   *big.Rat // cursor kind: the row's position
-	token     string   // load.correlate
-	tx        int      // index into model.txs of the inserting transaction
+	against   num    // cursor kind: the row's position
+	token     string // load.correlate
+	tx        int    // index into model.txs of the inserting transaction
 	dec       decoded
 	decErr    error
 	// passed is the transaction where the relay's progress passed the
@@ -80,6 +82,9 @@ type event struct {
 	passed  int
 	changes int
 	records []int // indexes into model.records, by partition and offset
+	// rec1 backs records while an event has one record, as nearly every
+	// event has: no allocation of its own per event (readBroker).
+	rec1 [1]int
 }
 
 // txMeta is what the rules keep of a transaction: where it is in the
@@ -93,7 +98,7 @@ type txMeta struct {
 
 type cursorWrite struct {
 	tx    int
-	value *big.Rat
+	value num
 }
 
 type progressBack struct {
@@ -102,9 +107,10 @@ type progressBack struct {
 	message string
 }
 
-// record is one record of the topic in the window.
+// record is one record of the topic in the window: the broker log's
+// own, not a copy of it.
 type record struct {
-	broker.Record
+	*broker.Record
 	id    string
 	hasID bool
 }
@@ -124,7 +130,7 @@ type sideRow struct {
 // be read to its end.
 func build(in Input) (*model, error) {
 	p := in.Profile
-	m := &model{prof: p, topic: p.Topic.Name, byID: map[string]*event{}, allIDs: map[string]bool{}, start: in.BrokerStart,
+	m := &model{prof: p, topic: p.Topic.Name, byID: map[string]*event{}, start: in.BrokerStart,
 		client: in.Client != nil, names: map[string]string{}}
 	if in.Topic != "" {
 		m.topic = in.Topic
@@ -168,7 +174,7 @@ func build(in Input) (*model, error) {
 	if m.end.IsZero() && len(m.txs) > 0 {
 		m.end = m.txs[len(m.txs)-1].time
 	}
-	m.stats.Events = len(m.events)
+	m.stats.Events = m.events.len()
 	m.stats.Records = len(m.records)
 	m.stats.Effects = m.effects.len()
 	return m, nil
@@ -228,7 +234,7 @@ func (m *model) side(i int, ch binlog.RowChange, id, consumer *profile.Field) si
 	s := sideRow{tx: i, op: ch.Op}
 	if id != nil {
 		s.event, s.hasEvent = text(id.Lookup(row))
-		s.event = strings.Clone(s.event) // see own
+		s.event = m.ar.str(s.event) // see own
 	}
 	if consumer != nil {
 		name, _ := text(consumer.Lookup(row))
@@ -283,12 +289,12 @@ func (m *model) outboxChange(i int, ch binlog.RowChange) {
 
 func (m *model) insertEvent(i int, row map[string]any) {
 	o := m.prof.Outbox
-	ev := &event{tx: i, passed: -1}
+	ev := event{tx: i, passed: -1}
 	ev.id, _ = text(o.EventID.Lookup(row))
-	ev.id = strings.Clone(ev.id) // see own
+	ev.id = m.ar.str(ev.id) // see own
 	if o.Aggregate != nil {
 		ev.aggregate, ev.hasAgg = text(o.Aggregate.Lookup(row))
-		ev.aggregate = strings.Clone(ev.aggregate)
+		ev.aggregate = m.ar.str(ev.aggregate)
 	}
 	if o.Sequence != nil {
 		ev.seq, ev.hasSeq = o.Sequence.Lookup(row)
@@ -298,14 +304,14 @@ func (m *model) insertEvent(i int, row map[string]any) {
 	}
 	if o.Progress.Against != nil {
 		if v, ok := o.Progress.Against.Lookup(row); ok {
-			ev.against = profile.Number(v)
+			ev.against = toNum(v)
 		}
 	}
 	if m.prof.Load != nil && m.client { // only the answer rule reads it
 		ev.token, _ = text(m.prof.Load.Correlate.Lookup(row))
-		ev.token = strings.Clone(ev.token)
+		ev.token = m.ar.str(ev.token)
 	}
-	ev.dec, ev.decErr = decode(o.Payload.Decode, row[o.Payload.Column])
+	ev.dec, ev.decErr = decode(&m.ar, o.Payload.Decode, row[o.Payload.Column])
 	// A row inserted already done (a service that publishes itself and
 	// writes the row as sent) was passed by progress at its own commit.
 	switch pr := o.Progress; pr.Kind {
@@ -318,17 +324,44 @@ func (m *model) insertEvent(i int, row map[string]any) {
 			ev.passed = i
 		}
 	}
-	m.allIDs[ev.id] = true
+	kept, seen := m.byID[ev.id]
 	if ev.decErr == nil && ev.dec.topic != "" && ev.dec.topic != m.topic {
 		m.stats.OtherTopics++
+		if !seen {
+			m.byID[ev.id] = nil // an id, of no event of the topic (isID)
+		}
 		return
 	}
-	if m.byID[ev.id] != nil {
-		m.dupRows = append(m.dupRows, ev)
+	if kept != nil {
+		dup := ev // ev itself stays off the heap
+		m.dupRows = append(m.dupRows, &dup)
 		return
 	}
-	m.byID[ev.id] = ev
-	m.events = append(m.events, ev)
+	m.byID[ev.id] = m.events.at(m.events.add(ev))
+}
+
+// allRows yields every committed outbox row of the topic: the events,
+// then the rows that repeat an event's id.
+func (m *model) allRows() iter.Seq[*event] {
+	return func(yield func(*event) bool) {
+		for ev := range m.events.each() {
+			if !yield(ev) {
+				return
+			}
+		}
+		for _, ev := range m.dupRows {
+			if !yield(ev) {
+				return
+			}
+		}
+	}
+}
+
+// isID reports whether id is the id of a committed outbox row, for the
+// topic or not.
+func (m *model) isID(id string) bool {
+	_, ok := m.byID[id]
+	return ok
 }
 
 // statusChange reads an update of an event's row as progress (status,
@@ -377,13 +410,13 @@ func (m *model) cursorChange(i int, ch binlog.RowChange) {
 			return
 		}
 	}
-	v := profile.Number(ch.After[pr.Column])
-	if v == nil {
+	v := toNum(ch.After[pr.Column])
+	if !v.set {
 		return
 	}
-	if n := len(m.cursor); n > 0 && v.Cmp(m.cursor[n-1].value) < 0 {
+	if n := len(m.cursor); n > 0 && v.cmp(m.cursor[n-1].value) < 0 {
 		m.back = append(m.back, progressBack{tx: i,
-			message: "the cursor " + pr.Table + "." + pr.Column + " moved back from " + m.cursor[n-1].value.RatString() + " to " + v.RatString()})
+			message: "the cursor " + pr.Table + "." + pr.Column + " moved back from " + m.cursor[n-1].value.String() + " to " + v.String()})
 	}
 	m.cursor = append(m.cursor, cursorWrite{tx: i, value: v})
 }
@@ -397,18 +430,18 @@ func (m *model) cursorPasses() {
 	}
 	// high[k] is the highest value among the first k+1 writes: monotone,
 	// so the first write to reach a value is found by binary search.
-	high := make([]*big.Rat, len(m.cursor))
+	high := make([]num, len(m.cursor))
 	for k, w := range m.cursor {
 		high[k] = w.value
-		if k > 0 && high[k-1].Cmp(w.value) > 0 {
+		if k > 0 && high[k-1].cmp(w.value) > 0 {
 			high[k] = high[k-1]
 		}
 	}
-	for _, ev := range m.events {
-		if ev.against == nil {
+	for ev := range m.events.each() {
+		if !ev.against.set {
 			continue
 		}
-		k := sort.Search(len(high), func(k int) bool { return high[k].Cmp(ev.against) >= 0 })
+		k := sort.Search(len(high), func(k int) bool { return high[k].cmp(ev.against) >= 0 })
 		if k < len(high) {
 			ev.passed = m.cursor[k].tx
 		}
@@ -432,21 +465,26 @@ func (m *model) readBroker(log *broker.Log) {
 	loc := m.prof.Topic.EventID
 	for _, p := range m.partitions {
 		from := m.start[p.Partition]
-		for _, r := range p.Records {
+		for j := range p.Records {
+			r := &p.Records[j]
 			if r.Offset < from {
 				continue
 			}
 			rec := record{Record: r}
 			if loc.Header != "" {
 				if v, ok := r.Header(loc.Header); ok && v != nil {
-					rec.id, rec.hasID = string(v), true
+					rec.id, rec.hasID = m.ar.strOf(v), true
 				}
 			} else if loc.Value != nil {
 				rec.id, rec.hasID = text(profile.LookupPath(r.Value, loc.Value.Path))
+				rec.id = m.ar.str(rec.id)
 			}
 			k := len(m.records)
 			m.records = append(m.records, rec)
 			if ev := m.byID[rec.id]; rec.hasID && ev != nil {
+				if ev.records == nil {
+					ev.records = ev.rec1[:0]
+				}
 				ev.records = append(ev.records, k)
 				if len(ev.records) > 1 {
 					m.stats.Duplicates++
