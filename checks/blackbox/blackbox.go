@@ -269,6 +269,10 @@ type checker struct {
 	applies map[string]bool
 	// binlogHole and brokerHole say a witness has a hole (holes.go).
 	binlogHole, brokerHole bool
+	// byEvent indexes the effects by event, once (effectIndex); groups
+	// are the selected groups that committed on the topic (delivered).
+	byEvent *effectIndex
+	groups  []string
 }
 
 func (c *checker) apply(rules ...string) {

@@ -16,16 +16,11 @@ func (c *checker) effects() {
 		return
 	}
 	c.apply(RuleEffects, RuleEffectOrphan)
-	count := map[string]map[string][]int{} // consumer -> event -> effect txs
 	consumers := map[string]bool{}
-	for _, e := range m.effects.all() {
+	for e := range m.effects.each() {
 		consumers[e.consumer] = true
-		if count[e.consumer] == nil {
-			count[e.consumer] = map[string][]int{}
-		}
-		count[e.consumer][e.event] = append(count[e.consumer][e.event], e.tx)
 	}
-	for _, in := range m.inbox.all() {
+	for in := range m.inbox.each() {
 		consumers[in.consumer] = true
 	}
 	if len(consumers) == 0 {
@@ -36,14 +31,20 @@ func (c *checker) effects() {
 		names = append(names, k)
 	}
 	sort.Strings(names)
+	x := c.effectIndex()
 	for ev := range m.events.each() {
 		rec, ok := c.delivered(ev)
 		if !ok {
 			continue
 		}
 		for _, cons := range names {
-			txs := count[cons][ev.id]
-			if len(txs) == p.Effect.PerEvent {
+			n, last := 0, 0
+			for k := x.head[ev.idx]; k >= 0; k = x.next[k] {
+				if e := m.effects.at(k); e.consumer == cons {
+					n, last = n+1, e.tx
+				}
+			}
+			if n == p.Effect.PerEvent {
 				continue
 			}
 			who := ""
@@ -51,18 +52,20 @@ func (c *checker) effects() {
 				who = " by consumer " + cons
 			}
 			st, tx := Fail, ev.tx
-			if len(txs) > 0 {
-				tx = txs[len(txs)-1]
+			if n > 0 {
+				tx = last
 			}
-			if len(txs) < p.Effect.PerEvent && (c.binlogHole || c.in.Unsettled) {
+			if n < p.Effect.PerEvent && (c.binlogHole || c.in.Unsettled) {
 				st = Inconclusive
 			}
 			var at []string
-			for _, t := range txs {
-				at = append(at, c.at(t))
+			for k := x.head[ev.idx]; k >= 0; k = x.next[k] {
+				if e := m.effects.at(k); e.consumer == cons {
+					at = append(at, c.at(e.tx))
+				}
 			}
 			c.add(m.reason(RuleEffects, st, ev.id, tx, rec, "event %s was delivered and has %d effect(s)%s in %s; %d promised%s",
-				ev.id, len(txs), who, p.Effect.Table, p.Effect.PerEvent, list(" (at ", at, ")")))
+				ev.id, n, who, p.Effect.Table, p.Effect.PerEvent, list(" (at ", at, ")")))
 		}
 	}
 	c.orphans("effect", p.Effect.Table, &m.effects)
@@ -72,19 +75,48 @@ func (c *checker) effects() {
 	}
 }
 
+// effectIndex is the effect rows by the event they name (the events'
+// index in model.events): head[i] is the first row of event i, next[k]
+// the row after row k; -1 ends a list. A list is in commit order.
+type effectIndex struct{ head, next []int }
+
+// effectIndex indexes the effect rows once, for the rules that read them
+// by event.
+func (c *checker) effectIndex() *effectIndex {
+	if c.byEvent != nil {
+		return c.byEvent
+	}
+	m := c.m
+	x := &effectIndex{head: make([]int, m.events.len()), next: make([]int, m.effects.len())}
+	for i := range x.head {
+		x.head[i] = -1
+	}
+	for k := m.effects.len() - 1; k >= 0; k-- {
+		x.next[k] = -1
+		if ev := m.byID[m.effects.at(k).event]; ev != nil {
+			x.next[k], x.head[ev.idx] = x.head[ev.idx], k
+		}
+	}
+	c.byEvent = x
+	return x
+}
+
 // delivered reports whether an event reached a consumer: a record of it
 // below the committed offset of a selected group (any record, when no
 // group committed on the topic). It returns that record.
 func (c *checker) delivered(ev *event) (int, bool) {
 	m := c.m
-	var groups []string
-	if c.in.Broker != nil {
-		for g, topics := range c.in.Broker.Groups {
-			if _, ok := topics[m.topic]; ok && m.groupMatch(g) {
-				groups = append(groups, g)
+	if c.groups == nil {
+		c.groups = []string{}
+		if c.in.Broker != nil {
+			for g, topics := range c.in.Broker.Groups {
+				if _, ok := topics[m.topic]; ok && m.groupMatch(g) {
+					c.groups = append(c.groups, g)
+				}
 			}
 		}
 	}
+	groups := c.groups
 	for _, k := range ev.records {
 		r := m.records[k]
 		if len(groups) == 0 {
@@ -122,21 +154,28 @@ func (c *checker) orphans(kind, table string, rows *chunks[sideRow]) {
 func (c *checker) outsideInbox() {
 	m := c.m
 	c.apply(RuleEffectOutsideInbox)
-	type key struct {
-		tx              int
-		event, consumer string
-	}
-	inboxAt := map[key]bool{}
+	type key struct{ event, consumer string }
 	withConsumer := m.prof.Inbox.Consumer != nil && m.prof.Effect.Consumer != nil
-	for _, in := range m.inbox.all() {
-		k := key{tx: in.tx, event: in.event}
-		if withConsumer {
-			k.consumer = in.consumer
+	// Rows are filed in commit order: the inbox rows of each effect's
+	// transaction are gathered as the effects reach it, one transaction's
+	// at a time.
+	inboxAt := map[key]bool{}
+	tx, next := -1, 0
+	for e := range m.effects.each() {
+		if e.tx != tx {
+			tx = e.tx
+			clear(inboxAt)
+			for ; next < m.inbox.len() && m.inbox.at(next).tx <= tx; next++ {
+				if in := m.inbox.at(next); in.tx == tx {
+					k := key{event: in.event}
+					if withConsumer {
+						k.consumer = in.consumer
+					}
+					inboxAt[k] = true
+				}
+			}
 		}
-		inboxAt[k] = true
-	}
-	for _, e := range m.effects.all() {
-		k := key{tx: e.tx, event: e.event}
+		k := key{event: e.event}
 		if withConsumer {
 			k.consumer = e.consumer
 		}

@@ -311,17 +311,26 @@ var rowSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
 // antiJoin returns the outer rows (indexes) the anti-join returns, once
 // per row SQL would return (a LEFT JOIN returns an outer row once per
 // matching inner row whose NullColumn is NULL). The inner rows are
-// indexed by their join columns (hashJoinKey), so the work grows with the
-// rows, not their product; each candidate is then compared exactly.
+// indexed by a hash of their join columns (joinKey), so the work grows
+// with the rows, not their product; each candidate is then compared
+// exactly, so that two keys of one hash only cost a comparison.
 func antiJoin(aj *profile.AntiJoin, outer, inner *table) []int {
-	index := map[string][]int{}
-	for k, in := range inner.rows.all() {
+	head := make(map[uint64]int, inner.rows.len())
+	next := make([]int, inner.rows.len())
+	var buf []byte
+	for k := inner.rows.len() - 1; k >= 0; k-- { // so that each list is in row order
+		in := *inner.rows.at(k)
+		next[k] = -1
 		if !in.live() {
 			continue
 		}
-		key, ok := hashJoinKey(aj.On, in, true)
-		if ok {
-			index[key] = append(index[key], k)
+		var ok bool
+		if buf, ok = joinKey(buf[:0], aj.On, in, true); ok {
+			h := maphash.Bytes(joinSeed, buf)
+			if first, taken := head[h]; taken {
+				next[k] = first
+			}
+			head[h] = k
 		}
 	}
 	var out []int
@@ -330,8 +339,10 @@ func antiJoin(aj *profile.AntiJoin, outer, inner *table) []int {
 			continue
 		}
 		matched, nullMatches := false, 0
-		if key, ok := hashJoinKey(aj.On, o, false); ok {
-			for _, k := range index[key] {
+		var ok bool
+		if buf, ok = joinKey(buf[:0], aj.On, o, false); ok {
+			k, found := head[maphash.Bytes(joinSeed, buf)]
+			for ; found && k >= 0; k = next[k] {
 				in := *inner.rows.at(k)
 				if !joins(aj.On, o, in) {
 					continue
@@ -354,13 +365,15 @@ func antiJoin(aj *profile.AntiJoin, outer, inner *table) []int {
 	return out
 }
 
-// hashJoinKey is the key under which an inner row (inner) is indexed, or
-// an outer row looked up: the values the join compares, each as a number
-// in lowest terms when it is one (or numeric text), else as text, so that
-// any two values equal says are equal have the same key. ok is false when
-// one is NULL: such a row joins nothing.
-func hashJoinKey(on []profile.JoinCond, row tableRow, inner bool) (string, bool) {
-	var b strings.Builder
+// joinSeed seeds the hash of antiJoin's index.
+var joinSeed = maphash.MakeSeed()
+
+// joinKey appends to b the key under which an inner row (inner) is
+// indexed, or an outer row looked up: the values the join compares, each
+// as a number in lowest terms when it is one (or numeric text), else as
+// text, so that any two values equal says are equal have the same key.
+// ok is false when one is NULL: such a row joins nothing.
+func joinKey(b []byte, on []profile.JoinCond, row tableRow, inner bool) ([]byte, bool) {
 	for _, c := range on {
 		if c.Lit != nil {
 			continue // a literal condition is checked on the candidate
@@ -369,18 +382,24 @@ func hashJoinKey(on []profile.JoinCond, row tableRow, inner bool) (string, bool)
 		if inner {
 			v = row.get(c.Inner)
 		}
-		if v == nil {
-			return "", false
+		switch x := v.(type) {
+		case nil:
+			return b, false
+		case int64: // as numeric(v).RatString(), without the big.Rat
+			b = strconv.AppendInt(append(b, 'n'), x, 10)
+		case uint64:
+			b = strconv.AppendUint(append(b, 'n'), x, 10)
+		default:
+			if r := numeric(v); r != nil {
+				b = append(append(b, 'n'), r.RatString()...)
+			} else {
+				t, _ := profile.Text(v)
+				b = append(append(b, 't'), t...)
+			}
 		}
-		if r := numeric(v); r != nil {
-			b.WriteString("n" + r.RatString())
-		} else {
-			t, _ := profile.Text(v)
-			b.WriteString("t" + t)
-		}
-		b.WriteByte(0)
+		b = append(b, 0)
 	}
-	return b.String(), true
+	return b, true
 }
 
 func passes(filters []profile.Filter, row tableRow) bool {

@@ -81,6 +81,7 @@ type event struct {
 	// row (-1: never); changes counts the row's updates before that.
 	passed  int
 	changes int
+	idx     int   // index into model.events; -1 for a row in dupRows
 	records []int // indexes into model.records, by partition and offset
 	// rec1 backs records while an event has one record, as nearly every
 	// event has: no allocation of its own per event (readBroker).
@@ -334,9 +335,11 @@ func (m *model) insertEvent(i int, row map[string]any) {
 	}
 	if kept != nil {
 		dup := ev // ev itself stays off the heap
+		dup.idx = -1
 		m.dupRows = append(m.dupRows, &dup)
 		return
 	}
+	ev.idx = m.events.len()
 	m.byID[ev.id] = m.events.at(m.events.add(ev))
 }
 
