@@ -77,11 +77,11 @@ func newTable(tm *replication.TableMapEvent) (*table, error) {
 	return t, nil
 }
 
-func (t *table) image(row []any) (map[string]Value, error) {
+// image fills img with row's values by column name.
+func (t *table) image(row []any, img map[string]Value) (map[string]Value, error) {
 	if len(row) != len(t.cols) {
 		return nil, fmt.Errorf("%w: %s.%s row of %d values for %d columns", ErrCorrupt, t.schema, t.name, len(row), len(t.cols))
 	}
-	img := make(map[string]Value, len(row))
 	for i, v := range row {
 		c := t.cols[i]
 		val, err := c.value(v)

@@ -84,6 +84,15 @@ type scanner struct {
 	// the file loop outside the decoder's guard (a panic of the caller's
 	// own is not a damaged binlog).
 	done *Transaction
+
+	// reuse (a streamed read): a transaction's Changes and row images are
+	// handed to fn only for the time of the call, and then reused for
+	// the next transaction's (spare, images; used of them so far), so
+	// that a read of millions of rows does not allocate a map per image.
+	reuse  bool
+	spare  []RowChange
+	images []map[string]Value
+	used   int
 }
 
 func newScanner(fn func(Transaction) error) *scanner {
@@ -332,6 +341,9 @@ func (s *scanner) begin(e *replication.MariadbGTIDEvent, h *replication.EventHea
 	s.domains[g.Domain] = g.Seq
 	s.tx = &Transaction{GTID: g, File: s.info.Name, Pos: uint32(off),
 		Time: time.Unix(int64(h.Timestamp), 0).UTC(), Standalone: e.IsStandalone()}
+	if s.reuse {
+		s.tx.Changes, s.spare, s.used = s.spare[:0], nil, 0
+	}
 	s.annotate = ""
 	return nil
 }
@@ -385,10 +397,30 @@ func (s *scanner) deliver() error {
 		return nil
 	}
 	s.done = nil
-	if err := s.fn(*t); err != nil {
+	err := s.fn(*t)
+	if s.reuse {
+		clear(t.Changes) // what they refer to is not kept alive by the spare
+		s.spare = t.Changes
+	}
+	if err != nil {
 		return &callbackError{err}
 	}
 	return nil
+}
+
+// image is a map to fill with one row image: a new one, or in a
+// streamed read one of the last transaction's, emptied.
+func (s *scanner) image(n int) map[string]Value {
+	if !s.reuse {
+		return make(map[string]Value, n)
+	}
+	if s.used == len(s.images) {
+		s.images = append(s.images, make(map[string]Value, n))
+	}
+	m := s.images[s.used]
+	s.used++
+	clear(m)
+	return m
 }
 
 func (s *scanner) rows(e *replication.RowsEvent) error {
@@ -424,7 +456,7 @@ func (s *scanner) rows(e *replication.RowsEvent) error {
 	}
 	for i := 0; i < len(e.Rows); i += step {
 		c := RowChange{Schema: tb.schema, Table: tb.name, Op: op, Query: s.annotate}
-		img, err := tb.image(e.Rows[i])
+		img, err := tb.image(e.Rows[i], s.image(len(tb.cols)))
 		if err != nil {
 			return err
 		}
@@ -435,7 +467,7 @@ func (s *scanner) rows(e *replication.RowsEvent) error {
 			c.Before = img
 		case Update:
 			c.Before = img
-			if c.After, err = tb.image(e.Rows[i+1]); err != nil {
+			if c.After, err = tb.image(e.Rows[i+1], s.image(len(tb.cols))); err != nil {
 				return err
 			}
 		}
