@@ -80,9 +80,12 @@ type table struct {
 	rows chunks[tableRow] // a deleted row is not live
 	// byKey finds the live row equal to an image (by rowKey); more the
 	// later ones of the same image, if any (a table without a key may
-	// hold a row twice): the last written is taken first.
-	byKey map[[16]byte]int
-	more  map[[16]byte][]int
+	// hold a row twice): the last written is taken first. They are made
+	// at the table's first update or delete (indexed): a table only ever
+	// inserted into, as an effect table is, needs no index.
+	byKey   map[[16]byte]int
+	more    map[[16]byte][]int
+	indexed bool
 	// complete: its CREATE TABLE is in the window. broken says why the
 	// rebuild could not follow it (a before image it does not hold).
 	complete bool
@@ -91,7 +94,8 @@ type table struct {
 	keep map[string]bool
 	// shape is the last row's columns, shared with the rows of that
 	// shape; scratch is row's buffer.
-	shape, scratch []string
+	shape   *rowShape
+	scratch []string
 	// ar keeps the rows' values (rowcodec.go), other those it keeps
 	// aside; enc is row's buffer.
 	ar    *arena
@@ -110,30 +114,37 @@ func (tb *table) row(image map[string]any, tx int) tableRow {
 	}
 	slices.Sort(cols)
 	tb.scratch = cols
-	if !slices.Equal(cols, tb.shape) {
-		tb.shape = slices.Clone(cols)
+	if tb.shape == nil || !slices.Equal(cols, tb.shape.cols) {
+		tb.shape = &rowShape{cols: slices.Clone(cols), other: &tb.other}
 	}
 	enc := tb.enc[:0]
-	for _, c := range tb.shape {
+	for _, c := range tb.shape.cols {
 		enc = tb.other.encode(enc, image[c])
 	}
 	tb.enc = enc
 	// copied into the arena: not the binlog event's buffer (own, model.go)
 	vals := tb.ar.alloc(len(enc)) // never nil: a row of no columns is live
 	copy(vals, enc)
-	return tableRow{cols: tb.shape, vals: vals, other: &tb.other, tx: tx}
+	return tableRow{shape: tb.shape, vals: vals, tx: tx}
 }
 
 // tableRow is a row as a table keeps it: its columns' values in the
-// order of cols (sorted, shared by the rows of one shape), encoded in
-// the table's arena (rowcodec.go), so that a million rows are not a
-// million maps, nor millions of boxed values. vals is nil once the row
-// is gone.
+// order of its shape's columns, encoded in the table's arena
+// (rowcodec.go), so that a million rows are not a million maps, nor
+// millions of boxed values. vals is nil once the row is gone; key is
+// the rowKey of the image it was written from (table.index).
 type tableRow struct {
-	cols  []string
+	shape *rowShape
 	vals  []byte
-	other *others // the values the encoding keeps aside
-	tx    int     // the transaction that wrote it last
+	tx    int // the transaction that wrote it last
+	key   [16]byte
+}
+
+// rowShape is the columns of rows (sorted), shared by the rows that have
+// them, and where their encoding keeps values aside.
+type rowShape struct {
+	cols  []string
+	other *others
 }
 
 // live reports whether the row is still in the table.
@@ -141,8 +152,8 @@ func (r tableRow) live() bool { return r.vals != nil }
 
 // get is the row's value of column c (nil: NULL, or no such column).
 func (r tableRow) get(c string) any {
-	if i, ok := slices.BinarySearch(r.cols, c); ok {
-		return r.other.decode(r.vals, i)
+	if i, ok := slices.BinarySearch(r.shape.cols, c); ok {
+		return r.shape.other.decode(r.vals, i)
 	}
 	return nil
 }
@@ -158,8 +169,7 @@ func newTable(ar *arena) *table {
 // reset empties the table, as a CREATE TABLE (created) or a TRUNCATE in
 // the window does; what it keeps of a row stays as it was.
 func (tb *table) reset(created bool) {
-	*tb = table{byKey: map[[16]byte]int{}, more: map[[16]byte][]int{}, keep: tb.keep, shape: tb.shape, scratch: tb.scratch,
-		ar: tb.ar, enc: tb.enc, complete: tb.complete || created}
+	*tb = table{keep: tb.keep, scratch: tb.scratch, ar: tb.ar, enc: tb.enc, complete: tb.complete || created}
 }
 
 // prepareTables reads the invariants' anti-joins and makes the tables
@@ -234,6 +244,7 @@ func (m *model) rebuild(i int, t binlog.Transaction) {
 
 func (tb *table) apply(tx int, ch binlog.RowChange) {
 	if ch.Op != binlog.Insert {
+		tb.index()
 		if r, ok := tb.take(rowKey(ch.Before)); ok {
 			tb.rows.at(r).vals = nil // gone
 		} else if tb.complete && tb.broken == "" {
@@ -241,13 +252,37 @@ func (tb *table) apply(tx int, ch binlog.RowChange) {
 		}
 	}
 	if ch.Op != binlog.Delete {
-		k := rowKey(ch.After)
-		if _, taken := tb.byKey[k]; taken {
-			tb.more[k] = append(tb.more[k], tb.rows.len())
-		} else {
-			tb.byKey[k] = tb.rows.len()
+		r := tb.row(ch.After, tx)
+		r.key = rowKey(ch.After)
+		if tb.indexed {
+			tb.file(r.key, tb.rows.len())
 		}
-		tb.rows.add(tb.row(ch.After, tx))
+		tb.rows.add(r)
+	}
+}
+
+// index makes byKey and more from the live rows, once: rows are only
+// ever added until then, so that filing them in order now is filing
+// them as they came.
+func (tb *table) index() {
+	if tb.indexed {
+		return
+	}
+	tb.indexed = true
+	tb.byKey, tb.more = make(map[[16]byte]int, tb.rows.len()), map[[16]byte][]int{}
+	for i, r := range tb.rows.all() {
+		if r.live() {
+			tb.file(r.key, i)
+		}
+	}
+}
+
+// file puts row i, of key k, in the index.
+func (tb *table) file(k [16]byte, i int) {
+	if _, taken := tb.byKey[k]; taken {
+		tb.more[k] = append(tb.more[k], i)
+	} else {
+		tb.byKey[k] = i
 	}
 }
 
@@ -504,7 +539,7 @@ func joinColumns(aj *profile.AntiJoin) []string {
 }
 
 func showRow(row tableRow, first []string) string {
-	cols := slices.Clone(row.cols)
+	cols := slices.Clone(row.shape.cols)
 	sort.SliceStable(cols, func(i, j int) bool {
 		return slices.Contains(first, cols[i]) && !slices.Contains(first, cols[j])
 	})

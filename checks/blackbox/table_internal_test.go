@@ -37,8 +37,8 @@ func TestTableRebuild(t *testing.T) {
 		t.Fatalf("a third delete of an image written twice: broken %q; want the rebuild to say transaction 3 found no row", tb.broken)
 	}
 	r := *tb.rows.at(1)
-	if r.get("note") != "b" || r.get("id") != int64(2) || r.get("none") != nil || len(r.cols) != 3 {
-		t.Fatalf("row b reads note=%v id=%v none=%v cols=%v", r.get("note"), r.get("id"), r.get("none"), r.cols)
+	if r.get("note") != "b" || r.get("id") != int64(2) || r.get("none") != nil || len(r.shape.cols) != 3 {
+		t.Fatalf("row b reads note=%v id=%v none=%v cols=%v", r.get("note"), r.get("id"), r.get("none"), r.shape.cols)
 	}
 	b["blob"].([]byte)[0] = 'y'
 	if got := string(r.get("blob").([]byte)); got != "x" {
@@ -51,8 +51,8 @@ func TestTableRebuild(t *testing.T) {
 	inner := newTable(&arena{})
 	inner.keep = map[string]bool{"id": true}
 	inner.apply(0, binlog.RowChange{Op: binlog.Insert, After: b})
-	if r := *inner.rows.at(0); len(r.cols) != 1 || r.get("id") != int64(2) || r.get("note") != nil {
-		t.Errorf("an inner table's row keeps %v; want id only", r.cols)
+	if r := *inner.rows.at(0); len(r.shape.cols) != 1 || r.get("id") != int64(2) || r.get("note") != nil {
+		t.Errorf("an inner table's row keeps %v; want id only", r.shape.cols)
 	}
 }
 
