@@ -394,7 +394,7 @@ func (c *checker) firstEffect(ev *event, cons string) (int, bool) {
 	x := c.effectIndex()
 	for k := x.head[ev.idx]; k >= 0; k = x.next[k] {
 		if e := c.m.effects.at(k); e.hasEvent && e.consumer == cons {
-			return e.tx, true
+			return int(e.tx), true
 		}
 	}
 	return 0, false

@@ -41,7 +41,7 @@ func (c *checker) effects() {
 			n, last := 0, 0
 			for k := x.head[ev.idx]; k >= 0; k = x.next[k] {
 				if e := m.effects.at(k); e.consumer == cons {
-					n, last = n+1, e.tx
+					n, last = n+1, int(e.tx)
 				}
 			}
 			if n == p.Effect.PerEvent {
@@ -61,7 +61,7 @@ func (c *checker) effects() {
 			var at []string
 			for k := x.head[ev.idx]; k >= 0; k = x.next[k] {
 				if e := m.effects.at(k); e.consumer == cons {
-					at = append(at, c.at(e.tx))
+					at = append(at, c.at(int(e.tx)))
 				}
 			}
 			c.add(m.reason(RuleEffects, st, ev.id, tx, rec, "event %s was delivered and has %d effect(s)%s in %s; %d promised%s",
@@ -142,10 +142,10 @@ func (c *checker) orphans(kind, table string, rows *chunks[sideRow]) {
 			st = Inconclusive
 		}
 		if !r.hasEvent {
-			c.add(m.reason(RuleEffectOrphan, Fail, "", r.tx, -1, "an %s row in %s has no event id", kind, table))
+			c.add(m.reason(RuleEffectOrphan, Fail, "", int(r.tx), -1, "an %s row in %s has no event id", kind, table))
 			continue
 		}
-		c.add(m.reason(RuleEffectOrphan, st, r.event, r.tx, -1, "an %s row in %s names event %s, which no transaction of the run window committed", kind, table, r.event))
+		c.add(m.reason(RuleEffectOrphan, st, r.event, int(r.tx), -1, "an %s row in %s names event %s, which no transaction of the run window committed", kind, table, r.event))
 	}
 }
 
@@ -162,11 +162,11 @@ func (c *checker) outsideInbox() {
 	inboxAt := map[key]bool{}
 	tx, next := -1, 0
 	for e := range m.effects.each() {
-		if e.tx != tx {
-			tx = e.tx
+		if int(e.tx) != tx {
+			tx = int(e.tx)
 			clear(inboxAt)
-			for ; next < m.inbox.len() && m.inbox.at(next).tx <= tx; next++ {
-				if in := m.inbox.at(next); in.tx == tx {
+			for ; next < m.inbox.len() && int(m.inbox.at(next).tx) <= tx; next++ {
+				if in := m.inbox.at(next); int(in.tx) == tx {
 					k := key{event: in.event}
 					if withConsumer {
 						k.consumer = in.consumer
@@ -180,7 +180,7 @@ func (c *checker) outsideInbox() {
 			k.consumer = e.consumer
 		}
 		if !inboxAt[k] {
-			c.add(m.reason(RuleEffectOutsideInbox, Fail, e.event, e.tx, -1, "the effect of event %s in %s committed without its %s row in the same transaction",
+			c.add(m.reason(RuleEffectOutsideInbox, Fail, e.event, int(e.tx), -1, "the effect of event %s in %s committed without its %s row in the same transaction",
 				e.event, m.prof.Effect.Table, m.prof.Inbox.Table))
 		}
 	}
@@ -205,20 +205,20 @@ func (c *checker) commitAtomic() {
 	}
 	businessAt := map[int]map[string]bool{}
 	for _, r := range m.business.all() {
-		if businessAt[r.tx] == nil {
-			businessAt[r.tx] = map[string]bool{}
+		if businessAt[int(r.tx)] == nil {
+			businessAt[int(r.tx)] = map[string]bool{}
 		}
-		businessAt[r.tx][r.event] = true
-		ok := len(outboxAt[r.tx]) > 0
+		businessAt[int(r.tx)][r.event] = true
+		ok := len(outboxAt[int(r.tx)]) > 0
 		if b.EventID != nil {
-			ok = outboxAt[r.tx][r.event]
+			ok = outboxAt[int(r.tx)][r.event]
 		}
 		if !ok {
 			what := "an outbox row"
 			if b.EventID != nil {
 				what = "the outbox row of event " + r.event
 			}
-			c.add(m.reason(RuleCommitAtomic, Fail, r.event, r.tx, -1, "a row of %s (%s) committed without %s in the same transaction", b.Table, r.op, what))
+			c.add(m.reason(RuleCommitAtomic, Fail, r.event, int(r.tx), -1, "a row of %s (%s) committed without %s in the same transaction", b.Table, r.op, what))
 		}
 	}
 	for ev := range m.events.each() {

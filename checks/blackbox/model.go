@@ -3,6 +3,7 @@ package blackbox
 import (
 	"iter"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -116,14 +117,30 @@ type record struct {
 	hasID bool
 }
 
-// sideRow is an inbox, effect or business row change.
+// sideRow is an inbox, effect or business row change: 40 bytes, as
+// there are millions.
 type sideRow struct {
-	tx       int
 	event    string
-	hasEvent bool
 	consumer string
-	op       binlog.Op
+	tx       int32
+	op       opCode
+	hasEvent bool
 }
+
+// opCode is a binlog.Op in a byte: one of the three the binlog reader
+// gives (rows), or any other as "?".
+type opCode uint8
+
+var opNames = []binlog.Op{binlog.Insert, binlog.Update, binlog.Delete, "?"}
+
+func codeOf(op binlog.Op) opCode {
+	if i := slices.Index(opNames[:3], op); i >= 0 {
+		return opCode(i)
+	}
+	return 3
+}
+
+func (o opCode) String() string { return string(opNames[o]) }
 
 // build derives the model in one pass over the binlog of the window (the
 // transactions of in.Scan as it reads them, or of in.Binlog), then reads
@@ -232,7 +249,7 @@ func (m *model) side(i int, ch binlog.RowChange, id, consumer *profile.Field) si
 	if ch.Op == binlog.Delete {
 		row = ch.Before
 	}
-	s := sideRow{tx: i, op: ch.Op}
+	s := sideRow{tx: int32(i), op: codeOf(ch.Op)}
 	if id != nil {
 		s.event, s.hasEvent = text(id.Lookup(row))
 		s.event = m.ar.str(s.event) // see own
