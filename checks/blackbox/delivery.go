@@ -129,9 +129,9 @@ func (c *checker) recordMismatch() {
 	m := c.m
 	c.apply(RuleRecordMismatch)
 	for ev := range m.events.each() {
-		if ev.decErr != nil {
+		if ev.decErr() != nil {
 			c.add(m.reason(RuleRecordMismatch, Fail, ev.id, ev.tx, -1, "event %s: the payload column does not decode (%s): %v",
-				ev.id, m.prof.Outbox.Payload.Decode, ev.decErr))
+				ev.id, m.prof.Outbox.Payload.Decode, ev.decErr()))
 			continue
 		}
 		for _, k := range ev.records {
@@ -140,12 +140,13 @@ func (c *checker) recordMismatch() {
 			if want, ok := c.wantKey(ev); ok && (r.Key == nil || string(r.Key) != want) {
 				diffs = append(diffs, fmt.Sprintf("key %s, want %q (%s)", showBytes(r.Key), want, m.prof.Topic.Key))
 			}
-			if !sameValue(r.Value, ev.dec.value) {
-				diffs = append(diffs, fmt.Sprintf("value %s, want %s", showBytes(r.Value), showBytes(ev.dec.value)))
+			if !sameValue(r.Value, ev.value) {
+				diffs = append(diffs, fmt.Sprintf("value %s, want %s", showBytes(r.Value), showBytes(ev.value)))
 			}
-			for _, h := range sortedKeys(ev.dec.headers) {
-				if got, ok := r.Header(h); !ok || string(got) != ev.dec.headers[h] {
-					diffs = append(diffs, fmt.Sprintf("header %s %s, want %q", h, showBytes(got), ev.dec.headers[h]))
+			headers := ev.headers()
+			for _, h := range sortedKeys(headers) {
+				if got, ok := r.Header(h); !ok || string(got) != headers[h] {
+					diffs = append(diffs, fmt.Sprintf("header %s %s, want %q", h, showBytes(got), headers[h]))
 				}
 			}
 			if len(diffs) > 0 {
@@ -342,15 +343,17 @@ func (c *checker) inversions(agg string, evs []*event, what string, pos func(*ev
 // the profile names one (numerically when both are numbers), else by
 // commit order.
 func (c *checker) before(a, b *event) bool {
-	if a.hasSeq && b.hasSeq {
-		x, y := profile.Number(a.seq), profile.Number(b.seq)
+	as, aok := a.seq()
+	bs, bok := b.seq()
+	if aok && bok {
+		x, y := profile.Number(as), profile.Number(bs)
 		if x != nil && y != nil {
 			if d := x.Cmp(y); d != 0 {
 				return d < 0
 			}
 		} else {
-			sa, _ := profile.Text(a.seq)
-			sb, _ := profile.Text(b.seq)
+			sa, _ := profile.Text(as)
+			sb, _ := profile.Text(bs)
 			if sa != sb {
 				return sa < sb
 			}

@@ -244,8 +244,8 @@ func (c *checker) answer() {
 	c.apply(RuleAnswer)
 	byToken := map[string]*event{}
 	for ev := range m.allRows() {
-		if ev.token != "" && byToken[ev.token] == nil {
-			byToken[ev.token] = ev
+		if t := ev.token(); t != "" && byToken[t] == nil {
+			byToken[t] = ev
 		}
 	}
 	for _, rq := range c.in.Client {

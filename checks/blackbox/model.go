@@ -66,18 +66,16 @@ type model struct {
 	client bool
 }
 
-// event is one committed outbox row.
+// event is one committed outbox row. A million are kept: what only
+// some profiles or broken rows have is in x.
 type event struct {
 	id        string
 	aggregate string
 	hasAgg    bool
-	seq       any
-	hasSeq    bool
 	against   num    // cursor kind: the row's position
-	token     string // load.correlate
 	tx        int    // index into model.txs of the inserting transaction
-	dec       decoded
-	decErr    error
+	value     []byte // the payload decoded: the value its record must have
+	x         *eventExtra
 	// passed is the transaction where the relay's progress passed the
 	// row (-1: never); changes counts the row's updates before that.
 	passed  int
@@ -87,6 +85,53 @@ type event struct {
 	// rec1 backs records while an event has one record, as nearly every
 	// event has: no allocation of its own per event (readBroker).
 	rec1 [1]int
+}
+
+// eventExtra is what an event has only under some profiles (a sequence,
+// a correlation token, a decoder's headers) or when its payload does not
+// decode.
+type eventExtra struct {
+	seq     any
+	hasSeq  bool
+	token   string            // load.correlate
+	headers map[string]string // the headers its record must carry
+	decErr  error
+}
+
+// extra is ev.x, made when first needed.
+func (ev *event) extra() *eventExtra {
+	if ev.x == nil {
+		ev.x = &eventExtra{}
+	}
+	return ev.x
+}
+
+func (ev *event) seq() (any, bool) {
+	if ev.x == nil {
+		return nil, false
+	}
+	return ev.x.seq, ev.x.hasSeq
+}
+
+func (ev *event) token() string {
+	if ev.x == nil {
+		return ""
+	}
+	return ev.x.token
+}
+
+func (ev *event) headers() map[string]string {
+	if ev.x == nil {
+		return nil
+	}
+	return ev.x.headers
+}
+
+func (ev *event) decErr() error {
+	if ev.x == nil {
+		return nil
+	}
+	return ev.x.decErr
 }
 
 // txMeta is what the rules keep of a transaction: where it is in the
@@ -252,7 +297,7 @@ func (m *model) side(i int, ch binlog.RowChange, id, consumer *profile.Field) si
 	s := sideRow{tx: int32(i), op: codeOf(ch.Op)}
 	if id != nil {
 		s.event, s.hasEvent = text(id.Lookup(row))
-		s.event = m.ar.str(s.event) // see own
+		s.event = m.keep(s.event)
 	}
 	if consumer != nil {
 		name, _ := text(consumer.Lookup(row))
@@ -315,9 +360,11 @@ func (m *model) insertEvent(i int, row map[string]any) {
 		ev.aggregate = m.ar.str(ev.aggregate)
 	}
 	if o.Sequence != nil {
-		ev.seq, ev.hasSeq = o.Sequence.Lookup(row)
-		if t, ok := ev.seq.(string); ok {
-			ev.seq = strings.Clone(t) // see own
+		if seq, ok := o.Sequence.Lookup(row); ok || seq != nil {
+			if t, ok := seq.(string); ok {
+				seq = strings.Clone(t) // see own
+			}
+			ev.extra().seq, ev.x.hasSeq = seq, ok
 		}
 	}
 	if o.Progress.Against != nil {
@@ -326,10 +373,15 @@ func (m *model) insertEvent(i int, row map[string]any) {
 		}
 	}
 	if m.prof.Load != nil && m.client { // only the answer rule reads it
-		ev.token, _ = text(m.prof.Load.Correlate.Lookup(row))
-		ev.token = m.ar.str(ev.token)
+		if token, _ := text(m.prof.Load.Correlate.Lookup(row)); token != "" {
+			ev.extra().token = m.ar.str(token)
+		}
 	}
-	ev.dec, ev.decErr = decode(&m.ar, o.Payload.Decode, row[o.Payload.Column])
+	dec, err := decode(&m.ar, o.Payload.Decode, row[o.Payload.Column])
+	ev.value = dec.value
+	if dec.headers != nil || err != nil {
+		ev.extra().headers, ev.x.decErr = dec.headers, err
+	}
 	// A row inserted already done (a service that publishes itself and
 	// writes the row as sent) was passed by progress at its own commit.
 	switch pr := o.Progress; pr.Kind {
@@ -343,7 +395,7 @@ func (m *model) insertEvent(i int, row map[string]any) {
 		}
 	}
 	kept, seen := m.byID[ev.id]
-	if ev.decErr == nil && ev.dec.topic != "" && ev.dec.topic != m.topic {
+	if err == nil && dec.topic != "" && dec.topic != m.topic {
 		m.stats.OtherTopics++
 		if !seen {
 			m.byID[ev.id] = nil // an id, of no event of the topic (isID)
@@ -375,6 +427,16 @@ func (m *model) allRows() iter.Seq[*event] {
 			}
 		}
 	}
+}
+
+// keep returns id to keep in the model: the event's own copy when it is
+// an event's id (one copy of an id however many rows name it), else a
+// copy in the arena (see own).
+func (m *model) keep(id string) string {
+	if ev := m.byID[id]; ev != nil {
+		return ev.id
+	}
+	return m.ar.str(id)
 }
 
 // isID reports whether id is the id of a committed outbox row, for the
@@ -493,11 +555,16 @@ func (m *model) readBroker(log *broker.Log) {
 			rec := record{Record: r}
 			if loc.Header != "" {
 				if v, ok := r.Header(loc.Header); ok && v != nil {
-					rec.id, rec.hasID = m.ar.strOf(v), true
+					rec.hasID = true
+					if ev, ok := m.byID[string(v)]; ok && ev != nil {
+						rec.id = ev.id // one copy of an id, the event's
+					} else {
+						rec.id = m.ar.strOf(v)
+					}
 				}
 			} else if loc.Value != nil {
 				rec.id, rec.hasID = text(profile.LookupPath(r.Value, loc.Value.Path))
-				rec.id = m.ar.str(rec.id)
+				rec.id = m.keep(rec.id)
 			}
 			k := len(m.records)
 			m.records = append(m.records, rec)
