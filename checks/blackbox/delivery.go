@@ -382,9 +382,9 @@ func (c *checker) effectConsumers() []consumerLabel {
 	seen := map[string]bool{}
 	var out []consumerLabel
 	for e := range c.m.effects.each() {
-		if e.hasEvent && !seen[e.consumer] {
-			seen[e.consumer] = true
-			out = append(out, consumerLabel{e.consumer, "first effect of consumer " + e.consumer})
+		if cons := c.m.consumer(e); e.hasEvent && !seen[cons] {
+			seen[cons] = true
+			out = append(out, consumerLabel{cons, "first effect of consumer " + cons})
 		}
 	}
 	slices.SortFunc(out, func(a, b consumerLabel) int { return strings.Compare(a.name, b.name) })
@@ -396,7 +396,7 @@ func (c *checker) effectConsumers() []consumerLabel {
 func (c *checker) firstEffect(ev *event, cons string) (int, bool) {
 	x := c.effectIndex()
 	for k := x.head[ev.idx]; k >= 0; k = x.next[k] {
-		if e := c.m.effects.at(k); e.hasEvent && e.consumer == cons {
+		if e := c.m.effects.at(k); e.hasEvent && c.m.consumer(e) == cons {
 			return int(e.tx), true
 		}
 	}

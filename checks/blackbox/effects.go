@@ -18,10 +18,10 @@ func (c *checker) effects() {
 	c.apply(RuleEffects, RuleEffectOrphan)
 	consumers := map[string]bool{}
 	for e := range m.effects.each() {
-		consumers[e.consumer] = true
+		consumers[m.consumer(e)] = true
 	}
 	for in := range m.inbox.each() {
-		consumers[in.consumer] = true
+		consumers[m.consumer(in)] = true
 	}
 	if len(consumers) == 0 {
 		consumers[""] = true // no consumer wrote anything: every delivered event lacks its effects
@@ -40,7 +40,7 @@ func (c *checker) effects() {
 		for _, cons := range names {
 			n, last := 0, 0
 			for k := x.head[ev.idx]; k >= 0; k = x.next[k] {
-				if e := m.effects.at(k); e.consumer == cons {
+				if e := m.effects.at(k); m.consumer(e) == cons {
 					n, last = n+1, int(e.tx)
 				}
 			}
@@ -60,7 +60,7 @@ func (c *checker) effects() {
 			}
 			var at []string
 			for k := x.head[ev.idx]; k >= 0; k = x.next[k] {
-				if e := m.effects.at(k); e.consumer == cons {
+				if e := m.effects.at(k); m.consumer(e) == cons {
 					at = append(at, c.at(int(e.tx)))
 				}
 			}
@@ -93,7 +93,7 @@ func (c *checker) effectIndex() *effectIndex {
 	}
 	for k := m.effects.len() - 1; k >= 0; k-- {
 		x.next[k] = -1
-		if ev := m.byID[m.effects.at(k).event]; ev != nil {
+		if ev := m.eventOf(m.effects.at(k)); ev != nil {
 			x.next[k], x.head[ev.idx] = x.head[ev.idx], k
 		}
 	}
@@ -134,7 +134,7 @@ func (c *checker) delivered(ev *event) (int, bool) {
 func (c *checker) orphans(kind, table string, rows *chunks[sideRow]) {
 	m := c.m
 	for _, r := range rows.all() {
-		if r.hasEvent && m.isID(r.event) {
+		if r.hasEvent && (r.ev >= 0 || m.isID(r.event)) {
 			continue
 		}
 		st := Fail
@@ -169,7 +169,7 @@ func (c *checker) outsideInbox() {
 				if in := m.inbox.at(next); int(in.tx) == tx {
 					k := key{event: in.event}
 					if withConsumer {
-						k.consumer = in.consumer
+						k.consumer = m.consumer(in)
 					}
 					inboxAt[k] = true
 				}
@@ -177,7 +177,7 @@ func (c *checker) outsideInbox() {
 		}
 		k := key{event: e.event}
 		if withConsumer {
-			k.consumer = e.consumer
+			k.consumer = m.consumer(e)
 		}
 		if !inboxAt[k] {
 			c.add(m.reason(RuleEffectOutsideInbox, Fail, e.event, int(e.tx), -1, "the effect of event %s in %s committed without its %s row in the same transaction",
@@ -196,40 +196,64 @@ func (c *checker) commitAtomic() {
 		return
 	}
 	c.apply(RuleCommitAtomic)
-	outboxAt := map[int]map[string]bool{}
-	for ev := range m.allRows() {
-		if outboxAt[ev.tx] == nil {
-			outboxAt[ev.tx] = map[string]bool{}
+	// The outbox rows (events, then rows repeating an id) and business
+	// rows are filed in commit order: each transaction's are gathered in
+	// turn, and the events' reasons follow the business rows', in order.
+	outboxAt, businessAt := map[string]bool{}, map[string]bool{}
+	var lonely []*event
+	ei, di, bi := 0, 0, 0
+	for {
+		tx := -1
+		if ei < m.events.len() {
+			tx = m.events.at(ei).tx
 		}
-		outboxAt[ev.tx][ev.id] = true
-	}
-	businessAt := map[int]map[string]bool{}
-	for _, r := range m.business.all() {
-		if businessAt[int(r.tx)] == nil {
-			businessAt[int(r.tx)] = map[string]bool{}
+		if di < len(m.dupRows) && (tx < 0 || m.dupRows[di].tx < tx) {
+			tx = m.dupRows[di].tx
 		}
-		businessAt[int(r.tx)][r.event] = true
-		ok := len(outboxAt[int(r.tx)]) > 0
-		if b.EventID != nil {
-			ok = outboxAt[int(r.tx)][r.event]
+		if bi < m.business.len() && (tx < 0 || int(m.business.at(bi).tx) < tx) {
+			tx = int(m.business.at(bi).tx)
 		}
-		if !ok {
-			what := "an outbox row"
+		if tx < 0 {
+			break
+		}
+		clear(outboxAt)
+		clear(businessAt)
+		first := ei
+		for ; ei < m.events.len() && m.events.at(ei).tx == tx; ei++ {
+			outboxAt[m.events.at(ei).id] = true
+		}
+		for ; di < len(m.dupRows) && m.dupRows[di].tx == tx; di++ {
+			outboxAt[m.dupRows[di].id] = true
+		}
+		for ; bi < m.business.len() && int(m.business.at(bi).tx) == tx; bi++ {
+			r := m.business.at(bi)
+			businessAt[r.event] = true
+			ok := len(outboxAt) > 0
 			if b.EventID != nil {
-				what = "the outbox row of event " + r.event
+				ok = outboxAt[r.event]
 			}
-			c.add(m.reason(RuleCommitAtomic, Fail, r.event, int(r.tx), -1, "a row of %s (%s) committed without %s in the same transaction", b.Table, r.op, what))
+			if !ok {
+				what := "an outbox row"
+				if b.EventID != nil {
+					what = "the outbox row of event " + r.event
+				}
+				c.add(m.reason(RuleCommitAtomic, Fail, r.event, tx, -1, "a row of %s (%s) committed without %s in the same transaction", b.Table, r.op, what))
+			}
+		}
+		for k := first; k < ei; k++ {
+			ev := m.events.at(k)
+			ok := len(businessAt) > 0
+			if b.EventID != nil {
+				ok = businessAt[ev.id]
+			}
+			if !ok {
+				lonely = append(lonely, ev)
+			}
 		}
 	}
-	for ev := range m.events.each() {
-		ok := len(businessAt[ev.tx]) > 0
-		if b.EventID != nil {
-			ok = businessAt[ev.tx][ev.id]
-		}
-		if !ok {
-			c.add(m.reason(RuleCommitAtomic, Fail, ev.id, ev.tx, -1, "the outbox row of event %s committed without a change of %s (%s) in the same transaction",
-				ev.id, b.Table, strings.Join(b.Ops, ", ")))
-		}
+	for _, ev := range lonely {
+		c.add(m.reason(RuleCommitAtomic, Fail, ev.id, ev.tx, -1, "the outbox row of event %s committed without a change of %s (%s) in the same transaction",
+			ev.id, b.Table, strings.Join(b.Ops, ", ")))
 	}
 }
 

@@ -59,8 +59,10 @@ type model struct {
 	business chunks[sideRow]
 	end      time.Time
 	stats    Stats
-	// names are the consumer names met, each kept once (side).
-	names map[string]string
+	// consumers are the consumer names of the side rows, each kept once
+	// (side); names finds one's index.
+	consumers []string
+	names     map[string]int32
 	// client: the input has the load client's history (the answer rule
 	// runs, and an event's correlation token is read).
 	client bool
@@ -162,12 +164,15 @@ type record struct {
 	hasID bool
 }
 
-// sideRow is an inbox, effect or business row change: 40 bytes, as
+// sideRow is an inbox, effect or business row change: 32 bytes, as
 // there are millions.
 type sideRow struct {
-	event    string
-	consumer string
-	tx       int32
+	event string
+	tx    int32
+	cons  int32 // index into model.consumers ("" when the table names none)
+	// ev is the event of the id the row names, when it was committed
+	// before the row (index into model.events; -1: see eventOf).
+	ev       int32
 	op       opCode
 	hasEvent bool
 }
@@ -194,7 +199,7 @@ func (o opCode) String() string { return string(opNames[o]) }
 func build(in Input) (*model, error) {
 	p := in.Profile
 	m := &model{prof: p, topic: p.Topic.Name, byID: map[string]*event{}, start: in.BrokerStart,
-		client: in.Client != nil, names: map[string]string{}}
+		client: in.Client != nil, names: map[string]int32{}}
 	if in.Topic != "" {
 		m.topic = in.Topic
 	}
@@ -294,29 +299,41 @@ func (m *model) side(i int, ch binlog.RowChange, id, consumer *profile.Field) si
 	if ch.Op == binlog.Delete {
 		row = ch.Before
 	}
-	s := sideRow{tx: int32(i), op: codeOf(ch.Op)}
+	s := sideRow{tx: int32(i), op: codeOf(ch.Op), ev: -1}
 	if id != nil {
 		s.event, s.hasEvent = text(id.Lookup(row))
-		s.event = m.keep(s.event)
-	}
-	if consumer != nil {
-		name, _ := text(consumer.Lookup(row))
-		if kept, ok := m.names[name]; ok {
-			name = kept
+		if ev := m.byID[s.event]; ev != nil {
+			s.event, s.ev = ev.id, int32(ev.idx) // one copy of an id, the event's
 		} else {
-			name = strings.Clone(name) // see own
-			if len(m.names) < maxNames {
-				m.names[name] = name
-			}
+			s.event = m.ar.str(s.event) // see own
 		}
-		s.consumer = name
 	}
+	name := ""
+	if consumer != nil {
+		name, _ = text(consumer.Lookup(row))
+	}
+	k, ok := m.names[name]
+	if !ok {
+		k = int32(len(m.consumers))
+		name = strings.Clone(name) // see own
+		m.names[name] = k
+		m.consumers = append(m.consumers, name)
+	}
+	s.cons = k
 	return s
 }
 
-// maxNames bounds the consumer names side keeps once (a pipeline has a
-// few consumers; past the bound, each row keeps its own copy).
-const maxNames = 1024
+// consumer is the name of the consumer of side row r.
+func (m *model) consumer(r *sideRow) string { return m.consumers[r.cons] }
+
+// event is the event side row r names, if it is one (nil: it names
+// none, or an event of another topic).
+func (m *model) eventOf(r *sideRow) *event {
+	if r.ev >= 0 {
+		return m.events.at(int(r.ev))
+	}
+	return m.byID[r.event]
+}
 
 // own: a text the model keeps is copied out of the row it was read
 // from. The binlog reader's strings may share the bytes of their rows
