@@ -262,7 +262,9 @@ func (c *checker) order() {
 	consumers := c.effectConsumers()
 	for i, a := range aggs {
 		evs := sorted[start[i]:start[i+1]]
-		sort.SliceStable(evs, func(i, j int) bool { return c.before(evs[i], evs[j]) })
+		if len(evs) > 1 {
+			sort.SliceStable(evs, func(i, j int) bool { return c.before(evs[i], evs[j]) })
+		}
 		if split(m, evs) {
 			parts := map[int32]int{}
 			for _, ev := range evs {

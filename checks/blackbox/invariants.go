@@ -97,10 +97,13 @@ type table struct {
 	shape   *rowShape
 	scratch []string
 	// ar keeps the rows' values (rowcodec.go), other those it keeps
-	// aside; enc is row's buffer.
+	// aside; enc is row's buffer; keyCols, keyBuf and keyVal rowKey's.
 	ar    *arena
 	other others
 	enc   []byte
+	// keyCols are the last image's columns, sorted.
+	keyCols        []string
+	keyBuf, keyVal []byte
 }
 
 // row is the part of image the table keeps (all of it, or its keep
@@ -245,7 +248,7 @@ func (m *model) rebuild(i int, t binlog.Transaction) {
 func (tb *table) apply(tx int, ch binlog.RowChange) {
 	if ch.Op != binlog.Insert {
 		tb.index()
-		if r, ok := tb.take(rowKey(ch.Before)); ok {
+		if r, ok := tb.take(tb.rowKey(ch.Before)); ok {
 			tb.rows.at(r).vals = nil // gone
 		} else if tb.complete && tb.broken == "" {
 			tb.broken = fmt.Sprintf("an %s in transaction %d has a before image no earlier transaction wrote", ch.Op, tx)
@@ -253,7 +256,7 @@ func (tb *table) apply(tx int, ch binlog.RowChange) {
 	}
 	if ch.Op != binlog.Delete {
 		r := tb.row(ch.After, tx)
-		r.key = rowKey(ch.After)
+		r.key = tb.rowKey(ch.After)
 		if tb.indexed {
 			tb.file(r.key, tb.rows.len())
 		}
@@ -310,34 +313,58 @@ func (tb *table) take(k [16]byte) (int, bool) {
 // (128 bits, two seeded hashes of this process, so that a table of a
 // million rows is indexed in a few dozen bytes a row, whatever its
 // payloads; the keys are never kept beyond the check).
-func rowKey(row map[string]any) [16]byte {
-	cols := make([]string, 0, len(row))
-	for c := range row {
-		cols = append(cols, c)
-	}
-	sort.Strings(cols)
-	var h1, h2 maphash.Hash
-	h1.SetSeed(rowSeeds[0])
-	h2.SetSeed(rowSeeds[1])
-	var buf []byte
-	for _, c := range cols {
-		v, ok := profile.Text(row[c])
-		if !ok {
-			v = "\x00NULL"
+func (tb *table) rowKey(row map[string]any) [16]byte {
+	cols := tb.keyCols
+	if !sameColumns(cols, row) {
+		cols = cols[:0]
+		for c := range row {
+			cols = append(cols, c)
 		}
-		buf = strconv.AppendInt(buf[:0], int64(len(c)), 10)
+		slices.Sort(cols)
+		tb.keyCols = cols
+	}
+	buf := tb.keyBuf[:0]
+	for _, c := range cols {
+		v := tb.keyVal[:0]
+		switch x := row[c].(type) { // as profile.Text, without its allocations
+		case nil:
+			v = append(v, "\x00NULL"...)
+		case string:
+			v = append(v, x...)
+		case []byte:
+			v = append(v, x...)
+		case int64:
+			v = strconv.AppendInt(v, x, 10)
+		case uint64:
+			v = strconv.AppendUint(v, x, 10)
+		default:
+			t, _ := profile.Text(x)
+			v = append(v, t...)
+		}
+		tb.keyVal = v
+		buf = strconv.AppendInt(buf, int64(len(c)), 10)
 		buf = append(append(append(buf, ':'), c...), '=')
 		buf = strconv.AppendInt(buf, int64(len(v)), 10)
-		buf = append(buf, ':')
-		for _, h := range []*maphash.Hash{&h1, &h2} {
-			h.Write(buf)
-			h.WriteString(v)
+		buf = append(append(buf, ':'), v...)
+	}
+	tb.keyBuf = buf
+	var k [16]byte
+	binary.LittleEndian.PutUint64(k[:8], maphash.Bytes(rowSeeds[0], buf))
+	binary.LittleEndian.PutUint64(k[8:], maphash.Bytes(rowSeeds[1], buf))
+	return k
+}
+
+// sameColumns reports whether row has exactly the columns cols.
+func sameColumns(cols []string, row map[string]any) bool {
+	if len(cols) != len(row) || cols == nil {
+		return false
+	}
+	for _, c := range cols {
+		if _, ok := row[c]; !ok {
+			return false
 		}
 	}
-	var k [16]byte
-	binary.LittleEndian.PutUint64(k[:8], h1.Sum64())
-	binary.LittleEndian.PutUint64(k[8:], h2.Sum64())
-	return k
+	return true
 }
 
 // rowSeeds seed rowKey's two hashes.

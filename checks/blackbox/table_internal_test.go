@@ -116,3 +116,29 @@ func TestRowCodec(t *testing.T) {
 		t.Errorf("a value past the last decodes to %#v; want nil", got)
 	}
 }
+
+// TestRowKey: two images are the same row when their columns' texts are
+// the same, whatever the Go types; any other column set or value is
+// another row; the image's bytes are not written to.
+func TestRowKey(t *testing.T) {
+	tb := newTable(&arena{})
+	blob := []byte("xy")
+	a := tb.rowKey(map[string]any{"id": int64(5), "b": blob, "n": nil})
+	if b := tb.rowKey(map[string]any{"n": nil, "id": "5", "b": "xy"}); a != b {
+		t.Errorf("the same texts under other types give another key")
+	}
+	for _, other := range []map[string]any{
+		{"id": int64(6), "b": blob, "n": nil},
+		{"id": int64(5), "b": blob, "n": "x"},
+		{"id": int64(5), "b": blob},
+		{"id": int64(5), "b": blob, "m": nil},
+		{"id": int64(5), "b": []byte("x"), "n": nil},
+	} {
+		if tb.rowKey(other) == a {
+			t.Errorf("image %v has the key of another", other)
+		}
+	}
+	if string(blob) != "xy" {
+		t.Errorf("rowKey wrote into the image's bytes: %q", blob)
+	}
+}
