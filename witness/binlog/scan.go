@@ -60,6 +60,9 @@ type scanner struct {
 	tx       *Transaction
 	annotate string
 	tables   map[*replication.TableMapEvent]*table
+	// fastLayouts are the fast path's layouts of the tables it read
+	// (fastrows.go), per table map as tables.
+	fastLayouts map[*replication.TableMapEvent][]fastColumn
 
 	// the format description of the file being read: the post-header
 	// length of each event type (the decoder sizes table ids from it) and
@@ -103,7 +106,8 @@ func newScanner(fn func(Transaction) error) *scanner {
 	p.SetUseDecimal(true)
 	p.SetTimestampStringLocation(time.UTC)
 	return &scanner{fn: fn, p: p, domains: map[uint32]uint64{}, maxTxns: MaxTransactions, maxChanges: MaxRowChanges,
-		tables: map[*replication.TableMapEvent]*table{}, maps: map[uint64]*replication.TableMapEvent{}}
+		tables: map[*replication.TableMapEvent]*table{}, maps: map[uint64]*replication.TableMapEvent{},
+		fastLayouts: map[*replication.TableMapEvent][]fastColumn{}}
 }
 
 func (s *scanner) startFile(name string) {
@@ -176,6 +180,9 @@ func (s *scanner) event(raw []byte, off int64) (err error) {
 	if limit := MaxAmplification*s.read + AmplificationAllowance; s.cost > limit {
 		return fmt.Errorf("%w: %d bytes read decode to about %d, more than MaxAmplification (%d) times as many",
 			ErrLimit, s.read, s.cost, MaxAmplification)
+	}
+	if taken, err := s.fastRows(typ, raw, body, off); taken {
+		return err
 	}
 	ev, err := s.p.Parse(raw)
 	if err != nil {
@@ -380,6 +387,7 @@ func (s *scanner) commit(end uint32, xid uint64, rolledBack bool) error {
 	t.EndPos, t.XID, t.RolledBack = end, xid, rolledBack
 	s.tx, s.annotate = nil, ""
 	clear(s.tables)
+	clear(s.fastLayouts)
 	clear(s.maps)
 	if s.info.First.IsZero() {
 		s.info.First = t.GTID
