@@ -1,11 +1,8 @@
 package blackbox
 
 import (
-	"iter"
 	"path"
-	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence/profile"
@@ -68,74 +65,6 @@ type model struct {
 	client bool
 }
 
-// event is one committed outbox row. A million are kept: what only
-// some profiles or broken rows have is in x.
-type event struct {
-	id        string
-	aggregate string
-	hasAgg    bool
-	against   num    // cursor kind: the row's position
-	tx        int    // index into model.txs of the inserting transaction
-	value     []byte // the payload decoded: the value its record must have
-	x         *eventExtra
-	// passed is the transaction where the relay's progress passed the
-	// row (-1: never); changes counts the row's updates before that.
-	passed  int
-	changes int
-	idx     int   // index into model.events; -1 for a row in dupRows
-	records []int // indexes into model.records, by partition and offset
-	// rec1 backs records while an event has one record, as nearly every
-	// event has: no allocation of its own per event (readBroker).
-	rec1 [1]int
-}
-
-// eventExtra is what an event has only under some profiles (a sequence,
-// a correlation token, a decoder's headers) or when its payload does not
-// decode.
-type eventExtra struct {
-	seq     any
-	hasSeq  bool
-	token   string            // load.correlate
-	headers map[string]string // the headers its record must carry
-	decErr  error
-}
-
-// extra is ev.x, made when first needed.
-func (ev *event) extra() *eventExtra {
-	if ev.x == nil {
-		ev.x = &eventExtra{}
-	}
-	return ev.x
-}
-
-func (ev *event) seq() (any, bool) {
-	if ev.x == nil {
-		return nil, false
-	}
-	return ev.x.seq, ev.x.hasSeq
-}
-
-func (ev *event) token() string {
-	if ev.x == nil {
-		return ""
-	}
-	return ev.x.token
-}
-
-func (ev *event) headers() map[string]string {
-	if ev.x == nil {
-		return nil
-	}
-	return ev.x.headers
-}
-
-func (ev *event) decErr() error {
-	if ev.x == nil {
-		return nil
-	}
-	return ev.x.decErr
-}
-
 // txMeta is what the rules keep of a transaction: where it is in the
 // binlog and when it began.
 type txMeta struct {
@@ -163,34 +92,6 @@ type record struct {
 	id    string
 	hasID bool
 }
-
-// sideRow is an inbox, effect or business row change: 32 bytes, as
-// there are millions.
-type sideRow struct {
-	event string
-	tx    int32
-	cons  int32 // index into model.consumers ("" when the table names none)
-	// ev is the event of the id the row names, when it was committed
-	// before the row (index into model.events; -1: see eventOf).
-	ev       int32
-	op       opCode
-	hasEvent bool
-}
-
-// opCode is a binlog.Op in a byte: one of the three the binlog reader
-// gives (rows), or any other as "?".
-type opCode uint8
-
-var opNames = []binlog.Op{binlog.Insert, binlog.Update, binlog.Delete, "?"}
-
-func codeOf(op binlog.Op) opCode {
-	if i := slices.Index(opNames[:3], op); i >= 0 {
-		return opCode(i)
-	}
-	return 3
-}
-
-func (o opCode) String() string { return string(opNames[o]) }
 
 // build derives the model in one pass over the binlog of the window (the
 // transactions of in.Scan as it reads them, or of in.Binlog), then reads
@@ -292,49 +193,6 @@ func (m *model) change(i int, ch binlog.RowChange) {
 	}
 }
 
-// side reads an inbox, effect or business row change of transaction i.
-// A consumer's name is kept once however many rows carry it (names).
-func (m *model) side(i int, ch binlog.RowChange, id, consumer *profile.Field) sideRow {
-	row := ch.After
-	if ch.Op == binlog.Delete {
-		row = ch.Before
-	}
-	s := sideRow{tx: int32(i), op: codeOf(ch.Op), ev: -1}
-	if id != nil {
-		s.event, s.hasEvent = text(id.Lookup(row))
-		if ev := m.byID[s.event]; ev != nil {
-			s.event, s.ev = ev.id, int32(ev.idx) // one copy of an id, the event's
-		} else {
-			s.event = m.ar.str(s.event) // see own
-		}
-	}
-	name := ""
-	if consumer != nil {
-		name, _ = text(consumer.Lookup(row))
-	}
-	k, ok := m.names[name]
-	if !ok {
-		k = int32(len(m.consumers))
-		name = strings.Clone(name) // see own
-		m.names[name] = k
-		m.consumers = append(m.consumers, name)
-	}
-	s.cons = k
-	return s
-}
-
-// consumer is the name of the consumer of side row r.
-func (m *model) consumer(r *sideRow) string { return m.consumers[r.cons] }
-
-// event is the event side row r names, if it is one (nil: it names
-// none, or an event of another topic).
-func (m *model) eventOf(r *sideRow) *event {
-	if r.ev >= 0 {
-		return m.events.at(int(r.ev))
-	}
-	return m.byID[r.event]
-}
-
 // own: a text the model keeps is copied out of the row it was read
 // from. The binlog reader's strings may share the bytes of their rows
 // event (go-mysql decodes without copying), and one kept string would
@@ -345,157 +203,6 @@ func text(v any, ok bool) (string, bool) {
 		return "", false
 	}
 	return profile.Text(v)
-}
-
-func (m *model) outboxChange(i int, ch binlog.RowChange) {
-	o := m.prof.Outbox
-	switch ch.Op {
-	case binlog.Insert:
-		m.insertEvent(i, ch.After)
-	case binlog.Update:
-		id, ok := text(o.EventID.Lookup(ch.Before))
-		ev := m.byID[id]
-		if !ok || ev == nil {
-			return // a row of before the window, or of another topic
-		}
-		m.statusChange(i, ev, ch)
-	case binlog.Delete:
-		id, ok := text(o.EventID.Lookup(ch.Before))
-		if ev := m.byID[id]; ok && ev != nil && o.Progress.Kind == profile.ProgressDelete && ev.passed < 0 {
-			ev.passed = i
-		}
-	}
-}
-
-func (m *model) insertEvent(i int, row map[string]any) {
-	o := m.prof.Outbox
-	ev := event{tx: i, passed: -1}
-	ev.id, _ = text(o.EventID.Lookup(row))
-	ev.id = m.ar.str(ev.id) // see own
-	if o.Aggregate != nil {
-		ev.aggregate, ev.hasAgg = text(o.Aggregate.Lookup(row))
-		ev.aggregate = m.ar.str(ev.aggregate)
-	}
-	if o.Sequence != nil {
-		if seq, ok := o.Sequence.Lookup(row); ok || seq != nil {
-			if t, ok := seq.(string); ok {
-				seq = strings.Clone(t) // see own
-			}
-			ev.extra().seq, ev.x.hasSeq = seq, ok
-		}
-	}
-	if o.Progress.Against != nil {
-		if v, ok := o.Progress.Against.Lookup(row); ok {
-			ev.against = toNum(v)
-		}
-	}
-	if m.prof.Load != nil && m.client { // only the answer rule reads it
-		if token, _ := text(m.prof.Load.Correlate.Lookup(row)); token != "" {
-			ev.extra().token = m.ar.str(token)
-		}
-	}
-	dec, err := decode(&m.ar, o.Payload.Decode, row[o.Payload.Column])
-	ev.value = dec.value
-	if dec.headers != nil || err != nil {
-		ev.extra().headers, ev.x.decErr = dec.headers, err
-	}
-	// A row inserted already done (a service that publishes itself and
-	// writes the row as sent) was passed by progress at its own commit.
-	switch pr := o.Progress; pr.Kind {
-	case profile.ProgressStatus:
-		if pr.IsDone(row[pr.Column]) {
-			ev.passed = i
-		}
-	case profile.ProgressCompleted:
-		if row[pr.Column] != nil {
-			ev.passed = i
-		}
-	}
-	kept, seen := m.byID[ev.id]
-	if err == nil && dec.topic != "" && dec.topic != m.topic {
-		m.stats.OtherTopics++
-		if !seen {
-			m.byID[ev.id] = nil // an id, of no event of the topic (isID)
-		}
-		return
-	}
-	if kept != nil {
-		dup := ev // ev itself stays off the heap
-		dup.idx = -1
-		m.dupRows = append(m.dupRows, &dup)
-		return
-	}
-	ev.idx = m.events.len()
-	m.byID[ev.id] = m.events.at(m.events.add(ev))
-}
-
-// allRows yields every committed outbox row of the topic: the events,
-// then the rows that repeat an event's id.
-func (m *model) allRows() iter.Seq[*event] {
-	return func(yield func(*event) bool) {
-		for ev := range m.events.each() {
-			if !yield(ev) {
-				return
-			}
-		}
-		for _, ev := range m.dupRows {
-			if !yield(ev) {
-				return
-			}
-		}
-	}
-}
-
-// keep returns id to keep in the model: the event's own copy when it is
-// an event's id (one copy of an id however many rows name it), else a
-// copy in the arena (see own).
-func (m *model) keep(id string) string {
-	if ev := m.byID[id]; ev != nil {
-		return ev.id
-	}
-	return m.ar.str(id)
-}
-
-// isID reports whether id is the id of a committed outbox row, for the
-// topic or not.
-func (m *model) isID(id string) bool {
-	_, ok := m.byID[id]
-	return ok
-}
-
-// statusChange reads an update of an event's row as progress (status,
-// completed) and counts the changes before progress passed it.
-func (m *model) statusChange(i int, ev *event, ch binlog.RowChange) {
-	pr := m.prof.Outbox.Progress
-	var doneBefore, doneAfter bool
-	switch pr.Kind {
-	case profile.ProgressStatus:
-		doneBefore, doneAfter = pr.IsDone(ch.Before[pr.Column]), pr.IsDone(ch.After[pr.Column])
-	case profile.ProgressCompleted:
-		doneBefore, doneAfter = ch.Before[pr.Column] != nil, ch.After[pr.Column] != nil
-	default:
-		if ev.passed < 0 {
-			ev.changes++
-		}
-		return
-	}
-	switch {
-	case doneAfter && ev.passed < 0: // done before and not passed: impossible, see insertEvent
-		ev.passed = i
-	case doneBefore && !doneAfter:
-		m.back = append(m.back, progressBack{tx: i, event: ev.id,
-			message: "the row's " + pr.Column + " went back from done " + show(ch.Before[pr.Column]) + " to " + show(ch.After[pr.Column])})
-	case ev.passed < 0:
-		ev.changes++
-	}
-}
-
-func show(v any) string {
-	s, ok := profile.Text(v)
-	if !ok {
-		return "NULL"
-	}
-	return "'" + s + "'"
 }
 
 // cursorChange files a write of the cursor row (its Match columns equal).
