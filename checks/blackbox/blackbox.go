@@ -122,7 +122,8 @@ type Input struct {
 	// Scan, when set, is read instead of Binlog.Transactions: it calls fn
 	// with each transaction of the window in commit order, as a reader
 	// streams them, so that the window is never held whole (a run of a
-	// million events is four million row images). It returns the holes
+	// million events is four million row images; a transaction's Changes
+	// and row images may be reused once fn returns). It returns the holes
 	// it found in the window once read to its end (as Holes says them);
 	// its error stops the check: Check returns it.
 	Scan func(fn func(binlog.Transaction) error) (holes []string, err error)
@@ -269,6 +270,10 @@ type checker struct {
 	applies map[string]bool
 	// binlogHole and brokerHole say a witness has a hole (holes.go).
 	binlogHole, brokerHole bool
+	// byEvent indexes the effects by event, once (effectIndex); groups
+	// are the selected groups that committed on the topic (delivered).
+	byEvent *effectIndex
+	groups  []string
 }
 
 func (c *checker) apply(rules ...string) {

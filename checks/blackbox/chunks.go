@@ -43,3 +43,16 @@ func (c *chunks[T]) all() iter.Seq2[int, T] {
 		}
 	}
 }
+
+// each yields every value in place, in order.
+func (c *chunks[T]) each() iter.Seq[*T] {
+	return func(yield func(*T) bool) {
+		for _, b := range c.blocks {
+			for j := range b {
+				if !yield(&b[j]) {
+					return
+				}
+			}
+		}
+	}
+}

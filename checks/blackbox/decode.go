@@ -24,24 +24,34 @@ const watermillUUIDHeader = "_watermill_message_uuid"
 
 // decode runs the profile's decoder on a payload column's value. One
 // decoder per known envelope; the schema's enum lists the same names.
-func decode(name string, v any) (decoded, error) {
+func decode(ar *arena, name string, v any) (decoded, error) {
 	switch name {
 	case profile.DecodeNone, "":
-		return decoded{value: raw(v)}, nil
+		return decoded{value: raw(ar, v)}, nil
 	case profile.DecodeWatermill:
-		return decodeWatermill(raw(v))
+		return decodeWatermill(raw(nil, v)) // read, not kept
 	}
 	return decoded{}, fmt.Errorf("unknown decoder %q", name)
 }
 
-func raw(v any) []byte {
+// raw is the payload's bytes, a copy kept in ar (nil: on the heap), not
+// the binlog event's buffer, which it would keep whole.
+func raw(ar *arena, v any) []byte {
 	switch t := v.(type) {
 	case nil:
 		return nil
 	case []byte:
-		return bytes.Clone(t) // not the binlog event's buffer, which it would keep whole
+		if ar == nil {
+			return bytes.Clone(t)
+		}
+		return ar.bytes(t)
 	case string:
-		return []byte(t)
+		if ar == nil {
+			return []byte(t)
+		}
+		b := ar.alloc(len(t))
+		copy(b, t)
+		return b
 	}
 	s, _ := profile.Text(v)
 	return []byte(s)

@@ -2,6 +2,7 @@ package blackbox
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -21,7 +22,7 @@ func (c *checker) delivery() {
 	if bound <= 0 {
 		bound = time.Duration(m.prof.Promises.Liveness)
 	}
-	for _, ev := range m.events {
+	for ev := range m.events.each() {
 		if len(ev.records) > 0 {
 			continue
 		}
@@ -104,7 +105,7 @@ func (c *checker) phantom() {
 		case !r.hasID:
 			c.add(m.reason(RulePhantom, Fail, "", -1, k, "the record carries no event id (%s)", c.locator()))
 		case m.byID[r.id] != nil:
-		case m.allIDs[r.id]:
+		case m.isID(r.id):
 			c.add(m.reason(RulePhantom, Fail, r.id, -1, k, "the record's event %s was committed for another topic, by its envelope", r.id))
 		case c.binlogHole:
 			c.add(m.reason(RulePhantom, Inconclusive, r.id, -1, k, "no committed outbox row has event %s, but the binlog has a hole that could hold it", r.id))
@@ -127,10 +128,10 @@ func (c *checker) locator() string {
 func (c *checker) recordMismatch() {
 	m := c.m
 	c.apply(RuleRecordMismatch)
-	for _, ev := range m.events {
-		if ev.decErr != nil {
+	for ev := range m.events.each() {
+		if ev.decErr() != nil {
 			c.add(m.reason(RuleRecordMismatch, Fail, ev.id, ev.tx, -1, "event %s: the payload column does not decode (%s): %v",
-				ev.id, m.prof.Outbox.Payload.Decode, ev.decErr))
+				ev.id, m.prof.Outbox.Payload.Decode, ev.decErr()))
 			continue
 		}
 		for _, k := range ev.records {
@@ -139,12 +140,13 @@ func (c *checker) recordMismatch() {
 			if want, ok := c.wantKey(ev); ok && (r.Key == nil || string(r.Key) != want) {
 				diffs = append(diffs, fmt.Sprintf("key %s, want %q (%s)", showBytes(r.Key), want, m.prof.Topic.Key))
 			}
-			if !sameValue(r.Value, ev.dec.value) {
-				diffs = append(diffs, fmt.Sprintf("value %s, want %s", showBytes(r.Value), showBytes(ev.dec.value)))
+			if !sameValue(r.Value, ev.value) {
+				diffs = append(diffs, fmt.Sprintf("value %s, want %s", showBytes(r.Value), showBytes(ev.value)))
 			}
-			for _, h := range sortedKeys(ev.dec.headers) {
-				if got, ok := r.Header(h); !ok || string(got) != ev.dec.headers[h] {
-					diffs = append(diffs, fmt.Sprintf("header %s %s, want %q", h, showBytes(got), ev.dec.headers[h]))
+			headers := ev.headers()
+			for _, h := range sortedKeys(headers) {
+				if got, ok := r.Header(h); !ok || string(got) != headers[h] {
+					diffs = append(diffs, fmt.Sprintf("header %s %s, want %q", h, showBytes(got), headers[h]))
 				}
 			}
 			if len(diffs) > 0 {
@@ -189,7 +191,7 @@ func sortedKeys(m map[string]string) []string {
 func (c *checker) duplicate() {
 	m := c.m
 	c.apply(RuleDuplicate)
-	for _, ev := range m.events {
+	for ev := range m.events.each() {
 		if len(ev.records) < 2 {
 			continue
 		}
@@ -221,31 +223,61 @@ func (c *checker) order() {
 		return
 	}
 	c.apply(RuleAggregateSplit, RuleOrder)
-	byAgg := map[string][]*event{}
+	// The events grouped by aggregate, the aggregates in the order of
+	// their first events, each group in commit order (a counting sort:
+	// no slice per aggregate).
+	aggOf := make(map[string]int, m.events.len())
 	var aggs []string
-	for _, ev := range m.events {
+	var group []int // per event: its aggregate's index, -1 for none
+	for ev := range m.events.each() {
 		if !ev.hasAgg {
+			group = append(group, -1)
 			continue
 		}
-		if byAgg[ev.aggregate] == nil {
+		a, ok := aggOf[ev.aggregate]
+		if !ok {
+			a = len(aggs)
+			aggOf[ev.aggregate] = a
 			aggs = append(aggs, ev.aggregate)
 		}
-		byAgg[ev.aggregate] = append(byAgg[ev.aggregate], ev)
+		group = append(group, a)
 	}
-	firstEffect := c.firstEffects()
-	for _, a := range aggs {
-		evs := byAgg[a]
-		sort.SliceStable(evs, func(i, j int) bool { return c.before(evs[i], evs[j]) })
-		parts := map[int32]int{}
-		for _, ev := range evs {
-			for _, k := range ev.records {
-				parts[m.records[k].Partition]++
-			}
+	start := make([]int, len(aggs)+1)
+	for _, a := range group {
+		if a >= 0 {
+			start[a+1]++
 		}
-		if len(parts) > 1 {
+	}
+	for a := range aggs {
+		start[a+1] += start[a]
+	}
+	sorted := make([]*event, start[len(aggs)])
+	fill := slices.Clone(start[:len(aggs)])
+	for ev := range m.events.each() {
+		if a := group[ev.idx]; a >= 0 {
+			sorted[fill[a]] = ev
+			fill[a]++
+		}
+	}
+	consumers := c.effectConsumers()
+	for i, a := range aggs {
+		evs := sorted[start[i]:start[i+1]]
+		if len(evs) > 1 {
+			sort.SliceStable(evs, func(i, j int) bool { return c.before(evs[i], evs[j]) })
+		}
+		if split(m, evs) {
+			parts := map[int32]int{}
+			for _, ev := range evs {
+				for _, k := range ev.records {
+					parts[m.records[k].Partition]++
+				}
+			}
 			first := evs[0]
 			c.add(m.reason(RuleAggregateSplit, Fail, first.id, first.tx, c.firstRecord(first), "aggregate %s has records on %d partitions (%s)", a, len(parts), partList(parts)))
 			continue
+		}
+		if len(evs) < 2 {
+			continue // one event is in order with itself
 		}
 		c.inversions(a, evs, "first record", func(ev *event) (int64, int, bool) {
 			k := c.firstRecord(ev)
@@ -254,14 +286,30 @@ func (c *checker) order() {
 			}
 			return m.records[k].Offset, k, true
 		})
-		for _, cons := range sortedConsumers(firstEffect) {
-			fe := firstEffect[cons]
-			c.inversions(a, evs, "first effect of consumer "+cons, func(ev *event) (int64, int, bool) {
-				tx, ok := fe[ev.id]
+		for _, cons := range consumers {
+			c.inversions(a, evs, cons.label, func(ev *event) (int64, int, bool) {
+				tx, ok := c.firstEffect(ev, cons.name)
 				return int64(tx), -1, ok
 			})
 		}
 	}
+}
+
+// split reports whether the records of evs are on more than one
+// partition.
+func split(m *model, evs []*event) bool {
+	p := int32(-1)
+	for _, ev := range evs {
+		for _, k := range ev.records {
+			switch q := m.records[k].Partition; {
+			case p < 0:
+				p = q
+			case q != p:
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // inversions reports each event of evs (in promised order) whose first
@@ -297,15 +345,17 @@ func (c *checker) inversions(agg string, evs []*event, what string, pos func(*ev
 // the profile names one (numerically when both are numbers), else by
 // commit order.
 func (c *checker) before(a, b *event) bool {
-	if a.hasSeq && b.hasSeq {
-		x, y := profile.Number(a.seq), profile.Number(b.seq)
+	as, aok := a.seq()
+	bs, bok := b.seq()
+	if aok && bok {
+		x, y := profile.Number(as), profile.Number(bs)
 		if x != nil && y != nil {
 			if d := x.Cmp(y); d != 0 {
 				return d < 0
 			}
 		} else {
-			sa, _ := profile.Text(a.seq)
-			sb, _ := profile.Text(b.seq)
+			sa, _ := profile.Text(as)
+			sb, _ := profile.Text(bs)
 			if sa != sb {
 				return sa < sb
 			}
@@ -324,31 +374,35 @@ func (c *checker) firstRecord(ev *event) int {
 	return best
 }
 
-// firstEffects maps consumer -> event -> the transaction of its first
-// effect.
-func (c *checker) firstEffects() map[string]map[string]int {
-	out := map[string]map[string]int{}
-	for _, e := range c.m.effects.all() {
-		if !e.hasEvent {
-			continue
-		}
-		if out[e.consumer] == nil {
-			out[e.consumer] = map[string]int{}
-		}
-		if _, ok := out[e.consumer][e.event]; !ok {
-			out[e.consumer][e.event] = e.tx
+// consumerLabel is a consumer of an effect that names its event, with
+// the words the order rule says its first effects by.
+type consumerLabel struct{ name, label string }
+
+// effectConsumers are the consumers of the effects that name their
+// event, sorted.
+func (c *checker) effectConsumers() []consumerLabel {
+	seen := map[string]bool{}
+	var out []consumerLabel
+	for e := range c.m.effects.each() {
+		if cons := c.m.consumer(e); e.hasEvent && !seen[cons] {
+			seen[cons] = true
+			out = append(out, consumerLabel{cons, "first effect of consumer " + cons})
 		}
 	}
+	slices.SortFunc(out, func(a, b consumerLabel) int { return strings.Compare(a.name, b.name) })
 	return out
 }
 
-func sortedConsumers(m map[string]map[string]int) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
+// firstEffect is the transaction of ev's first effect by consumer cons
+// (an effect that names its event).
+func (c *checker) firstEffect(ev *event, cons string) (int, bool) {
+	x := c.effectIndex()
+	for k := x.head[ev.idx]; k >= 0; k = x.next[k] {
+		if e := c.m.effects.at(k); e.hasEvent && c.m.consumer(e) == cons {
+			return int(e.tx), true
+		}
 	}
-	sort.Strings(out)
-	return out
+	return 0, false
 }
 
 func partList(parts map[int32]int) string {

@@ -16,17 +16,12 @@ func (c *checker) effects() {
 		return
 	}
 	c.apply(RuleEffects, RuleEffectOrphan)
-	count := map[string]map[string][]int{} // consumer -> event -> effect txs
 	consumers := map[string]bool{}
-	for _, e := range m.effects.all() {
-		consumers[e.consumer] = true
-		if count[e.consumer] == nil {
-			count[e.consumer] = map[string][]int{}
-		}
-		count[e.consumer][e.event] = append(count[e.consumer][e.event], e.tx)
+	for e := range m.effects.each() {
+		consumers[m.consumer(e)] = true
 	}
-	for _, in := range m.inbox.all() {
-		consumers[in.consumer] = true
+	for in := range m.inbox.each() {
+		consumers[m.consumer(in)] = true
 	}
 	if len(consumers) == 0 {
 		consumers[""] = true // no consumer wrote anything: every delivered event lacks its effects
@@ -36,14 +31,20 @@ func (c *checker) effects() {
 		names = append(names, k)
 	}
 	sort.Strings(names)
-	for _, ev := range m.events {
+	x := c.effectIndex()
+	for ev := range m.events.each() {
 		rec, ok := c.delivered(ev)
 		if !ok {
 			continue
 		}
 		for _, cons := range names {
-			txs := count[cons][ev.id]
-			if len(txs) == p.Effect.PerEvent {
+			n, last := 0, 0
+			for k := x.head[ev.idx]; k >= 0; k = x.next[k] {
+				if e := m.effects.at(k); m.consumer(e) == cons {
+					n, last = n+1, int(e.tx)
+				}
+			}
+			if n == p.Effect.PerEvent {
 				continue
 			}
 			who := ""
@@ -51,18 +52,20 @@ func (c *checker) effects() {
 				who = " by consumer " + cons
 			}
 			st, tx := Fail, ev.tx
-			if len(txs) > 0 {
-				tx = txs[len(txs)-1]
+			if n > 0 {
+				tx = last
 			}
-			if len(txs) < p.Effect.PerEvent && (c.binlogHole || c.in.Unsettled) {
+			if n < p.Effect.PerEvent && (c.binlogHole || c.in.Unsettled) {
 				st = Inconclusive
 			}
 			var at []string
-			for _, t := range txs {
-				at = append(at, c.at(t))
+			for k := x.head[ev.idx]; k >= 0; k = x.next[k] {
+				if e := m.effects.at(k); m.consumer(e) == cons {
+					at = append(at, c.at(int(e.tx)))
+				}
 			}
 			c.add(m.reason(RuleEffects, st, ev.id, tx, rec, "event %s was delivered and has %d effect(s)%s in %s; %d promised%s",
-				ev.id, len(txs), who, p.Effect.Table, p.Effect.PerEvent, list(" (at ", at, ")")))
+				ev.id, n, who, p.Effect.Table, p.Effect.PerEvent, list(" (at ", at, ")")))
 		}
 	}
 	c.orphans("effect", p.Effect.Table, &m.effects)
@@ -72,19 +75,48 @@ func (c *checker) effects() {
 	}
 }
 
+// effectIndex is the effect rows by the event they name (the events'
+// index in model.events): head[i] is the first row of event i, next[k]
+// the row after row k; -1 ends a list. A list is in commit order.
+type effectIndex struct{ head, next []int }
+
+// effectIndex indexes the effect rows once, for the rules that read them
+// by event.
+func (c *checker) effectIndex() *effectIndex {
+	if c.byEvent != nil {
+		return c.byEvent
+	}
+	m := c.m
+	x := &effectIndex{head: make([]int, m.events.len()), next: make([]int, m.effects.len())}
+	for i := range x.head {
+		x.head[i] = -1
+	}
+	for k := m.effects.len() - 1; k >= 0; k-- {
+		x.next[k] = -1
+		if ev := m.eventOf(m.effects.at(k)); ev != nil {
+			x.next[k], x.head[ev.idx] = x.head[ev.idx], k
+		}
+	}
+	c.byEvent = x
+	return x
+}
+
 // delivered reports whether an event reached a consumer: a record of it
 // below the committed offset of a selected group (any record, when no
 // group committed on the topic). It returns that record.
 func (c *checker) delivered(ev *event) (int, bool) {
 	m := c.m
-	var groups []string
-	if c.in.Broker != nil {
-		for g, topics := range c.in.Broker.Groups {
-			if _, ok := topics[m.topic]; ok && m.groupMatch(g) {
-				groups = append(groups, g)
+	if c.groups == nil {
+		c.groups = []string{}
+		if c.in.Broker != nil {
+			for g, topics := range c.in.Broker.Groups {
+				if _, ok := topics[m.topic]; ok && m.groupMatch(g) {
+					c.groups = append(c.groups, g)
+				}
 			}
 		}
 	}
+	groups := c.groups
 	for _, k := range ev.records {
 		r := m.records[k]
 		if len(groups) == 0 {
@@ -102,7 +134,7 @@ func (c *checker) delivered(ev *event) (int, bool) {
 func (c *checker) orphans(kind, table string, rows *chunks[sideRow]) {
 	m := c.m
 	for _, r := range rows.all() {
-		if r.hasEvent && m.allIDs[r.event] {
+		if r.hasEvent && (r.ev >= 0 || m.isID(r.event)) {
 			continue
 		}
 		st := Fail
@@ -110,10 +142,10 @@ func (c *checker) orphans(kind, table string, rows *chunks[sideRow]) {
 			st = Inconclusive
 		}
 		if !r.hasEvent {
-			c.add(m.reason(RuleEffectOrphan, Fail, "", r.tx, -1, "an %s row in %s has no event id", kind, table))
+			c.add(m.reason(RuleEffectOrphan, Fail, "", int(r.tx), -1, "an %s row in %s has no event id", kind, table))
 			continue
 		}
-		c.add(m.reason(RuleEffectOrphan, st, r.event, r.tx, -1, "an %s row in %s names event %s, which no transaction of the run window committed", kind, table, r.event))
+		c.add(m.reason(RuleEffectOrphan, st, r.event, int(r.tx), -1, "an %s row in %s names event %s, which no transaction of the run window committed", kind, table, r.event))
 	}
 }
 
@@ -122,26 +154,33 @@ func (c *checker) orphans(kind, table string, rows *chunks[sideRow]) {
 func (c *checker) outsideInbox() {
 	m := c.m
 	c.apply(RuleEffectOutsideInbox)
-	type key struct {
-		tx              int
-		event, consumer string
-	}
-	inboxAt := map[key]bool{}
+	type key struct{ event, consumer string }
 	withConsumer := m.prof.Inbox.Consumer != nil && m.prof.Effect.Consumer != nil
-	for _, in := range m.inbox.all() {
-		k := key{tx: in.tx, event: in.event}
-		if withConsumer {
-			k.consumer = in.consumer
+	// Rows are filed in commit order: the inbox rows of each effect's
+	// transaction are gathered as the effects reach it, one transaction's
+	// at a time.
+	inboxAt := map[key]bool{}
+	tx, next := -1, 0
+	for e := range m.effects.each() {
+		if int(e.tx) != tx {
+			tx = int(e.tx)
+			clear(inboxAt)
+			for ; next < m.inbox.len() && int(m.inbox.at(next).tx) <= tx; next++ {
+				if in := m.inbox.at(next); int(in.tx) == tx {
+					k := key{event: in.event}
+					if withConsumer {
+						k.consumer = m.consumer(in)
+					}
+					inboxAt[k] = true
+				}
+			}
 		}
-		inboxAt[k] = true
-	}
-	for _, e := range m.effects.all() {
-		k := key{tx: e.tx, event: e.event}
+		k := key{event: e.event}
 		if withConsumer {
-			k.consumer = e.consumer
+			k.consumer = m.consumer(e)
 		}
 		if !inboxAt[k] {
-			c.add(m.reason(RuleEffectOutsideInbox, Fail, e.event, e.tx, -1, "the effect of event %s in %s committed without its %s row in the same transaction",
+			c.add(m.reason(RuleEffectOutsideInbox, Fail, e.event, int(e.tx), -1, "the effect of event %s in %s committed without its %s row in the same transaction",
 				e.event, m.prof.Effect.Table, m.prof.Inbox.Table))
 		}
 	}
@@ -157,40 +196,64 @@ func (c *checker) commitAtomic() {
 		return
 	}
 	c.apply(RuleCommitAtomic)
-	outboxAt := map[int]map[string]bool{}
-	for _, ev := range append(append([]*event(nil), m.events...), m.dupRows...) {
-		if outboxAt[ev.tx] == nil {
-			outboxAt[ev.tx] = map[string]bool{}
+	// The outbox rows (events, then rows repeating an id) and business
+	// rows are filed in commit order: each transaction's are gathered in
+	// turn, and the events' reasons follow the business rows', in order.
+	outboxAt, businessAt := map[string]bool{}, map[string]bool{}
+	var lonely []*event
+	ei, di, bi := 0, 0, 0
+	for {
+		tx := -1
+		if ei < m.events.len() {
+			tx = m.events.at(ei).tx
 		}
-		outboxAt[ev.tx][ev.id] = true
-	}
-	businessAt := map[int]map[string]bool{}
-	for _, r := range m.business.all() {
-		if businessAt[r.tx] == nil {
-			businessAt[r.tx] = map[string]bool{}
+		if di < len(m.dupRows) && (tx < 0 || m.dupRows[di].tx < tx) {
+			tx = m.dupRows[di].tx
 		}
-		businessAt[r.tx][r.event] = true
-		ok := len(outboxAt[r.tx]) > 0
-		if b.EventID != nil {
-			ok = outboxAt[r.tx][r.event]
+		if bi < m.business.len() && (tx < 0 || int(m.business.at(bi).tx) < tx) {
+			tx = int(m.business.at(bi).tx)
 		}
-		if !ok {
-			what := "an outbox row"
+		if tx < 0 {
+			break
+		}
+		clear(outboxAt)
+		clear(businessAt)
+		first := ei
+		for ; ei < m.events.len() && m.events.at(ei).tx == tx; ei++ {
+			outboxAt[m.events.at(ei).id] = true
+		}
+		for ; di < len(m.dupRows) && m.dupRows[di].tx == tx; di++ {
+			outboxAt[m.dupRows[di].id] = true
+		}
+		for ; bi < m.business.len() && int(m.business.at(bi).tx) == tx; bi++ {
+			r := m.business.at(bi)
+			businessAt[r.event] = true
+			ok := len(outboxAt) > 0
 			if b.EventID != nil {
-				what = "the outbox row of event " + r.event
+				ok = outboxAt[r.event]
 			}
-			c.add(m.reason(RuleCommitAtomic, Fail, r.event, r.tx, -1, "a row of %s (%s) committed without %s in the same transaction", b.Table, r.op, what))
+			if !ok {
+				what := "an outbox row"
+				if b.EventID != nil {
+					what = "the outbox row of event " + r.event
+				}
+				c.add(m.reason(RuleCommitAtomic, Fail, r.event, tx, -1, "a row of %s (%s) committed without %s in the same transaction", b.Table, r.op, what))
+			}
+		}
+		for k := first; k < ei; k++ {
+			ev := m.events.at(k)
+			ok := len(businessAt) > 0
+			if b.EventID != nil {
+				ok = businessAt[ev.id]
+			}
+			if !ok {
+				lonely = append(lonely, ev)
+			}
 		}
 	}
-	for _, ev := range m.events {
-		ok := len(businessAt[ev.tx]) > 0
-		if b.EventID != nil {
-			ok = businessAt[ev.tx][ev.id]
-		}
-		if !ok {
-			c.add(m.reason(RuleCommitAtomic, Fail, ev.id, ev.tx, -1, "the outbox row of event %s committed without a change of %s (%s) in the same transaction",
-				ev.id, b.Table, strings.Join(b.Ops, ", ")))
-		}
+	for _, ev := range lonely {
+		c.add(m.reason(RuleCommitAtomic, Fail, ev.id, ev.tx, -1, "the outbox row of event %s committed without a change of %s (%s) in the same transaction",
+			ev.id, b.Table, strings.Join(b.Ops, ", ")))
 	}
 }
 
@@ -204,9 +267,9 @@ func (c *checker) answer() {
 	}
 	c.apply(RuleAnswer)
 	byToken := map[string]*event{}
-	for _, ev := range append(append([]*event(nil), m.events...), m.dupRows...) {
-		if ev.token != "" && byToken[ev.token] == nil {
-			byToken[ev.token] = ev
+	for ev := range m.allRows() {
+		if t := ev.token(); t != "" && byToken[t] == nil {
+			byToken[t] = ev
 		}
 	}
 	for _, rq := range c.in.Client {

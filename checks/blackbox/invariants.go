@@ -1,19 +1,15 @@
 package blackbox
 
 import (
-	"bytes"
-	"encoding/binary"
 	"fmt"
 	"hash/maphash"
 	"math/big"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence/profile"
-	"github.com/orderflow-audit/orderflow-audit/witness/binlog"
 )
 
 // invariants: each of the profile's invariants (an anti-join, read by
@@ -76,255 +72,41 @@ func (c *checker) invariants() {
 	}
 }
 
-// table is one table rebuilt from the binlog.
-type table struct {
-	rows chunks[tableRow] // a deleted row has nil vals
-	// byKey finds the live row equal to an image (by rowKey); more the
-	// later ones of the same image, if any (a table without a key may
-	// hold a row twice): the last written is taken first.
-	byKey map[[16]byte]int
-	more  map[[16]byte][]int
-	// complete: its CREATE TABLE is in the window. broken says why the
-	// rebuild could not follow it (a before image it does not hold).
-	complete bool
-	broken   string
-	// keep, when set, are the only columns a row keeps (row).
-	keep map[string]bool
-	// shape is the last row's columns, shared with the rows of that
-	// shape; scratch is row's buffer.
-	shape, scratch []string
-}
-
-// row is the part of image the table keeps (all of it, or its keep
-// columns), written by transaction tx.
-func (tb *table) row(image map[string]any, tx int) tableRow {
-	cols := tb.scratch[:0]
-	for c := range image {
-		if tb.keep == nil || tb.keep[c] {
-			cols = append(cols, c)
-		}
-	}
-	slices.Sort(cols)
-	tb.scratch = cols
-	if !slices.Equal(cols, tb.shape) {
-		tb.shape = slices.Clone(cols)
-	}
-	r := tableRow{cols: tb.shape, vals: make([]any, len(cols)), tx: tx}
-	for i, c := range tb.shape {
-		switch v := image[c].(type) {
-		case []byte:
-			r.vals[i] = bytes.Clone(v) // not the binlog event's buffer (own, model.go)
-		case string:
-			r.vals[i] = strings.Clone(v)
-		default:
-			r.vals[i] = v
-		}
-	}
-	return r
-}
-
-// tableRow is a row as a table keeps it: its columns' values in the
-// order of cols (sorted, shared by the rows of one shape), so that a
-// million rows are not a million maps. vals is nil once the row is gone.
-type tableRow struct {
-	cols []string
-	vals []any
-	tx   int // the transaction that wrote it last
-}
-
-// get is the row's value of column c (nil: NULL, or no such column).
-func (r tableRow) get(c string) any {
-	if i, ok := slices.BinarySearch(r.cols, c); ok {
-		return r.vals[i]
-	}
-	return nil
-}
-
-var ddlTableRE = regexp.MustCompile("(?i)^\\s*(CREATE\\s+(?:OR\\s+REPLACE\\s+)?TABLE(?:\\s+IF\\s+NOT\\s+EXISTS)?|TRUNCATE(?:\\s+TABLE)?)\\s+`?([A-Za-z0-9_$]+)`?\\s*(?:[(\\s;]|$)")
-
-func newTable() *table {
-	tb := &table{}
-	tb.reset(false)
-	return tb
-}
-
-// reset empties the table, as a CREATE TABLE (created) or a TRUNCATE in
-// the window does; what it keeps of a row stays as it was.
-func (tb *table) reset(created bool) {
-	*tb = table{byKey: map[[16]byte]int{}, more: map[[16]byte][]int{}, keep: tb.keep, shape: tb.shape, scratch: tb.scratch,
-		complete: tb.complete || created}
-}
-
-// prepareTables reads the invariants' anti-joins and makes the tables
-// they name, empty, for rebuild to fill as the binlog streams. A table
-// that is only ever an inner table keeps of each row only the columns its
-// joins compare; an outer table keeps its rows whole, as a reason shows
-// them.
-func (m *model) prepareTables() {
-	if len(m.prof.Invariants) == 0 {
-		return
-	}
-	m.tables = map[string]*table{}
-	m.joins = make([]*profile.AntiJoin, len(m.prof.Invariants))
-	for i, inv := range m.prof.Invariants {
-		m.joins[i] = inv.Join
-		if m.joins[i] == nil { // a profile built without Load: read it now
-			var err error
-			if m.joins[i], err = profile.ParseAntiJoin(inv.SQL); err != nil {
-				m.joinErrs = append(m.joinErrs, Reason{Rule: RuleInvariants, Status: Inconclusive, Partition: -1, Offset: -1,
-					Message: fmt.Sprintf("invariant %s cannot be evaluated: %v", inv.ID, err)})
-			}
-		}
-	}
-	outer := map[string]bool{}
-	for _, aj := range m.joins {
-		if aj == nil {
-			continue
-		}
-		outer[aj.Outer] = true
-		for _, name := range []string{aj.Outer, aj.Inner} {
-			if m.tables[name] == nil {
-				m.tables[name] = newTable()
-			}
-		}
-	}
-	for _, aj := range m.joins {
-		if aj == nil || outer[aj.Inner] {
-			continue
-		}
-		tb := m.tables[aj.Inner]
-		if tb.keep == nil {
-			tb.keep = map[string]bool{}
-		}
-		for _, c := range aj.On {
-			tb.keep[c.Inner] = true
-		}
-		if aj.NullColumn != "" {
-			tb.keep[aj.NullColumn] = true
-		}
-	}
-}
-
-// rebuild applies transaction i (cut to the audited database) to the
-// tables the anti-joins name.
-func (m *model) rebuild(i int, t binlog.Transaction) {
-	if len(m.tables) == 0 {
-		return
-	}
-	for _, s := range t.Statements {
-		if mm := ddlTableRE.FindStringSubmatch(s.SQL); mm != nil {
-			if tb := m.tables[mm[2]]; tb != nil {
-				tb.reset(strings.HasPrefix(strings.ToUpper(strings.TrimSpace(mm[1])), "CREATE"))
-			}
-		}
-	}
-	for _, ch := range t.Changes {
-		if tb := m.tables[ch.Table]; tb != nil {
-			tb.apply(i, ch)
-		}
-	}
-}
-
-func (tb *table) apply(tx int, ch binlog.RowChange) {
-	if ch.Op != binlog.Insert {
-		if r, ok := tb.take(rowKey(ch.Before)); ok {
-			tb.rows.at(r).vals = nil
-		} else if tb.complete && tb.broken == "" {
-			tb.broken = fmt.Sprintf("an %s in transaction %d has a before image no earlier transaction wrote", ch.Op, tx)
-		}
-	}
-	if ch.Op != binlog.Delete {
-		k := rowKey(ch.After)
-		if _, taken := tb.byKey[k]; taken {
-			tb.more[k] = append(tb.more[k], tb.rows.len())
-		} else {
-			tb.byKey[k] = tb.rows.len()
-		}
-		tb.rows.add(tb.row(ch.After, tx))
-	}
-}
-
-// take removes from the index the live row of key k written last, and
-// returns it; ok is false when no live row has that image.
-func (tb *table) take(k [16]byte) (int, bool) {
-	if more := tb.more[k]; len(more) > 0 {
-		r := more[len(more)-1]
-		if len(more) == 1 {
-			delete(tb.more, k)
-		} else {
-			tb.more[k] = more[:len(more)-1]
-		}
-		return r, true
-	}
-	r, ok := tb.byKey[k]
-	if ok {
-		delete(tb.byKey, k)
-	}
-	return r, ok
-}
-
-// rowKey digests a row image, columns sorted, each column and value
-// length-prefixed: two images are the same row when their keys are equal
-// (128 bits, two seeded hashes of this process, so that a table of a
-// million rows is indexed in a few dozen bytes a row, whatever its
-// payloads; the keys are never kept beyond the check).
-func rowKey(row map[string]any) [16]byte {
-	cols := make([]string, 0, len(row))
-	for c := range row {
-		cols = append(cols, c)
-	}
-	sort.Strings(cols)
-	var h1, h2 maphash.Hash
-	h1.SetSeed(rowSeeds[0])
-	h2.SetSeed(rowSeeds[1])
-	var buf []byte
-	for _, c := range cols {
-		v, ok := profile.Text(row[c])
-		if !ok {
-			v = "\x00NULL"
-		}
-		buf = strconv.AppendInt(buf[:0], int64(len(c)), 10)
-		buf = append(append(append(buf, ':'), c...), '=')
-		buf = strconv.AppendInt(buf, int64(len(v)), 10)
-		buf = append(buf, ':')
-		for _, h := range []*maphash.Hash{&h1, &h2} {
-			h.Write(buf)
-			h.WriteString(v)
-		}
-	}
-	var k [16]byte
-	binary.LittleEndian.PutUint64(k[:8], h1.Sum64())
-	binary.LittleEndian.PutUint64(k[8:], h2.Sum64())
-	return k
-}
-
-// rowSeeds seed rowKey's two hashes.
-var rowSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
-
 // antiJoin returns the outer rows (indexes) the anti-join returns, once
 // per row SQL would return (a LEFT JOIN returns an outer row once per
 // matching inner row whose NullColumn is NULL). The inner rows are
-// indexed by their join columns (hashJoinKey), so the work grows with the
-// rows, not their product; each candidate is then compared exactly.
+// indexed by a hash of their join columns (joinKey), so the work grows
+// with the rows, not their product; each candidate is then compared
+// exactly, so that two keys of one hash only cost a comparison.
 func antiJoin(aj *profile.AntiJoin, outer, inner *table) []int {
-	index := map[string][]int{}
-	for k, in := range inner.rows.all() {
-		if in.vals == nil {
+	head := make(map[uint64]int, inner.rows.len())
+	next := make([]int, inner.rows.len())
+	var buf []byte
+	for k := inner.rows.len() - 1; k >= 0; k-- { // so that each list is in row order
+		in := *inner.rows.at(k)
+		next[k] = -1
+		if !in.live() {
 			continue
 		}
-		key, ok := hashJoinKey(aj.On, in, true)
-		if ok {
-			index[key] = append(index[key], k)
+		var ok bool
+		if buf, ok = joinKey(buf[:0], aj.On, in, true); ok {
+			h := maphash.Bytes(joinSeed, buf)
+			if first, taken := head[h]; taken {
+				next[k] = first
+			}
+			head[h] = k
 		}
 	}
 	var out []int
 	for i, o := range outer.rows.all() {
-		if o.vals == nil || !passes(aj.Filters, o) {
+		if !o.live() || !passes(aj.Filters, o) {
 			continue
 		}
 		matched, nullMatches := false, 0
-		if key, ok := hashJoinKey(aj.On, o, false); ok {
-			for _, k := range index[key] {
+		var ok bool
+		if buf, ok = joinKey(buf[:0], aj.On, o, false); ok {
+			k, found := head[maphash.Bytes(joinSeed, buf)]
+			for ; found && k >= 0; k = next[k] {
 				in := *inner.rows.at(k)
 				if !joins(aj.On, o, in) {
 					continue
@@ -347,13 +129,15 @@ func antiJoin(aj *profile.AntiJoin, outer, inner *table) []int {
 	return out
 }
 
-// hashJoinKey is the key under which an inner row (inner) is indexed, or
-// an outer row looked up: the values the join compares, each as a number
-// in lowest terms when it is one (or numeric text), else as text, so that
-// any two values equal says are equal have the same key. ok is false when
-// one is NULL: such a row joins nothing.
-func hashJoinKey(on []profile.JoinCond, row tableRow, inner bool) (string, bool) {
-	var b strings.Builder
+// joinSeed seeds the hash of antiJoin's index.
+var joinSeed = maphash.MakeSeed()
+
+// joinKey appends to b the key under which an inner row (inner) is
+// indexed, or an outer row looked up: the values the join compares, each
+// as a number in lowest terms when it is one (or numeric text), else as
+// text, so that any two values equal says are equal have the same key.
+// ok is false when one is NULL: such a row joins nothing.
+func joinKey(b []byte, on []profile.JoinCond, row tableRow, inner bool) ([]byte, bool) {
 	for _, c := range on {
 		if c.Lit != nil {
 			continue // a literal condition is checked on the candidate
@@ -362,18 +146,24 @@ func hashJoinKey(on []profile.JoinCond, row tableRow, inner bool) (string, bool)
 		if inner {
 			v = row.get(c.Inner)
 		}
-		if v == nil {
-			return "", false
+		switch x := v.(type) {
+		case nil:
+			return b, false
+		case int64: // as numeric(v).RatString(), without the big.Rat
+			b = strconv.AppendInt(append(b, 'n'), x, 10)
+		case uint64:
+			b = strconv.AppendUint(append(b, 'n'), x, 10)
+		default:
+			if r := numeric(v); r != nil {
+				b = append(append(b, 'n'), r.RatString()...)
+			} else {
+				t, _ := profile.Text(v)
+				b = append(append(b, 't'), t...)
+			}
 		}
-		if r := numeric(v); r != nil {
-			b.WriteString("n" + r.RatString())
-		} else {
-			t, _ := profile.Text(v)
-			b.WriteString("t" + t)
-		}
-		b.WriteByte(0)
+		b = append(b, 0)
 	}
-	return b.String(), true
+	return b, true
 }
 
 func passes(filters []profile.Filter, row tableRow) bool {
@@ -478,7 +268,7 @@ func joinColumns(aj *profile.AntiJoin) []string {
 }
 
 func showRow(row tableRow, first []string) string {
-	cols := slices.Clone(row.cols)
+	cols := slices.Clone(row.shape.cols)
 	sort.SliceStable(cols, func(i, j int) bool {
 		return slices.Contains(first, cols[i]) && !slices.Contains(first, cols[j])
 	})

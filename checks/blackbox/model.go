@@ -1,10 +1,8 @@
 package blackbox
 
 import (
-	"math/big"
 	"path"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence/profile"
@@ -31,15 +29,17 @@ type model struct {
 	tables   map[string]*table
 	joins    []*profile.AntiJoin
 	joinErrs []Reason
-	// events are the committed outbox rows for the topic, in commit order;
-	// byID finds one (the first row, when a buggy service wrote an id
-	// twice: the rest are in dupRows).
-	events  []*event
+	// events are the committed outbox rows for the topic, in commit order
+	// (kept by value, in blocks: see chunks); byID finds one (the first
+	// row, when a buggy service wrote an id twice: the rest are in
+	// dupRows). byID also holds the id of every committed outbox row of
+	// another topic, with a nil event: an effect of an event routed
+	// elsewhere is not an orphan (isID).
+	events  chunks[event]
 	byID    map[string]*event
 	dupRows []*event
-	// allIDs holds the ids of every committed outbox row, for the topic or
-	// not: an effect of an event routed elsewhere is not an orphan.
-	allIDs map[string]bool
+	// ar keeps the texts and bytes the model keeps (arena.go).
+	ar arena
 	// cursor (progress kind cursor) is every write of the cursor row.
 	cursor []cursorWrite
 	// back are progress changes that move back (the progress rule).
@@ -56,30 +56,13 @@ type model struct {
 	business chunks[sideRow]
 	end      time.Time
 	stats    Stats
-	// names are the consumer names met, each kept once (side).
-	names map[string]string
+	// consumers are the consumer names of the side rows, each kept once
+	// (side); names finds one's index.
+	consumers []string
+	names     map[string]int32
 	// client: the input has the load client's history (the answer rule
 	// runs, and an event's correlation token is read).
 	client bool
-}
-
-// event is one committed outbox row.
-type event struct {
-	id        string
-	aggregate string
-	hasAgg    bool
-	seq       any
-	hasSeq    bool
-	against   *big.Rat // cursor kind: the row's position
-	token     string   // load.correlate
-	tx        int      // index into model.txs of the inserting transaction
-	dec       decoded
-	decErr    error
-	// passed is the transaction where the relay's progress passed the
-	// row (-1: never); changes counts the row's updates before that.
-	passed  int
-	changes int
-	records []int // indexes into model.records, by partition and offset
 }
 
 // txMeta is what the rules keep of a transaction: where it is in the
@@ -93,7 +76,7 @@ type txMeta struct {
 
 type cursorWrite struct {
 	tx    int
-	value *big.Rat
+	value num
 }
 
 type progressBack struct {
@@ -102,20 +85,12 @@ type progressBack struct {
 	message string
 }
 
-// record is one record of the topic in the window.
+// record is one record of the topic in the window: the broker log's
+// own, not a copy of it.
 type record struct {
-	broker.Record
+	*broker.Record
 	id    string
 	hasID bool
-}
-
-// sideRow is an inbox, effect or business row change.
-type sideRow struct {
-	tx       int
-	event    string
-	hasEvent bool
-	consumer string
-	op       binlog.Op
 }
 
 // build derives the model in one pass over the binlog of the window (the
@@ -124,8 +99,8 @@ type sideRow struct {
 // be read to its end.
 func build(in Input) (*model, error) {
 	p := in.Profile
-	m := &model{prof: p, topic: p.Topic.Name, byID: map[string]*event{}, allIDs: map[string]bool{}, start: in.BrokerStart,
-		client: in.Client != nil, names: map[string]string{}}
+	m := &model{prof: p, topic: p.Topic.Name, byID: map[string]*event{}, start: in.BrokerStart,
+		client: in.Client != nil, names: map[string]int32{}}
 	if in.Topic != "" {
 		m.topic = in.Topic
 	}
@@ -168,7 +143,7 @@ func build(in Input) (*model, error) {
 	if m.end.IsZero() && len(m.txs) > 0 {
 		m.end = m.txs[len(m.txs)-1].time
 	}
-	m.stats.Events = len(m.events)
+	m.stats.Events = m.events.len()
 	m.stats.Records = len(m.records)
 	m.stats.Effects = m.effects.len()
 	return m, nil
@@ -218,37 +193,6 @@ func (m *model) change(i int, ch binlog.RowChange) {
 	}
 }
 
-// side reads an inbox, effect or business row change of transaction i.
-// A consumer's name is kept once however many rows carry it (names).
-func (m *model) side(i int, ch binlog.RowChange, id, consumer *profile.Field) sideRow {
-	row := ch.After
-	if ch.Op == binlog.Delete {
-		row = ch.Before
-	}
-	s := sideRow{tx: i, op: ch.Op}
-	if id != nil {
-		s.event, s.hasEvent = text(id.Lookup(row))
-		s.event = strings.Clone(s.event) // see own
-	}
-	if consumer != nil {
-		name, _ := text(consumer.Lookup(row))
-		if kept, ok := m.names[name]; ok {
-			name = kept
-		} else {
-			name = strings.Clone(name) // see own
-			if len(m.names) < maxNames {
-				m.names[name] = name
-			}
-		}
-		s.consumer = name
-	}
-	return s
-}
-
-// maxNames bounds the consumer names side keeps once (a pipeline has a
-// few consumers; past the bound, each row keeps its own copy).
-const maxNames = 1024
-
 // own: a text the model keeps is copied out of the row it was read
 // from. The binlog reader's strings may share the bytes of their rows
 // event (go-mysql decodes without copying), and one kept string would
@@ -259,111 +203,6 @@ func text(v any, ok bool) (string, bool) {
 		return "", false
 	}
 	return profile.Text(v)
-}
-
-func (m *model) outboxChange(i int, ch binlog.RowChange) {
-	o := m.prof.Outbox
-	switch ch.Op {
-	case binlog.Insert:
-		m.insertEvent(i, ch.After)
-	case binlog.Update:
-		id, ok := text(o.EventID.Lookup(ch.Before))
-		ev := m.byID[id]
-		if !ok || ev == nil {
-			return // a row of before the window, or of another topic
-		}
-		m.statusChange(i, ev, ch)
-	case binlog.Delete:
-		id, ok := text(o.EventID.Lookup(ch.Before))
-		if ev := m.byID[id]; ok && ev != nil && o.Progress.Kind == profile.ProgressDelete && ev.passed < 0 {
-			ev.passed = i
-		}
-	}
-}
-
-func (m *model) insertEvent(i int, row map[string]any) {
-	o := m.prof.Outbox
-	ev := &event{tx: i, passed: -1}
-	ev.id, _ = text(o.EventID.Lookup(row))
-	ev.id = strings.Clone(ev.id) // see own
-	if o.Aggregate != nil {
-		ev.aggregate, ev.hasAgg = text(o.Aggregate.Lookup(row))
-		ev.aggregate = strings.Clone(ev.aggregate)
-	}
-	if o.Sequence != nil {
-		ev.seq, ev.hasSeq = o.Sequence.Lookup(row)
-		if t, ok := ev.seq.(string); ok {
-			ev.seq = strings.Clone(t) // see own
-		}
-	}
-	if o.Progress.Against != nil {
-		if v, ok := o.Progress.Against.Lookup(row); ok {
-			ev.against = profile.Number(v)
-		}
-	}
-	if m.prof.Load != nil && m.client { // only the answer rule reads it
-		ev.token, _ = text(m.prof.Load.Correlate.Lookup(row))
-		ev.token = strings.Clone(ev.token)
-	}
-	ev.dec, ev.decErr = decode(o.Payload.Decode, row[o.Payload.Column])
-	// A row inserted already done (a service that publishes itself and
-	// writes the row as sent) was passed by progress at its own commit.
-	switch pr := o.Progress; pr.Kind {
-	case profile.ProgressStatus:
-		if pr.IsDone(row[pr.Column]) {
-			ev.passed = i
-		}
-	case profile.ProgressCompleted:
-		if row[pr.Column] != nil {
-			ev.passed = i
-		}
-	}
-	m.allIDs[ev.id] = true
-	if ev.decErr == nil && ev.dec.topic != "" && ev.dec.topic != m.topic {
-		m.stats.OtherTopics++
-		return
-	}
-	if m.byID[ev.id] != nil {
-		m.dupRows = append(m.dupRows, ev)
-		return
-	}
-	m.byID[ev.id] = ev
-	m.events = append(m.events, ev)
-}
-
-// statusChange reads an update of an event's row as progress (status,
-// completed) and counts the changes before progress passed it.
-func (m *model) statusChange(i int, ev *event, ch binlog.RowChange) {
-	pr := m.prof.Outbox.Progress
-	var doneBefore, doneAfter bool
-	switch pr.Kind {
-	case profile.ProgressStatus:
-		doneBefore, doneAfter = pr.IsDone(ch.Before[pr.Column]), pr.IsDone(ch.After[pr.Column])
-	case profile.ProgressCompleted:
-		doneBefore, doneAfter = ch.Before[pr.Column] != nil, ch.After[pr.Column] != nil
-	default:
-		if ev.passed < 0 {
-			ev.changes++
-		}
-		return
-	}
-	switch {
-	case doneAfter && ev.passed < 0: // done before and not passed: impossible, see insertEvent
-		ev.passed = i
-	case doneBefore && !doneAfter:
-		m.back = append(m.back, progressBack{tx: i, event: ev.id,
-			message: "the row's " + pr.Column + " went back from done " + show(ch.Before[pr.Column]) + " to " + show(ch.After[pr.Column])})
-	case ev.passed < 0:
-		ev.changes++
-	}
-}
-
-func show(v any) string {
-	s, ok := profile.Text(v)
-	if !ok {
-		return "NULL"
-	}
-	return "'" + s + "'"
 }
 
 // cursorChange files a write of the cursor row (its Match columns equal).
@@ -377,13 +216,13 @@ func (m *model) cursorChange(i int, ch binlog.RowChange) {
 			return
 		}
 	}
-	v := profile.Number(ch.After[pr.Column])
-	if v == nil {
+	v := toNum(ch.After[pr.Column])
+	if !v.set {
 		return
 	}
-	if n := len(m.cursor); n > 0 && v.Cmp(m.cursor[n-1].value) < 0 {
+	if n := len(m.cursor); n > 0 && v.cmp(m.cursor[n-1].value) < 0 {
 		m.back = append(m.back, progressBack{tx: i,
-			message: "the cursor " + pr.Table + "." + pr.Column + " moved back from " + m.cursor[n-1].value.RatString() + " to " + v.RatString()})
+			message: "the cursor " + pr.Table + "." + pr.Column + " moved back from " + m.cursor[n-1].value.String() + " to " + v.String()})
 	}
 	m.cursor = append(m.cursor, cursorWrite{tx: i, value: v})
 }
@@ -397,18 +236,18 @@ func (m *model) cursorPasses() {
 	}
 	// high[k] is the highest value among the first k+1 writes: monotone,
 	// so the first write to reach a value is found by binary search.
-	high := make([]*big.Rat, len(m.cursor))
+	high := make([]num, len(m.cursor))
 	for k, w := range m.cursor {
 		high[k] = w.value
-		if k > 0 && high[k-1].Cmp(w.value) > 0 {
+		if k > 0 && high[k-1].cmp(w.value) > 0 {
 			high[k] = high[k-1]
 		}
 	}
-	for _, ev := range m.events {
-		if ev.against == nil {
+	for ev := range m.events.each() {
+		if !ev.against.set {
 			continue
 		}
-		k := sort.Search(len(high), func(k int) bool { return high[k].Cmp(ev.against) >= 0 })
+		k := sort.Search(len(high), func(k int) bool { return high[k].cmp(ev.against) >= 0 })
 		if k < len(high) {
 			ev.passed = m.cursor[k].tx
 		}
@@ -432,21 +271,31 @@ func (m *model) readBroker(log *broker.Log) {
 	loc := m.prof.Topic.EventID
 	for _, p := range m.partitions {
 		from := m.start[p.Partition]
-		for _, r := range p.Records {
+		for j := range p.Records {
+			r := &p.Records[j]
 			if r.Offset < from {
 				continue
 			}
 			rec := record{Record: r}
 			if loc.Header != "" {
 				if v, ok := r.Header(loc.Header); ok && v != nil {
-					rec.id, rec.hasID = string(v), true
+					rec.hasID = true
+					if ev, ok := m.byID[string(v)]; ok && ev != nil {
+						rec.id = ev.id // one copy of an id, the event's
+					} else {
+						rec.id = m.ar.strOf(v)
+					}
 				}
 			} else if loc.Value != nil {
 				rec.id, rec.hasID = text(profile.LookupPath(r.Value, loc.Value.Path))
+				rec.id = m.keep(rec.id)
 			}
 			k := len(m.records)
 			m.records = append(m.records, rec)
 			if ev := m.byID[rec.id]; rec.hasID && ev != nil {
+				if ev.records == nil {
+					ev.records = ev.rec1[:0]
+				}
 				ev.records = append(ev.records, k)
 				if len(ev.records) > 1 {
 					m.stats.Duplicates++

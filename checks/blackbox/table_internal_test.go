@@ -1,8 +1,11 @@
 package blackbox
 
 import (
+	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/orderflow-audit/orderflow-audit/witness/binlog"
 )
@@ -15,27 +18,27 @@ import (
 func TestTableRebuild(t *testing.T) {
 	a := map[string]any{"id": int64(1), "note": "a"}
 	b := map[string]any{"id": int64(2), "note": "b", "blob": []byte("x")}
-	tb := newTable()
+	tb := newTable(&arena{})
 	tb.complete = true
 	ins := func(row map[string]any) { tb.apply(0, binlog.RowChange{Op: binlog.Insert, After: row}) }
 	ins(a)
 	ins(b)
 	ins(a)
 	tb.apply(1, binlog.RowChange{Op: binlog.Update, Before: a, After: map[string]any{"id": int64(3), "note": "c"}})
-	if tb.rows.at(2).vals != nil || tb.rows.at(0).vals == nil {
-		t.Fatalf("an update of an image held twice took row 0 live=%v, row 2 live=%v; want the last written (2) gone", tb.rows.at(0).vals != nil, tb.rows.at(2).vals != nil)
+	if tb.rows.at(2).live() || !tb.rows.at(0).live() {
+		t.Fatalf("an update of an image held twice took row 0 live=%v, row 2 live=%v; want the last written (2) gone", tb.rows.at(0).live(), tb.rows.at(2).live())
 	}
 	tb.apply(2, binlog.RowChange{Op: binlog.Delete, Before: a})
-	if tb.rows.at(0).vals != nil || tb.broken != "" {
-		t.Fatalf("the second delete of the image: row 0 live=%v, broken %q; want it gone, the table whole", tb.rows.at(0).vals != nil, tb.broken)
+	if tb.rows.at(0).live() || tb.broken != "" {
+		t.Fatalf("the second delete of the image: row 0 live=%v, broken %q; want it gone, the table whole", tb.rows.at(0).live(), tb.broken)
 	}
 	tb.apply(3, binlog.RowChange{Op: binlog.Delete, Before: a})
 	if !strings.Contains(tb.broken, "transaction 3") {
 		t.Fatalf("a third delete of an image written twice: broken %q; want the rebuild to say transaction 3 found no row", tb.broken)
 	}
 	r := *tb.rows.at(1)
-	if r.get("note") != "b" || r.get("id") != int64(2) || r.get("none") != nil || len(r.cols) != 3 {
-		t.Fatalf("row b reads note=%v id=%v none=%v cols=%v", r.get("note"), r.get("id"), r.get("none"), r.cols)
+	if r.get("note") != "b" || r.get("id") != int64(2) || r.get("none") != nil || len(r.shape.cols) != 3 {
+		t.Fatalf("row b reads note=%v id=%v none=%v cols=%v", r.get("note"), r.get("id"), r.get("none"), r.shape.cols)
 	}
 	b["blob"].([]byte)[0] = 'y'
 	if got := string(r.get("blob").([]byte)); got != "x" {
@@ -45,11 +48,11 @@ func TestTableRebuild(t *testing.T) {
 		t.Errorf("the update's after image: id=%v tx=%d; want 3, 1", got.get("id"), got.tx)
 	}
 
-	inner := newTable()
+	inner := newTable(&arena{})
 	inner.keep = map[string]bool{"id": true}
 	inner.apply(0, binlog.RowChange{Op: binlog.Insert, After: b})
-	if r := *inner.rows.at(0); len(r.cols) != 1 || r.get("id") != int64(2) || r.get("note") != nil {
-		t.Errorf("an inner table's row keeps %v; want id only", r.cols)
+	if r := *inner.rows.at(0); len(r.shape.cols) != 1 || r.get("id") != int64(2) || r.get("note") != nil {
+		t.Errorf("an inner table's row keeps %v; want id only", r.shape.cols)
 	}
 }
 
@@ -90,5 +93,52 @@ func TestChunks(t *testing.T) {
 	}
 	if seen != chunkLen+1 {
 		t.Errorf("a loop broken after %d values saw %d", chunkLen+1, seen)
+	}
+}
+
+// TestRowCodec: every value a row image holds comes back from a row's
+// encoding equal and of its type, whatever column is read first; a time
+// and a type the encoding does not know are kept aside.
+func TestRowCodec(t *testing.T) {
+	when := time.Date(2026, 12, 5, 1, 2, 3, 4, time.UTC)
+	vals := []any{nil, int64(-7), uint64(1 << 63), 2.5, "", "text", []byte{}, []byte("\x00b"), when, true, json.Number("1.5")}
+	var o others
+	var enc []byte
+	for _, v := range vals {
+		enc = o.encode(enc, v)
+	}
+	for i := len(vals) - 1; i >= 0; i-- {
+		if got := o.decode(enc, i); !reflect.DeepEqual(got, vals[i]) {
+			t.Errorf("value %d decodes to %#v; want %#v", i, got, vals[i])
+		}
+	}
+	if got := o.decode(enc, len(vals)); got != nil {
+		t.Errorf("a value past the last decodes to %#v; want nil", got)
+	}
+}
+
+// TestRowKey: two images are the same row when their columns' texts are
+// the same, whatever the Go types; any other column set or value is
+// another row; the image's bytes are not written to.
+func TestRowKey(t *testing.T) {
+	tb := newTable(&arena{})
+	blob := []byte("xy")
+	a := tb.rowKey(map[string]any{"id": int64(5), "b": blob, "n": nil})
+	if b := tb.rowKey(map[string]any{"n": nil, "id": "5", "b": "xy"}); a != b {
+		t.Errorf("the same texts under other types give another key")
+	}
+	for _, other := range []map[string]any{
+		{"id": int64(6), "b": blob, "n": nil},
+		{"id": int64(5), "b": blob, "n": "x"},
+		{"id": int64(5), "b": blob},
+		{"id": int64(5), "b": blob, "m": nil},
+		{"id": int64(5), "b": []byte("x"), "n": nil},
+	} {
+		if tb.rowKey(other) == a {
+			t.Errorf("image %v has the key of another", other)
+		}
+	}
+	if string(blob) != "xy" {
+		t.Errorf("rowKey wrote into the image's bytes: %q", blob)
 	}
 }

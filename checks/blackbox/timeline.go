@@ -2,7 +2,6 @@ package blackbox
 
 import (
 	"fmt"
-	"math/big"
 	"sort"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence/profile"
@@ -67,36 +66,36 @@ func (c *checker) timeline() *Timeline {
 		t.Steps = append(t.Steps, s)
 	}
 	pr := m.prof.Outbox.Progress
-	if first.against != nil && len(m.cursor) > 0 {
+	if first.against.set && len(m.cursor) > 0 {
 		k := first.against
-		t.Position = k.RatString()
+		t.Position = k.String()
 		col := pr.Table + "." + pr.Column
 		// The write that passed k is the first at least k (cursorPasses);
 		// a transaction may write the cursor row more than once.
-		var passedTo *big.Rat
+		var passedTo num
 		for i, w := range m.cursor {
-			if w.value.Cmp(k) >= 0 {
+			if w.value.cmp(k) >= 0 {
 				passedTo = w.value
 				for j := i - 1; j >= 0; j-- {
 					if prev := m.cursor[j]; prev.tx < w.tx {
-						step(prev.tx, "the cursor %s set to %s, below the event's position %s", col, prev.value.RatString(), k.RatString())
+						step(prev.tx, "the cursor %s set to %s, below the event's position %s", col, prev.value.String(), k.String())
 						break
 					}
 				}
 				break
 			}
 		}
-		if passedTo != nil {
+		if passedTo.set {
 			// The rows above k the relay could read past the gap: committed
 			// before the cursor passed k, at most as high as it went.
 			var above []*event
-			for _, ev := range m.events {
-				if ev.tx < first.passed && ev.against != nil && ev.against.Cmp(k) > 0 && ev.against.Cmp(passedTo) <= 0 {
+			for ev := range m.events.each() {
+				if ev.tx < first.passed && ev.against.set && ev.against.cmp(k) > 0 && ev.against.cmp(passedTo) <= 0 {
 					above = append(above, ev)
 				}
 			}
 			if n := len(above); n > 0 {
-				sort.Slice(above, func(i, j int) bool { return above[i].against.Cmp(above[j].against) < 0 })
+				sort.Slice(above, func(i, j int) bool { return above[i].against.cmp(above[j].against) < 0 })
 				last := above[0]
 				for _, ev := range above {
 					if ev.tx > last.tx {
@@ -104,7 +103,7 @@ func (c *checker) timeline() *Timeline {
 					}
 				}
 				step(last.tx, "%d row(s) above position %s committed before the cursor passed it (positions %s to %s); this is the last of them",
-					n, k.RatString(), above[0].against.RatString(), above[n-1].against.RatString())
+					n, k.String(), above[0].against.String(), above[n-1].against.String())
 			}
 			what := "no committed row held it yet"
 			switch {
@@ -113,12 +112,12 @@ func (c *checker) timeline() *Timeline {
 			case first.tx < first.passed:
 				what = "its row had committed"
 			}
-			step(first.passed, "the cursor %s set to %s: past the event's position %s, where %s", col, passedTo.RatString(), k.RatString(), what)
+			step(first.passed, "the cursor %s set to %s: past the event's position %s, where %s", col, passedTo.String(), k.String(), what)
 		}
-		step(first.tx, "event %s's row committed at position %s", first.id, k.RatString())
+		step(first.tx, "event %s's row committed at position %s", first.id, k.String())
 		for _, w := range m.cursor {
 			if w.tx > first.tx && w.tx > first.passed {
-				step(w.tx, "the cursor's next write after that commit: %s set to %s, not below %s again", col, w.value.RatString(), k.RatString())
+				step(w.tx, "the cursor's next write after that commit: %s set to %s, not below %s again", col, w.value.String(), k.String())
 				break
 			}
 		}

@@ -116,7 +116,9 @@ func (e *DamagedError) Error() string { return e.Problem.Message }
 // the binlog was read to its end it returns the holes between the window
 // the evidence states and what the binlog holds, each in a sentence. A
 // binlog that cannot be read to its end is a *DamagedError; an error of
-// fn is returned as is. Each Scan reads the files anew.
+// fn is returned as is. Each Scan reads the files anew. A transaction's
+// Changes and row image maps are fn's only for the time of the call
+// (binlog.ScanInputsAllowingGaps reuses them).
 func (b *Binlog) Scan(fn func(binlog.Transaction) error) ([]string, error) {
 	in := make([]binlog.Input, len(b.in))
 	for i, f := range b.in {

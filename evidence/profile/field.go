@@ -220,8 +220,14 @@ func Text(v any) (string, bool) {
 // Number is the value of a row or JSON value read as an exact number
 // (cursors, sequences); nil when it is nil or not a number.
 func Number(v any) *big.Rat {
+	switch x := v.(type) {
+	case int64:
+		return new(big.Rat).SetInt64(x)
+	case uint64:
+		return new(big.Rat).SetUint64(x)
+	}
 	s, ok := Text(v)
-	if !ok {
+	if !ok || !maybeNumber(s) {
 		return nil
 	}
 	r, ok := new(big.Rat).SetString(s)
@@ -229,6 +235,16 @@ func Number(v any) *big.Rat {
 		return nil
 	}
 	return r
+}
+
+// maybeNumber is false for a text big.Rat's SetString cannot read, found
+// without its allocations: one that does not start, after at most one
+// sign, with a digit or a decimal point (most texts of a row: ids, names).
+func maybeNumber(s string) bool {
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		s = s[1:]
+	}
+	return s != "" && (s[0] == '.' || s[0] >= '0' && s[0] <= '9')
 }
 
 // Scalar is a YAML scalar that may be a string or an integer, kept as its

@@ -14,7 +14,9 @@
 // a list of anonymous values).
 //
 // The reader (Scan, Transactions, ReadAll) parses files offline with
-// github.com/go-mysql-org/go-mysql and is strict: a file cut short, a file
+// github.com/go-mysql-org/go-mysql (the rows of tables of integers,
+// strings, TEXT and BLOB with a fast path of its own, fastrows.go, that
+// gives the same values) and is strict: a file cut short, a file
 // still in use when copied, a missing file in the sequence, a GTID sequence
 // gap, a checksum or position mismatch, a row image without column names or
 // without every column are errors that name the file and byte position,

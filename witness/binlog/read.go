@@ -188,7 +188,7 @@ func scan(n int, mode scanMode, open func(i int) (string, io.Reader, func(), err
 		return nil, errors.New("read binlog: no files")
 	}
 	s := newScanner(fn)
-	s.allowGaps = mode.allowGaps
+	s.allowGaps, s.reuse = mode.allowGaps, mode.streamed
 	s.maxTxns, s.maxChanges = mode.limits()
 	var infos []FileInfo
 	for i := range n {
@@ -268,7 +268,9 @@ func ReadAllInputsAllowingGaps(in []Input) (History, error) {
 // refusing it (as ReadAllInputsAllowingGaps), for a caller that keeps
 // nothing of a transaction but what it needs: it is held to
 // MaxStreamedTransactions and MaxStreamedRowChanges, not to the bounds
-// of a History.
+// of a History. A transaction's Changes and their row image maps are
+// fn's only for the time of the call: they are reused for the next
+// transaction's (the values in an image are not: fn may keep them).
 func ScanInputsAllowingGaps(in []Input, fn func(Transaction) error) ([]FileInfo, error) {
 	if err := checkInputs(in); err != nil {
 		return nil, err

@@ -77,11 +77,11 @@ func newTable(tm *replication.TableMapEvent) (*table, error) {
 	return t, nil
 }
 
-func (t *table) image(row []any) (map[string]Value, error) {
+// image fills img with row's values by column name.
+func (t *table) image(row []any, img map[string]Value) (map[string]Value, error) {
 	if len(row) != len(t.cols) {
 		return nil, fmt.Errorf("%w: %s.%s row of %d values for %d columns", ErrCorrupt, t.schema, t.name, len(row), len(t.cols))
 	}
-	img := make(map[string]Value, len(row))
 	for i, v := range row {
 		c := t.cols[i]
 		val, err := c.value(v)
@@ -191,4 +191,79 @@ func unsigned(v any, typ byte) (Value, error) {
 		return plain(v) // UNSIGNED FLOAT/DOUBLE/DECIMAL: the sign flag changes nothing
 	}
 	return nil, fmt.Errorf("unsigned column decoded as %T", v)
+}
+
+// rows files a rows event the decoder read into the transaction.
+func (s *scanner) rows(e *replication.RowsEvent) error {
+	if s.tx == nil {
+		return fmt.Errorf("%w: rows event outside a transaction", ErrCorrupt)
+	}
+	tb, err := s.table(e.Table)
+	if err != nil {
+		return err
+	}
+	// vet has checked this already; kept because an image without every
+	// column would make a wrong history, not a crash
+	if !allSet(e.ColumnBitmap1, int(e.ColumnCount)) || (e.ColumnBitmap2 != nil && !allSet(e.ColumnBitmap2, int(e.ColumnCount))) {
+		return fmt.Errorf("%w: table %s.%s", ErrPartialImage, tb.schema, tb.name)
+	}
+	var op Op
+	switch e.Type() {
+	case replication.EnumRowsEventTypeInsert:
+		op = Insert
+	case replication.EnumRowsEventTypeUpdate:
+		op = Update
+	case replication.EnumRowsEventTypeDelete:
+		op = Delete
+	default:
+		return fmt.Errorf("%w: rows event of unknown kind", ErrUnsupported)
+	}
+	step := 1
+	if op == Update {
+		step = 2
+		if len(e.Rows)%2 != 0 {
+			return fmt.Errorf("%w: update rows event with an odd number of images", ErrCorrupt)
+		}
+	}
+	for i := 0; i < len(e.Rows); i += step {
+		c := RowChange{Schema: tb.schema, Table: tb.name, Op: op, Query: s.annotate}
+		img, err := tb.image(e.Rows[i], s.image(len(tb.cols)))
+		if err != nil {
+			return err
+		}
+		switch op {
+		case Insert:
+			c.After = img
+		case Delete:
+			c.Before = img
+		case Update:
+			c.Before = img
+			if c.After, err = tb.image(e.Rows[i+1], s.image(len(tb.cols))); err != nil {
+				return err
+			}
+		}
+		s.tx.Changes = append(s.tx.Changes, c)
+	}
+	return nil
+}
+
+func (s *scanner) table(tm *replication.TableMapEvent) (*table, error) {
+	if t, ok := s.tables[tm]; ok {
+		return t, nil
+	}
+	t, err := newTable(tm)
+	if err != nil {
+		return nil, err
+	}
+	s.tables[tm] = t
+	return t, nil
+}
+
+func allSet(bitmap []byte, n int) bool {
+	for i := range n {
+		if i>>3 >= len(bitmap) || bitmap[i>>3]&(1<<(uint(i)&7)) == 0 {
+			return false
+		}
+	}
+	return true
 }

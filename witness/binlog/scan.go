@@ -60,6 +60,9 @@ type scanner struct {
 	tx       *Transaction
 	annotate string
 	tables   map[*replication.TableMapEvent]*table
+	// fastLayouts are the fast path's layouts of the tables it read
+	// (fastrows.go), per table map as tables.
+	fastLayouts map[*replication.TableMapEvent][]fastColumn
 
 	// the format description of the file being read: the post-header
 	// length of each event type (the decoder sizes table ids from it) and
@@ -84,6 +87,15 @@ type scanner struct {
 	// the file loop outside the decoder's guard (a panic of the caller's
 	// own is not a damaged binlog).
 	done *Transaction
+
+	// reuse (a streamed read): a transaction's Changes and row images are
+	// handed to fn only for the time of the call, and then reused for
+	// the next transaction's (spare, images; used of them so far), so
+	// that a read of millions of rows does not allocate a map per image.
+	reuse  bool
+	spare  []RowChange
+	images []map[string]Value
+	used   int
 }
 
 func newScanner(fn func(Transaction) error) *scanner {
@@ -94,7 +106,8 @@ func newScanner(fn func(Transaction) error) *scanner {
 	p.SetUseDecimal(true)
 	p.SetTimestampStringLocation(time.UTC)
 	return &scanner{fn: fn, p: p, domains: map[uint32]uint64{}, maxTxns: MaxTransactions, maxChanges: MaxRowChanges,
-		tables: map[*replication.TableMapEvent]*table{}, maps: map[uint64]*replication.TableMapEvent{}}
+		tables: map[*replication.TableMapEvent]*table{}, maps: map[uint64]*replication.TableMapEvent{},
+		fastLayouts: map[*replication.TableMapEvent][]fastColumn{}}
 }
 
 func (s *scanner) startFile(name string) {
@@ -167,6 +180,9 @@ func (s *scanner) event(raw []byte, off int64) (err error) {
 	if limit := MaxAmplification*s.read + AmplificationAllowance; s.cost > limit {
 		return fmt.Errorf("%w: %d bytes read decode to about %d, more than MaxAmplification (%d) times as many",
 			ErrLimit, s.read, s.cost, MaxAmplification)
+	}
+	if taken, err := s.fastRows(typ, raw, body, off); taken {
+		return err
 	}
 	ev, err := s.p.Parse(raw)
 	if err != nil {
@@ -332,6 +348,9 @@ func (s *scanner) begin(e *replication.MariadbGTIDEvent, h *replication.EventHea
 	s.domains[g.Domain] = g.Seq
 	s.tx = &Transaction{GTID: g, File: s.info.Name, Pos: uint32(off),
 		Time: time.Unix(int64(h.Timestamp), 0).UTC(), Standalone: e.IsStandalone()}
+	if s.reuse {
+		s.tx.Changes, s.spare, s.used = s.spare[:0], nil, 0
+	}
 	s.annotate = ""
 	return nil
 }
@@ -368,6 +387,7 @@ func (s *scanner) commit(end uint32, xid uint64, rolledBack bool) error {
 	t.EndPos, t.XID, t.RolledBack = end, xid, rolledBack
 	s.tx, s.annotate = nil, ""
 	clear(s.tables)
+	clear(s.fastLayouts)
 	clear(s.maps)
 	if s.info.First.IsZero() {
 		s.info.First = t.GTID
@@ -385,82 +405,28 @@ func (s *scanner) deliver() error {
 		return nil
 	}
 	s.done = nil
-	if err := s.fn(*t); err != nil {
+	err := s.fn(*t)
+	if s.reuse {
+		clear(t.Changes) // what they refer to is not kept alive by the spare
+		s.spare = t.Changes
+	}
+	if err != nil {
 		return &callbackError{err}
 	}
 	return nil
 }
 
-func (s *scanner) rows(e *replication.RowsEvent) error {
-	if s.tx == nil {
-		return fmt.Errorf("%w: rows event outside a transaction", ErrCorrupt)
+// image is a map to fill with one row image: a new one, or in a
+// streamed read one of the last transaction's, emptied.
+func (s *scanner) image(n int) map[string]Value {
+	if !s.reuse {
+		return make(map[string]Value, n)
 	}
-	tb, err := s.table(e.Table)
-	if err != nil {
-		return err
+	if s.used == len(s.images) {
+		s.images = append(s.images, make(map[string]Value, n))
 	}
-	// vet has checked this already; kept because an image without every
-	// column would make a wrong history, not a crash
-	if !allSet(e.ColumnBitmap1, int(e.ColumnCount)) || (e.ColumnBitmap2 != nil && !allSet(e.ColumnBitmap2, int(e.ColumnCount))) {
-		return fmt.Errorf("%w: table %s.%s", ErrPartialImage, tb.schema, tb.name)
-	}
-	var op Op
-	switch e.Type() {
-	case replication.EnumRowsEventTypeInsert:
-		op = Insert
-	case replication.EnumRowsEventTypeUpdate:
-		op = Update
-	case replication.EnumRowsEventTypeDelete:
-		op = Delete
-	default:
-		return fmt.Errorf("%w: rows event of unknown kind", ErrUnsupported)
-	}
-	step := 1
-	if op == Update {
-		step = 2
-		if len(e.Rows)%2 != 0 {
-			return fmt.Errorf("%w: update rows event with an odd number of images", ErrCorrupt)
-		}
-	}
-	for i := 0; i < len(e.Rows); i += step {
-		c := RowChange{Schema: tb.schema, Table: tb.name, Op: op, Query: s.annotate}
-		img, err := tb.image(e.Rows[i])
-		if err != nil {
-			return err
-		}
-		switch op {
-		case Insert:
-			c.After = img
-		case Delete:
-			c.Before = img
-		case Update:
-			c.Before = img
-			if c.After, err = tb.image(e.Rows[i+1]); err != nil {
-				return err
-			}
-		}
-		s.tx.Changes = append(s.tx.Changes, c)
-	}
-	return nil
-}
-
-func (s *scanner) table(tm *replication.TableMapEvent) (*table, error) {
-	if t, ok := s.tables[tm]; ok {
-		return t, nil
-	}
-	t, err := newTable(tm)
-	if err != nil {
-		return nil, err
-	}
-	s.tables[tm] = t
-	return t, nil
-}
-
-func allSet(bitmap []byte, n int) bool {
-	for i := range n {
-		if i>>3 >= len(bitmap) || bitmap[i>>3]&(1<<(uint(i)&7)) == 0 {
-			return false
-		}
-	}
-	return true
+	m := s.images[s.used]
+	s.used++
+	clear(m)
+	return m
 }

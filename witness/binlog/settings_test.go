@@ -2,8 +2,11 @@ package binlog_test
 
 import (
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -137,6 +140,22 @@ func TestSettingsTheReaderNeeds(t *testing.T) {
 		n := len(h.Transactions)
 		if n < 2 || h.Transactions[n-1].GTID.Seq != 2000 || h.Transactions[n-2].GTID.Seq >= 1999 {
 			t.Fatalf("transactions %v; want the last at sequence 2000 after one below 1999", h.Transactions)
+		}
+		// Streamed, the transactions are the same, copied out of the
+		// Changes and images the scan reuses once fn returns.
+		var streamed []binlog.Transaction
+		if _, err := binlog.ScanInputsAllowingGaps(open(t, ahead), func(tx binlog.Transaction) error {
+			tx.Changes = slices.Clone(tx.Changes)
+			for i, c := range tx.Changes {
+				tx.Changes[i].Before, tx.Changes[i].After = maps.Clone(c.Before), maps.Clone(c.After)
+			}
+			streamed = append(streamed, tx)
+			return nil
+		}); err != nil {
+			t.Fatalf("ScanInputsAllowingGaps: %v", err)
+		}
+		if !reflect.DeepEqual(streamed, h.Transactions) {
+			t.Errorf("streamed transactions\n%+v\nwant\n%+v", streamed, h.Transactions)
 		}
 
 		from = f.position(t)

@@ -116,3 +116,59 @@ func TestCompressedBinlog(t *testing.T) {
 		t.Errorf("changes %v; want an insert and an update", ops)
 	}
 }
+
+// TestFastRowsTypes: a table of only the column types the fast rows path
+// reads (fastrows.go: integers signed and UNSIGNED at each width, CHAR
+// short and folded, VARCHAR of one- and two-byte lengths, binary strings,
+// TEXT and BLOB of each length prefix, NULLs), inserted, updated and
+// deleted: every event is read by both paths (FastRowsCheck, TestMain)
+// and must agree, and the values are the ones written, of their types.
+func TestFastRowsTypes(t *testing.T) {
+	f := setup(t, testserver.Options{})
+	from := f.position(t)
+	f.exec(t, f.db, "CREATE DATABASE ofa_t_fast")
+	db := f.srv.DB(t, "ofa_t_fast")
+	f.exec(t, db, `CREATE TABLE fast (
+		id INT PRIMARY KEY, ti TINYINT, tu TINYINT UNSIGNED, si SMALLINT, su SMALLINT UNSIGNED,
+		mi MEDIUMINT, mu MEDIUMINT UNSIGNED, ii INT, iu INT UNSIGNED, bi BIGINT, bu BIGINT UNSIGNED,
+		c1 CHAR(10), c2 CHAR(255) CHARACTER SET utf8mb4, vc1 VARCHAR(10), vc2 VARCHAR(300) CHARACTER SET utf8mb4,
+		bn BINARY(4), vb VARBINARY(300), tb TINYBLOB, bl BLOB, mb MEDIUMBLOB, lb LONGBLOB,
+		tt TINYTEXT, tx TEXT, mt MEDIUMTEXT, lt LONGTEXT)`)
+	f.exec(t, db, `INSERT INTO fast VALUES (1, -128, 255, -32768, 65535, -8388608, 16777215, -2147483648, 4294967295,
+		-9223372036854775808, 18446744073709551615, 'char', REPEAT('é', 255), 'vc', REPEAT('ü', 300),
+		x'00ff0102', REPEAT(x'ab', 300), x'01', REPEAT('b', 300), REPEAT('m', 70000), 'l',
+		'tiny', REPEAT('t', 300), 'medium', 'long')`)
+	f.exec(t, db, `INSERT INTO fast (id, ti, mi) VALUES (2, 127, 8388607), (3, -1, -1)`)
+	f.exec(t, db, `UPDATE fast SET ti = 7, c2 = 'short', vc2 = NULL, bl = x'' WHERE id = 1`)
+	f.exec(t, db, `DELETE FROM fast`)
+	h, err := binlog.ReadAll(f.copyFrom(t, from))
+	if err != nil {
+		t.Fatalf("ReadAll: %v", err)
+	}
+	var changes []binlog.RowChange
+	for _, tx := range h.Transactions {
+		for _, c := range tx.Changes {
+			if c.Table == "fast" {
+				changes = append(changes, c)
+			}
+		}
+	}
+	if len(changes) != 7 {
+		t.Fatalf("%d changes of table fast; want 3 inserts, 1 update, 3 deletes", len(changes))
+	}
+	want := map[string]any{"ti": int64(-128), "tu": uint64(255), "si": int64(-32768), "su": uint64(65535),
+		"mi": int64(-8388608), "mu": uint64(16777215), "ii": int64(-2147483648), "iu": uint64(4294967295),
+		"bi": int64(-9223372036854775808), "bu": uint64(18446744073709551615), "c1": "char", "c2": strings.Repeat("é", 255),
+		"vc2": strings.Repeat("ü", 300), "bn": []byte{0, 0xff, 1, 2}, "lb": []byte("l"), "tx": strings.Repeat("t", 300), "lt": "long"}
+	for col, v := range want {
+		if got := changes[0].After[col]; !reflect.DeepEqual(got, v) {
+			t.Errorf("%s = %#v; want %#v", col, got, v)
+		}
+	}
+	if got := changes[2].After; got["ti"] != int64(-1) || got["mi"] != int64(-1) || got["c1"] != nil {
+		t.Errorf("row 3 = %v; want ti -1, mi -1, c1 NULL", got)
+	}
+	if got := changes[3].After; got["c2"] != "short" || got["vc2"] != nil || !reflect.DeepEqual(got["bl"], []byte{}) {
+		t.Errorf("the update's after image %v; want c2 short, vc2 NULL, bl empty", got)
+	}
+}

@@ -95,6 +95,9 @@ type dataPlan struct {
 	files []planFile
 	snaps map[string][]diskSnapshot
 	size  int64 // bytes of the files read
+	// records counts the records of every batch, as checked: how many
+	// the log read back can hold, at most (a capacity it may reserve).
+	records int64
 }
 
 type planFile struct {
@@ -111,6 +114,7 @@ type checker struct {
 	read    int64
 	nfiles  int
 	decoded int64
+	records int64
 }
 
 func damaged(name, format string, args ...any) error {
@@ -312,6 +316,7 @@ func (c *checker) plan() (*dataPlan, error) {
 		return nil, err
 	}
 	p.size = c.read
+	p.records = c.records
 	return p, nil
 }
 

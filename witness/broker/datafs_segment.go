@@ -273,6 +273,7 @@ func (c *checker) checkRecords(name string, pos int, codec uint16, recs []byte, 
 	if count != n {
 		return damaged(name, "batch at %d declares %d records and holds %d", pos, n, count)
 	}
+	c.records += count
 	return nil
 }
 

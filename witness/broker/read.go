@@ -26,6 +26,15 @@ const DefaultTimeout = time.Minute
 // cluster every committed offset read is within the log read. Records
 // produced after the end offsets were listed are left out.
 func Read(ctx context.Context, brokers []string, sel Selection, opts ...kgo.Opt) (*Log, error) {
+	return read(ctx, brokers, sel, 0, opts...)
+}
+
+// read is Read; up to reserve records in all are reserved in the
+// partitions' Records before they are read (each partition's at most its
+// offsets' span), so that a log of a million records is not grown by
+// copying. reserve must be a count the caller has checked (readDataFS:
+// the records of the batches it checked), never one the log declares.
+func read(ctx context.Context, brokers []string, sel Selection, reserve int64, opts ...kgo.Opt) (*Log, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, DefaultTimeout)
@@ -74,7 +83,9 @@ func Read(ctx context.Context, brokers []string, sel Selection, opts ...kgo.Opt)
 			if !ok1 || !ok2 {
 				return nil, fmt.Errorf("read broker log: %w: no offsets for %s/%d", ErrIncomplete, t, p)
 			}
-			ps[p] = Partition{Topic: t, Partition: int32(p), Start: s.Offset, End: e.Offset, Records: []Record{}}
+			n := min(max(e.Offset-s.Offset, 0), reserve)
+			reserve -= n
+			ps[p] = Partition{Topic: t, Partition: int32(p), Start: s.Offset, End: e.Offset, Records: make([]Record, 0, n)}
 		}
 		log.Topics[t] = ps
 	}
@@ -178,6 +189,7 @@ func consume(ctx context.Context, base []kgo.Opt, log *Log) error {
 		return err
 	}
 	defer cl.Close()
+	var hs headerSlab
 	for len(remaining) > 0 {
 		fs := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
@@ -204,7 +216,7 @@ func consume(ctx context.Context, base []kgo.Opt, log *Log) error {
 			if r.Attrs.IsControl() {
 				part.ControlOffsets = append(part.ControlOffsets, r.Offset)
 			} else {
-				part.Records = append(part.Records, convert(r))
+				part.Records = append(part.Records, hs.convert(r))
 			}
 			if r.Offset >= remaining[k]-1 {
 				delete(remaining, k)
@@ -214,12 +226,42 @@ func consume(ctx context.Context, base []kgo.Opt, log *Log) error {
 	return nil
 }
 
-func convert(r *kgo.Record) Record {
+// headerSlab hands out the records' headers from shared blocks, and
+// each header name once (a log of a million records has a few names):
+// not a slice and a string allocated per record.
+type headerSlab struct {
+	block []Header
+	names map[string]string
+}
+
+// maxHeaderNames bounds the names a headerSlab keeps once.
+const maxHeaderNames = 256
+
+func (hs *headerSlab) convert(r *kgo.Record) Record {
 	out := Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value,
 		Timestamp: time.UnixMilli(r.Timestamp.UnixMilli()).UTC()}
-	for _, h := range r.Headers {
-		out.Headers = append(out.Headers, Header{Key: h.Key, Value: h.Value})
+	n := len(r.Headers)
+	if n == 0 {
+		return out
 	}
+	if cap(hs.block)-len(hs.block) < n {
+		hs.block = make([]Header, 0, max(n, 1024))
+	}
+	at := len(hs.block)
+	for _, h := range r.Headers {
+		name, ok := hs.names[h.Key]
+		if !ok {
+			name = h.Key
+			if hs.names == nil {
+				hs.names = map[string]string{}
+			}
+			if len(hs.names) < maxHeaderNames {
+				hs.names[name] = name
+			}
+		}
+		hs.block = append(hs.block, Header{Key: name, Value: h.Value})
+	}
+	out.Headers = hs.block[at : at+n : at+n]
 	return out
 }
 
@@ -304,7 +346,7 @@ func readDataFS(ctx context.Context, fsys fs.FS, sel Selection) (*Log, error) {
 	}
 	// Batches were checked against MaxBatchBytes: the client need not
 	// accept more (its default is 1 GiB).
-	log, err := Read(ctx, c.ListenAddrs(), sel, kgo.MaxDecompressBatchBytes(MaxBatchBytes))
+	log, err := read(ctx, c.ListenAddrs(), sel, plan.records, kgo.MaxDecompressBatchBytes(MaxBatchBytes))
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,82 @@
+package blackbox
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/orderflow-audit/orderflow-audit/evidence/profile"
+	"github.com/orderflow-audit/orderflow-audit/witness/binlog"
+)
+
+// The inbox, effect and business rows of the window, as the model keeps them.
+
+// sideRow is an inbox, effect or business row change: 32 bytes, as
+// there are millions.
+type sideRow struct {
+	event string
+	tx    int32
+	cons  int32 // index into model.consumers ("" when the table names none)
+	// ev is the event of the id the row names, when it was committed
+	// before the row (index into model.events; -1: see eventOf).
+	ev       int32
+	op       opCode
+	hasEvent bool
+}
+
+// opCode is a binlog.Op in a byte: one of the three the binlog reader
+// gives (rows), or any other as "?".
+type opCode uint8
+
+var opNames = []binlog.Op{binlog.Insert, binlog.Update, binlog.Delete, "?"}
+
+func codeOf(op binlog.Op) opCode {
+	if i := slices.Index(opNames[:3], op); i >= 0 {
+		return opCode(i)
+	}
+	return 3
+}
+
+func (o opCode) String() string { return string(opNames[o]) }
+
+// side reads an inbox, effect or business row change of transaction i.
+// A consumer's name is kept once however many rows carry it (names).
+func (m *model) side(i int, ch binlog.RowChange, id, consumer *profile.Field) sideRow {
+	row := ch.After
+	if ch.Op == binlog.Delete {
+		row = ch.Before
+	}
+	s := sideRow{tx: int32(i), op: codeOf(ch.Op), ev: -1}
+	if id != nil {
+		s.event, s.hasEvent = text(id.Lookup(row))
+		if ev := m.byID[s.event]; ev != nil {
+			s.event, s.ev = ev.id, int32(ev.idx) // one copy of an id, the event's
+		} else {
+			s.event = m.ar.str(s.event) // see own
+		}
+	}
+	name := ""
+	if consumer != nil {
+		name, _ = text(consumer.Lookup(row))
+	}
+	k, ok := m.names[name]
+	if !ok {
+		k = int32(len(m.consumers))
+		name = strings.Clone(name) // see own
+		m.names[name] = k
+		m.consumers = append(m.consumers, name)
+	}
+	s.cons = k
+	return s
+}
+
+// consumer is the name of the consumer of side row r.
+func (m *model) consumer(r *sideRow) string { return m.consumers[r.cons] }
+
+// event is the event side row r names, if it is one (nil: it names
+// none, or an event of another topic).
+func (m *model) eventOf(r *sideRow) *event {
+	if r.ev >= 0 {
+		return m.events.at(int(r.ev))
+	}
+	return m.byID[r.event]
+}
