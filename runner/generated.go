@@ -36,14 +36,17 @@ func generatedLoad(ctx context.Context, e *Env) error {
 type genStats struct{ requests, created, replays, refused int64 }
 
 // seedGenerated seeds genload's catalog and moves the order ids past
-// 2^31 (ids the BIGINT columns hold and an INT would not).
+// 2^53: ids the BIGINT columns hold and an INT would not, that a JSON
+// decoder reading numbers as float64 rounds (2^53 + 1 is the first
+// integer a float64 cannot hold), and whose event ids ("e-" and 16
+// digits) are longer than 16 characters.
 func (e *Env) seedGenerated(ctx context.Context) error {
 	for _, it := range genload.Catalog() {
 		if err := e.seedPriced(ctx, it.SKU, it.Stock, it.PriceCents); err != nil {
 			return err
 		}
 	}
-	if _, err := e.DB.ExecContext(ctx, `ALTER TABLE orders AUTO_INCREMENT = 3000000001`); err != nil {
+	if _, err := e.DB.ExecContext(ctx, `ALTER TABLE orders AUTO_INCREMENT = 9007199254740993`); err != nil {
 		return fmt.Errorf("move order ids: %w", err)
 	}
 	return nil

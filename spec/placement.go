@@ -64,7 +64,7 @@ var placementScenarios = []Scenario{
 		withDetails("runner/genload draws, from seed 1, per round one request of each user: keys of 1 to 256 bytes, " +
 			"case and sf-string variants, malformed keys; bodies of 0 to 17 lines, SKUs repeated, reordered, unknown, " +
 			"of 1 to 65 bytes, quantities and prices at their bounds (an amount of exactly 2^63-1 cents, and one over); " +
-			"tokens with each claim present, absent, malformed or near its value; order ids start past 2^31").
+			"tokens with each claim present, absent, malformed or near its value; order ids start past 2^53 (event ids of 18 characters)").
 		withAlso("the answers and writes the reference model allows (rules answer-off-contract, write-off-contract)"),
 }
 
