@@ -36,7 +36,11 @@ import (
 //     fault open over that time (a pause, a cut link, a crashed server
 //     hold the relay back, and a lease left by a dead relay holds a row).
 //
-// The database clock and the actors' (the fault events') are one host's.
+// A relay is a claim id: replicas that share one (chaos's relays, one
+// deployment) are judged as one, which holds, since the replica whose
+// round was the claim id's last before the insert, and over, was idle and
+// polls too. The database clock and the actors' (the fault events') are
+// one host's.
 
 // waitIntent is an outbox insert: when, and the aggregate version it is.
 type waitIntent struct {
