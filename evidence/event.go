@@ -70,7 +70,8 @@ const (
 	// token), status (the answer), order_id (the order a 201 names),
 	// payload_sha256 (the sha256 of the answer's body, byte for byte);
 	// a generated request also auth_prefix, key_headers and request_body
-	// (what was sent, raw).
+	// (what was sent, raw). A generated request of the chaos load that got
+	// no answer has err (the transport error) instead of status.
 	KindOrderRequest Kind = "order_request"
 
 	// KindClaim: a relay claimed an intent. event_id, order_id,
