@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
@@ -124,6 +125,8 @@ type chaosRun struct {
 	// when it has ended.
 	gen     sync.Once
 	genDone chan struct{}
+	// genRound is the round being sent.
+	genRound atomic.Int64
 
 	mu     sync.Mutex
 	url    string // the order service's URL, from its first start

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -19,6 +20,19 @@ import (
 // as such), and a 5xx as answered. The engine settles only once the load
 // has ended (Quiescent).
 
+// genGrace is how long past --duration the generated load may still
+// start a round: a round not started by then is not sent (the order
+// service was slow under the faults), so that the chain can settle within
+// the engine's bound after the heal. The evidence holds the requests that
+// were sent (order_request with the raw request).
+const genGrace = 2 * time.Second
+
+// genProgress says how far the generated load is, for Quiescent: the
+// engine waits while it changes.
+func (cr *chaosRun) genProgress() string {
+	return fmt.Sprintf("the generated load is still sending (round %d of %d)", cr.genRound.Load(), cr.cfg.GenRounds)
+}
+
 // startGenerated starts the generated load, once: at the first request of
 // the chaos load (the order service has started by then).
 func (cr *chaosRun) startGenerated(ctx context.Context) {
@@ -35,7 +49,12 @@ func (cr *chaosRun) sendGenerated(ctx context.Context) {
 	cl := &orders.Client{BaseURL: cr.url, HTTP: cr.http}
 	cr.mu.Unlock()
 	t0 := time.Now()
+	end := t0.Add(cr.cfg.Duration + genGrace)
 	for n, round := range rounds {
+		if time.Now().After(end) {
+			return
+		}
+		cr.genRound.Store(int64(n + 1))
 		// Round n starts no earlier than n/len(rounds) into --duration, as
 		// the chaos load's requests are handed out: the load lasts as long
 		// as the faults, and its rounds meet them and their heals.

@@ -25,7 +25,7 @@ func (cr *chaosRun) Quiescent(ctx context.Context) (string, error) {
 	select {
 	case <-cr.genDone:
 	default:
-		return "the generated load is still sending", nil
+		return cr.genProgress(), nil
 	}
 	unsent, err := cr.e.Count(ctx, "outbox", "state <> 'SENT'")
 	if err != nil {

@@ -187,7 +187,7 @@ const (
 	MaxRelays    = 8
 	MaxConsumers = 8
 	MaxInboxes   = 4
-	MaxGenRounds = 2000
+	MaxGenRounds = 500
 	// DefaultGenRounds is the generated load's size in chaos: twice the
 	// default suite's generatedLoad (50 rounds), 600 requests of 6 users.
 	DefaultGenRounds = 100
