@@ -25,7 +25,7 @@ func (cf *chaosFlags) register(fs *flagSet) {
 	fs.IntVar(&cf.relays, "relays", d.Relays, "chaos: relay processes")
 	fs.IntVar(&cf.consumers, "consumers", d.Consumers, "chaos: consumer processes of each group")
 	fs.IntVar(&cf.inboxes, "inboxes", d.Inboxes, "chaos: consumer groups, each with an inbox name of its own")
-	fs.IntVar(&cf.genRounds, "gen-rounds", d.GenRounds, "chaos: rounds of the generated, model-checked load beside the orders (one request of each of 6 users a round)")
+	fs.IntVar(&cf.genRounds, "gen-rounds", d.GenRounds, "chaos: rounds of the generated load (6 requests each)")
 	fs.StringVar(&cf.faults, "faults", "all", "chaos: fault `kinds` the nemesis draws from, comma-separated:\n"+nemesis.KindList())
 	fs.StringVar(&cf.only, "only-faults", "", "chaos: keep only these `numbers` of the seed's schedule (comma-separated, or none;\nwhat explore's shrinking prints)")
 }
