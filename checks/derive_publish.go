@@ -12,6 +12,21 @@ var publishDerivations = map[string]derivation{
 				num("effects", n.Notifications), num("duplicatesAbsorbed", n.InboxRejects), num("sent", sent)}
 		},
 	},
+	"publishBatchTimeout": {
+		metrics: func(f facts) []metricValue {
+			sent, _ := f.sent()
+			n := f.m.Counts()
+			return []metricValue{num("claims", n.Claims), num("unknown", n.UnknownPublishes),
+				num("pastTimeout", n.PublishesPastTimeout), num("effects", n.Notifications), num("sent", sent)}
+		},
+	},
+	"relayPoll": {
+		metrics: func(f facts) []metricValue {
+			sent, _ := f.sent()
+			n := f.m.Counts()
+			return []metricValue{num("claims", n.Claims), num("sent", sent), num("effects", n.Notifications)}
+		},
+	},
 	"versionsAfterRefusal": {
 		metrics: func(f facts) []metricValue {
 			sent, _ := f.sent()

@@ -102,6 +102,7 @@ const (
 	RuleWitnessLeaseExpired     Rule = "witness-lease-expired"
 	RuleWitnessLeaseClock       Rule = "witness-lease-clock"
 	RuleWitnessClaimBatch       Rule = "witness-claim-batch"
+	RuleWitnessClaimWait        Rule = "witness-claim-wait"
 	RuleWitnessColumn           Rule = "witness-column"
 	RuleWitnessEffectTx         Rule = "witness-effect-tx"
 	RuleWitnessRejectWrote      Rule = "witness-reject-wrote"
@@ -212,6 +213,7 @@ var Rules = []RuleInfo{
 	{RuleWitnessClaim, "a logged claim is not an outbox row change with its state before and its token and lease after, in a transaction of claims"},
 	{RuleWitnessMark, "a mark of 1 row has no CLAIMED -> SENT change under its token in the binlog (or one in a transaction of other writes), or a mark of 0 rows has one"},
 	{RuleWitnessColumn, "a column no event names is not what the contract derives from its row and transaction (an intent's payload from its order, an answer from its order, a notification's body from its event, a line's price from its stock, sent_at with SENT, a timestamp on the database clock to the microsecond), or a key the server assigns appears twice"},
+	{RuleWitnessClaimWait, "an intent a relay polling in a loop (its claims log poll_ms), alive and idle when the intent was inserted, first claimed later than spec's RelayPoll plus ClaimWaitSlack after the insert, as the binlog stamps both (created_at, changed_at); not judged over a fault, a backlog, an earlier version unsent"},
 	{RuleWitnessClaimBatch, "a claim transaction in the binlog took more rows than the batch its relay logged: a round that claims past its bound"},
 	{RuleWitnessLeaseClock, "a claim's lease_until in the binlog is not the server's changed_at of that claim plus the lease it logged: a lease not on the database clock"},
 	{RuleWitnessLeaseExpired, "a logged lease expiry is not an outbox change that moves lease_until back under the same token (or 0 rows has one)"},

@@ -70,14 +70,18 @@ const (
 	// token), status (the answer), order_id (the order a 201 names),
 	// payload_sha256 (the sha256 of the answer's body, byte for byte);
 	// a generated request also auth_prefix, key_headers and request_body
-	// (what was sent, raw).
+	// (what was sent, raw). A generated request of the chaos load that got
+	// no answer has err (the transport error) instead of status.
 	KindOrderRequest Kind = "order_request"
 
 	// KindClaim: a relay claimed an intent. event_id, order_id,
 	// claim_version, claim_id, lease_until, state_before (PENDING or
 	// CLAIMED); lease_ms (the lease the relay is configured with, when it
 	// says so); batch (the most rows the claim's round may take: the
-	// relay's batch, when it says so).
+	// relay's batch, when it says so); publish_timeout_ms (the time the
+	// round's publish of its batch ends within, when it says so); poll_ms
+	// (the wait between rounds that found nothing, for a relay polling in
+	// a loop).
 	KindClaim Kind = "claim"
 	// KindPublish: the broker acknowledged (or refused) a record. event_id,
 	// claim_version, claim_id, topic, and partition+offset on success or
@@ -279,6 +283,12 @@ type Event struct {
 	Target string `json:"target,omitempty"`
 	// PID is the OS process id of a process_start or process_exit.
 	PID *int64 `json:"pid,omitempty"`
+	// PublishTimeoutMS and PollMS are a claiming relay's bounds (claim):
+	// the publish timeout its round's publish of the batch ends within,
+	// and the wait between its rounds that found nothing to claim (only a
+	// relay that polls in a loop says it).
+	PublishTimeoutMS *int64 `json:"publish_timeout_ms,omitempty"`
+	PollMS           *int64 `json:"poll_ms,omitempty"`
 }
 
 // HasRawRequest reports whether e is the client's record of a generated

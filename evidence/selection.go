@@ -39,6 +39,10 @@ type ChaosSelection struct {
 	// members and its own inbox consumer name (spec.ChaosInboxes); absent
 	// for one, the notifier.
 	Inboxes int `json:"inboxes,omitempty"`
+	// GenRounds is the size of the generated load that ran beside the
+	// orders: rounds of one request of each of its users (absent in
+	// evidence of versions without it).
+	GenRounds int `json:"gen_rounds,omitempty"`
 	// Faults are the fault kinds the nemesis may draw.
 	Faults []string `json:"faults"`
 	// OnlyFaults keeps the faults of the seed's schedule with these

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
@@ -87,6 +88,7 @@ func ChaosArgs(c nemesis.Config) []string {
 	num("relays", c.Relays, d.Relays)
 	num("consumers", c.Consumers, d.Consumers)
 	num("inboxes", c.Inboxes, d.Inboxes)
+	num("gen-rounds", c.GenRounds, d.GenRounds)
 	if len(c.Kinds) > 0 && !slices.Equal(c.Kinds, nemesis.Kinds) {
 		kinds := make([]string, len(c.Kinds))
 		for i, k := range c.Kinds {
@@ -119,6 +121,13 @@ type chaosRun struct {
 	// http is the load's client of the order service.
 	http *http.Client
 
+	// gen runs the generated load once (chaosgen.go); genDone is closed
+	// when it has ended.
+	gen     sync.Once
+	genDone chan struct{}
+	// genRound is the round being sent.
+	genRound atomic.Int64
+
 	mu     sync.Mutex
 	url    string // the order service's URL, from its first start
 	listen string // the order service's address, kept across restarts
@@ -148,7 +157,7 @@ func chaos(ctx context.Context, e *Env) error {
 // log and the proxies.
 func newChaosRun(ctx context.Context, e *Env) (*chaosRun, error) {
 	cr := &chaosRun{e: e, cfg: e.Chaos, inboxes: spec.ChaosInboxes(e.Chaos.Inboxes), proxies: chaoseng.NewProxies(),
-		stopAt: map[string][]fault.Point{}, http: &http.Client{Timeout: 3 * time.Second}}
+		stopAt: map[string][]fault.Point{}, http: &http.Client{Timeout: 3 * time.Second}, genDone: make(chan struct{})}
 	for i := range cr.inboxes {
 		g := "chaos-" + e.RunID
 		if i > 0 {
@@ -169,6 +178,9 @@ func newChaosRun(ctx context.Context, e *Env) (*chaosRun, error) {
 		stock += int64(r.Quantity)
 	}
 	if err := e.SeedStock(ctx, defaultSKU, stock); err != nil {
+		return nil, err
+	}
+	if err := e.seedGenerated(ctx); err != nil {
 		return nil, err
 	}
 	return cr, nil

@@ -18,6 +18,7 @@ import (
 
 // Send places r until a final answer or until, and says how it ended.
 func (cr *chaosRun) Send(ctx context.Context, r nemesis.Request, until time.Time) (chaoseng.Answer, int) {
+	cr.startGenerated(ctx)
 	cr.mu.Lock()
 	cl := &orders.Client{BaseURL: cr.url, HTTP: cr.http}
 	cr.mu.Unlock()

@@ -21,6 +21,12 @@ import (
 // Quiescent says what is still in flight ("" when nothing is): intents
 // not SENT, intents without an effect, the group's lag.
 func (cr *chaosRun) Quiescent(ctx context.Context) (string, error) {
+	cr.startGenerated(ctx)
+	select {
+	case <-cr.genDone:
+	default:
+		return cr.genProgress(), nil
+	}
 	unsent, err := cr.e.Count(ctx, "outbox", "state <> 'SENT'")
 	if err != nil {
 		return "", err

@@ -76,7 +76,7 @@ func (e *Env) sendGenerated(ctx context.Context, rounds [][]genload.Request, rep
 		errs := make([]error, len(round))
 		var wg sync.WaitGroup
 		for i, req := range round {
-			wg.Go(func() { res[i], errs[i] = e.postGenerated(ctx, cls[req.User%replicas], req) })
+			wg.Go(func() { res[i], errs[i] = e.postGenerated(ctx, cls[req.User%replicas], req, false) })
 		}
 		wg.Wait()
 		for i := range round {
@@ -100,8 +100,10 @@ func (e *Env) sendGenerated(ctx context.Context, rounds [][]genload.Request, rep
 
 // postGenerated sends one generated request and records it with its
 // answer (order_request, with the raw request: auth_prefix, key_headers,
-// request_body).
-func (e *Env) postGenerated(ctx context.Context, cl *orders.Client, req genload.Request) (orders.Result, error) {
+// request_body). A request without an answer is an error, unless
+// recordLost: then it is recorded with the transport error (err) instead
+// of a status, its outcome unknown (the chaos load's).
+func (e *Env) postGenerated(ctx context.Context, cl *orders.Client, req genload.Request, recordLost bool) (orders.Result, error) {
 	body := req.Body
 	ev := evidence.Event{Kind: evidence.KindOrderRequest, AuthPrefix: req.Auth, KeyHeaders: req.Keys, RequestBody: body}
 	header := req.Auth
@@ -121,6 +123,10 @@ func (e *Env) postGenerated(ctx context.Context, cl *orders.Client, req genload.
 		}
 	}
 	res, err := cl.PlaceHeaders(ctx, header, req.Keys, []byte(body))
+	if err != nil && recordLost && ctx.Err() == nil {
+		ev.Err = err.Error()
+		return res, e.Emit(ev)
+	}
 	if err != nil {
 		return res, fmt.Errorf("generated request of %s: %w", genload.Principals[req.User], err)
 	}

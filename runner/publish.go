@@ -14,7 +14,9 @@ import (
 // publishRuns are the scenarios this file runs, by id (runs). Publish
 // failures (spec/publish.go).
 var publishRuns = map[string]runFunc{
-	"publishFailures": publishFailures,
+	"publishFailures":     publishFailures,
+	"publishBatchTimeout": publishBatchTimeout,
+	"relayPoll":           relayPoll,
 }
 
 // failuresPublishTimeout is the relay's publish timeout in

@@ -31,7 +31,7 @@ func selection(o *Options) *evidence.Selection {
 	}
 	s.Chaos = &evidence.ChaosSelection{
 		Seed: c.Seed, Duration: c.Duration.String(), Orders: c.Orders, Relays: c.Relays,
-		Consumers: c.Consumers, Users: c.Users, Faults: kinds, OnlyFaults: slices.Clone(c.Only),
+		Consumers: c.Consumers, Users: c.Users, GenRounds: c.GenRounds, Faults: kinds, OnlyFaults: slices.Clone(c.Only),
 		Planned: len(c.Plan) > 0,
 	}
 	if c.Inboxes > 1 {

@@ -73,7 +73,11 @@ var chaosScenarios = []Scenario{{
 	Details: "not in the default selection (`--scenarios chaos`, or `explore`); every actor is a supervised process " +
 		"behind TCP proxies; the faults are kill, pause, broker faults and restart, connection kill, database crash, " +
 		"latency and cuts (see [chaos.md](chaos.md)); with `--inboxes 2` a second group of C consumers (inbox " +
-		"ledger-projection-2) runs beside the first, and each inbox is held to one effect per event",
+		"ledger-projection-2) runs beside the first, and each inbox is held to one effect per event; beside the N orders " +
+		"the generated, model-checked load of generatedLoad runs at a larger size (--gen-rounds, default 100 rounds of " +
+		"one request of each of 6 users, seeded with the run's seed, spread over --duration), held to the contract's " +
+		"reference model (answer-off-contract, write-off-contract) with the outcome of a request that got no answer, or " +
+		"a 5xx, kept unknown; the chain settles only after it ended",
 	Metrics: []Metric{
 		{Name: "orders", Means: "orders committed"},
 		{Name: "events", Means: "outbox intents"},

@@ -51,4 +51,43 @@ var publishScenarios = []Scenario{
 		},
 		Needs: []Feature{FeatureClaimTokens},
 	},
+	{
+		ID: "publishBatchTimeout", Consumes: true, Suite: SuiteEXT, Boundary: BoundarySend,
+		Faults: []FaultRef{{PublishTimeout, InjectBroker}},
+		Description: "6 orders claimed in one relay round (a batch of 6) while the broker leaves every produce request " +
+			"unanswered: the round's publish of the whole batch ends, unknown, within one publish timeout of its claim, not " +
+			"one per record; after the leases run out the relay publishes the six again and the consumer applies them",
+		Details: "one relay with a 300 ms publish timeout and a batch of 6; the broker swallows the requests of all six " +
+			"records (appends nothing, answers nothing); the leases are aged by SQL and the relay runs rounds until one " +
+			"claims nothing; a fresh consumer applies everything the topic holds. A relay whose timeout grows with the batch " +
+			"(a timeout per record summed, or one scaled by the batch's length) ends the round 1.8 s after its claim, past " +
+			"the bound (spec.PublishRoundSlack). Needs the embedded broker (NOT_RUN on an external cluster)",
+		Metrics: []Metric{
+			{Name: "claims", Accept: "12", Means: "`claim` events: the first round's six and their six takeovers"},
+			{Name: "unknown", Accept: "6", Means: "`publish_unknown` events"},
+			{Name: "pastTimeout", Accept: "0",
+				Means: "runner: the first round's claims when the round took longer than its publish timeout plus spec.PublishRoundSlack; " +
+					"verifier: claims whose first publish outcome came past that bound after the claim (`publish-past-timeout`)"},
+			{Name: "effects", Accept: "6", Means: "notification rows"},
+			{Name: "sent", Accept: "6", Means: "SENT outbox rows"},
+		},
+		Needs: []Feature{FeatureClaimTokens},
+	},
+	{
+		ID: "relayPoll", Consumes: true, Suite: SuiteEXT, Boundary: BoundarySend,
+		Description: "a relay polls in a loop with its own default poll while 4 orders are placed one at a time, each " +
+			"once the one before is SENT and the relay has gone idle: each committed intent is claimed within the poll " +
+			"spec promises (RelayPoll) plus ClaimWaitSlack of its insert, as the binlog stamps both; a consumer applies them",
+		Details: "one relay runs Run with poll 0 (the relay's default, relay.DefaultPoll) and a batch of 1; the scenario " +
+			"waits for each order's intent to be SENT and 50 ms more before it places the next one; the first intent is " +
+			"not judged (the relay had not claimed before it: not known to be alive), the other three are " +
+			"(witness-claim-wait). A relay polling every 600 ms or slower breaks the bound. Then the relay is stopped and a " +
+			"fresh consumer applies the topic",
+		Metrics: []Metric{
+			{Name: "claims", Accept: "4", Means: "runner: outbox rows claimed (claim_version above 0); verifier: `claim` events"},
+			{Name: "sent", Accept: "4", Means: "SENT outbox rows"},
+			{Name: "effects", Accept: "4", Means: "notification rows"},
+		},
+		Needs: []Feature{FeatureClaimTokens},
+	},
 }

@@ -31,6 +31,9 @@ var witnessKinds = map[evidence.Kind]bool{
 	// Not a write: which actor died, for the publishes it left in flight
 	// (diedHolding).
 	evidence.KindProcessExit: true,
+	// Not writes either: the faults, for the waits they excuse
+	// (claimWaits).
+	evidence.KindFault: true, evidence.KindHeal: true, evidence.KindCallFailed: true,
 }
 
 // Keep appends to out a copy of e, logged at src, if a witness can speak
@@ -52,6 +55,8 @@ func Keep(out []Event, e *evidence.Event, src model.Source) []Event {
 	c.Stock = clonePtr(e.Stock)
 	c.LeaseMS = clonePtr(e.LeaseMS)
 	c.Batch = clonePtr(e.Batch)
+	c.PollMS = clonePtr(e.PollMS)
+	c.PublishTimeoutMS = clonePtr(e.PublishTimeoutMS)
 	c.AggregateVersion = clonePtr(e.AggregateVersion)
 	c.PriceCents = clonePtr(e.PriceCents)
 	c.AmountCents = clonePtr(e.AmountCents)

@@ -75,6 +75,7 @@ func (s *scenarioCheck) run() {
 		s.claims()
 		s.marks()
 		s.leases()
+		s.claimWaits()
 		s.effects()
 		s.unknownCommits()
 		s.rejects()

@@ -4,17 +4,22 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/orderflow-audit/orderflow-audit/witness/binlog"
 )
 
 // witnessSummary counts what the cross-checks confirmed.
 type witnessSummary struct {
-	orderGTIDs        []binlog.GTID
-	orderWrites       []int
-	rolledBack        int
-	answers           int
-	claims            int
+	orderGTIDs  []binlog.GTID
+	orderWrites []int
+	rolledBack  int
+	answers     int
+	claims      int
+	// claimWaits are the intents whose wait for a polling relay was
+	// judged (witness-claim-wait), longestWait the longest of them.
+	claimWaits        int
+	longestWait       time.Duration
 	marks             int
 	zeroMarks         int
 	leases            int
@@ -98,6 +103,10 @@ func (w *witnessSummary) outbox() string {
 	}
 	if w.leases > 0 {
 		parts = append(parts, plural(w.leases, "lease expiry", "lease expiries"))
+	}
+	if w.claimWaits > 0 {
+		parts = append(parts, fmt.Sprintf("%s for an idle polling relay, the longest %v",
+			plural(w.claimWaits, "claim wait", "claim waits"), w.longestWait.Round(time.Millisecond)))
 	}
 	if len(parts) == 0 {
 		return ""

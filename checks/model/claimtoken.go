@@ -1,7 +1,10 @@
 package model
 
 import (
+	"fmt"
 	"time"
+
+	"github.com/orderflow-audit/orderflow-audit/spec"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
 )
@@ -18,6 +21,7 @@ import (
 type relayCounts struct {
 	refusedPublishes, unknownPublishes, marksAfterFailure int64
 	takeovers, selfTakeovers, overlaps, leasesOffClaim    int64
+	pastTimeout                                           int64
 }
 
 // claimRef is a claim id's latest claim: the row and the token it took.
@@ -76,6 +80,7 @@ func (m *Model) stepClaim(e *evidence.Event, src Source) {
 	in.leaseExpired = false
 	ts := in.addToken(v, in.claimID)
 	ts.Claimed, ts.Holder = true, in.claimActor
+	ts.claimedAt, ts.publishTimeout = e.Time.UnixNano(), val(e.PublishTimeoutMS)
 	m.countOverlap(in, e)
 }
 
@@ -179,6 +184,56 @@ func (m *Model) stepLeaseExpired(e *evidence.Event, src Source) {
 			val(e.ClaimVersion), e.ClaimID, e.EventID, in.claimVersion, in.claimID)
 	}
 	in.leaseExpired = true
+}
+
+// publishInTime: a claim's first publish outcome (acknowledged, refused
+// or unknown) comes within the publish timeout its claim logged plus
+// spec.PublishRoundSlack, plus the time nemesis faults overlapped the
+// round (publish-past-timeout): the relay publishes its batch at once
+// under one timeout, whatever the batch's size. A claim that logged no
+// timeout is not judged.
+func (m *Model) publishInTime(ts *Token, e *evidence.Event, src Source) {
+	if ts.timed || !ts.Claimed || ts.publishTimeout <= 0 {
+		return
+	}
+	ts.timed = true
+	d := time.Duration(e.Time.UnixNano() - ts.claimedAt)
+	bound, why := PublishBound(time.Duration(ts.publishTimeout)*time.Millisecond, m.faultOverlap(ts.claimedAt, e.Time.UnixNano()))
+	if d <= bound {
+		return
+	}
+	m.pastTimeout++
+	m.violate(RulePublishPastTimeout, src, e.EventID,
+		"the %s of %s (claim v%d/%s) came %v after its claim: its relay's publish timeout is %d ms, the bound %v%s",
+		e.Kind, e.EventID, ts.Version, ts.ID, d, ts.publishTimeout, bound, why)
+}
+
+// PublishBound is how long after its claim a publish outcome may come
+// (publish-past-timeout): the claim's publish timeout plus
+// spec.PublishRoundSlack, plus held (the time nemesis faults overlapped
+// the round); why says the faults in words ("" without).
+func PublishBound(timeout, held time.Duration) (bound time.Duration, why string) {
+	bound = timeout + spec.PublishRoundSlack
+	if held > 0 {
+		return bound + held, fmt.Sprintf(" (with %v that nemesis faults overlapped the round)", held)
+	}
+	return bound, ""
+}
+
+// faultOverlap is the time the nemesis's fault windows overlapped
+// [start, end] (ns), added up; a window not healed yet lasts to end.
+func (m *Model) faultOverlap(start, end int64) time.Duration {
+	var held time.Duration
+	for _, w := range m.windows {
+		wEnd := w.end
+		if wEnd == 0 || wEnd > end {
+			wEnd = end
+		}
+		if o := wEnd - max(w.start, start); o > 0 {
+			held += time.Duration(o)
+		}
+	}
+	return held
 }
 
 // publishToken: a publish carries a token that claimed the row

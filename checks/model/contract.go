@@ -49,12 +49,19 @@ type contractState struct {
 	records map[string]*keyRecord // principal "\x00" key
 	created map[int64]string      // order id -> its (principal, key)
 	keyOf   map[string]bool       // every (principal, key) a valid request used
+	// uncertain holds, per (principal, key) without a record, the valid
+	// requests whose outcome is unknown (no answer, or a 5xx under
+	// faults): each may have created the key's order (unknown.go).
+	uncertain map[string][]contractOrder
+	// principals are those of the generated requests the contract read.
+	principals map[string]bool
 }
 
 // checkContract (business, end of scenario) walks the generated requests
 // in the client's order.
 func (m *Model) checkContract(truncated bool) {
-	st := contractState{records: map[string]*keyRecord{}, created: map[int64]string{}, keyOf: map[string]bool{}}
+	st := contractState{records: map[string]*keyRecord{}, created: map[int64]string{}, keyOf: map[string]bool{},
+		uncertain: map[string][]contractOrder{}, principals: map[string]bool{}}
 	generated := false
 	for i := range m.clientReqs {
 		if r := &m.clientReqs[i]; r.Raw != nil {
@@ -72,6 +79,9 @@ func (m *Model) checkContract(truncated bool) {
 func (m *Model) contractStep(r *ClientRequest, st *contractState, truncated bool) {
 	off := func(format string, args ...any) {
 		m.report(truncated, RuleAnswerOffContract, r.src, "", "%s: "+format, append([]any{r.describe()}, args...)...)
+	}
+	if m.outcomeUnknown(r, st, off) {
+		return
 	}
 	principal, ok := r.contractPrincipal()
 	if !ok {
@@ -100,6 +110,11 @@ func (m *Model) contractStep(r *ClientRequest, st *contractState, truncated bool
 	}
 	pk := principal + "\x00" + key
 	st.keyOf[pk] = true
+	st.principals[principal] = true
+	if _, ok := st.uncertain[pk]; ok && st.records[pk] == nil {
+		m.uncertainStep(r, st, pk, principal, order, off, truncated)
+		return
+	}
 	if rec := st.records[pk]; rec != nil {
 		switch {
 		case !order.equal(rec.req):
@@ -208,8 +223,15 @@ func (m *Model) contractOrder(id int64, principal string, req contractOrder, src
 // created took no more of a SKU than was seeded.
 func (m *Model) contractWrites(st *contractState, truncated bool) {
 	taken, last := map[string]int64{}, map[string]Source{}
+	others := m.otherPrincipals(st)
 	for i := range m.orders {
 		o := &m.orders[i]
+		if others[o.Principal] {
+			continue // an order of another load's principal (chaos's user-N)
+		}
+		if m.createdUnanswered(o, st, truncated) {
+			st.created[o.ID] = o.Principal + "\x00" + o.Key
+		}
 		if _, ok := st.created[o.ID]; ok {
 			for _, l := range o.LineList {
 				taken[l.SKU] += l.Quantity

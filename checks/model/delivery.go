@@ -128,6 +128,7 @@ func (m *Model) stepPublishUnknown(e *evidence.Event, src Source) {
 func (m *Model) publishedWith(in *intent, e *evidence.Event, src Source) *Token {
 	m.recordIdentity(in, e, src)
 	if ts := m.publishToken(in, e, src); ts != nil {
+		m.publishInTime(ts, e, src)
 		return ts
 	}
 	return in.addToken(val(e.ClaimVersion), m.intern(e.ClaimID))

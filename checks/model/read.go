@@ -88,8 +88,15 @@ func (m *Model) Deliveries(id string) Deliveries {
 }
 
 // Tokens returns the claim tokens of event id's row in the order first
-// seen (claimed, published, marked or named by a fault).
-func (m *Model) Tokens(id string) []Token { return slices.Clone(m.stateOf(id).tokens) }
+// seen (claimed, published, marked or named by a fault), without the
+// model's own bookkeeping of their publish's timing.
+func (m *Model) Tokens(id string) []Token {
+	out := slices.Clone(m.stateOf(id).tokens)
+	for i := range out {
+		out[i].claimedAt, out[i].publishTimeout, out[i].timed = 0, 0, false
+	}
+	return out
+}
 
 // ObservedStates returns the states observed of event id, consecutive
 // repeats collapsed.
@@ -219,6 +226,9 @@ type Counts struct {
 	// LeasesOffClaim: claims whose lease is not their time plus their
 	// lease (lease-off-claim).
 	LeasesOffClaim int64
+	// PublishesPastTimeout: claims whose first publish outcome came past
+	// their publish timeout's bound (publish-past-timeout).
+	PublishesPastTimeout int64
 
 	// Partitions: distinct partitions holding a record the history knows.
 	Partitions int64
@@ -249,7 +259,8 @@ func (m *Model) Counts() Counts {
 		Intents: int64(len(m.rows)), InboxRows: int64(len(m.inbox)), Notifications: int64(len(m.notifs)),
 		RefusedPublishes: m.refusedPublishes, UnknownPublishes: m.unknownPublishes, MarksAfterFailure: m.marksAfterFailure,
 		Takeovers: m.takeovers, SelfTakeovers: m.selfTakeovers, Overlaps: m.overlaps, LeasesOffClaim: m.leasesOffClaim,
-		Partitions: m.partitions, SplitAggregates: m.splitAggregates, EffectsOutOfOrder: m.effectsOutOfOrder, Lag: m.lag,
+		PublishesPastTimeout: m.pastTimeout,
+		Partitions:           m.partitions, SplitAggregates: m.splitAggregates, EffectsOutOfOrder: m.effectsOutOfOrder, Lag: m.lag,
 		ReceivesOutOfVersion: m.receivesOutOfVersion,
 		RolledBackEffects:    m.rolledBackEffects, UnknownCommits: m.unknownCommits, ResolvedCommits: m.resolvedCommits,
 	}

@@ -58,6 +58,7 @@ const (
 	RuleLeaseExpiredMismatch   Rule = "lease-expired-mismatch"
 	RuleLeaseOffClaim          Rule = "lease-off-claim"
 	RuleTakeoverOldLease       Rule = "takeover-old-lease"
+	RulePublishPastTimeout     Rule = "publish-past-timeout"
 
 	// Business.
 	RuleIntentOutsideOrderTx Rule = "intent-outside-order-tx"
@@ -225,6 +226,10 @@ var Rules = []RuleInfo{
 	// Claim token: a takeover holds the row for a lease of its own.
 	{RuleTakeoverOldLease, spec.LayerClaimToken,
 		"a claim of a CLAIMED row whose lease_until is not later than the previous claim's (the old lease kept)"},
+	// Claim token: a round publishes its batch under one timeout, which
+	// its claims log (spec.PublishRoundSlack).
+	{RulePublishPastTimeout, spec.LayerClaimToken,
+		"a claim's first publish or publish_unknown later after the claim than the publish_timeout_ms it logged plus spec's PublishRoundSlack (plus the time nemesis faults overlapped): a publish timeout that grows with the batch"},
 
 	// Business: the order transaction (its writes) is this order service's.
 	{RuleIntentOutsideOrderTx, spec.LayerBusiness,

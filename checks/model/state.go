@@ -62,6 +62,11 @@ type Token struct {
 	MarkAt      int64 // event number (Events() then) of that mark
 	// LastPublish is what its latest publish came to.
 	LastPublish Outcome
+	// claimedAt is its claim's time (ns) and publishTimeout the publish
+	// timeout the claim logged (ms, 0: none); timed is set once its first
+	// publish outcome was held to it (publish-past-timeout).
+	claimedAt, publishTimeout int64
+	timed                     bool
 }
 
 // Outcome is what a publish came to.

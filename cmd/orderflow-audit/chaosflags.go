@@ -13,7 +13,7 @@ import (
 type chaosFlags struct {
 	duration                  time.Duration
 	orders, relays, consumers int
-	inboxes                   int
+	inboxes, genRounds        int
 	faults, only              string
 }
 
@@ -25,6 +25,7 @@ func (cf *chaosFlags) register(fs *flagSet) {
 	fs.IntVar(&cf.relays, "relays", d.Relays, "chaos: relay processes")
 	fs.IntVar(&cf.consumers, "consumers", d.Consumers, "chaos: consumer processes of each group")
 	fs.IntVar(&cf.inboxes, "inboxes", d.Inboxes, "chaos: consumer groups, each with an inbox name of its own")
+	fs.IntVar(&cf.genRounds, "gen-rounds", d.GenRounds, "chaos: rounds of the generated load (6 requests each)")
 	fs.StringVar(&cf.faults, "faults", "all", "chaos: fault `kinds` the nemesis draws from, comma-separated:\n"+nemesis.KindList())
 	fs.StringVar(&cf.only, "only-faults", "", "chaos: keep only these `numbers` of the seed's schedule (comma-separated, or none;\nwhat explore's shrinking prints)")
 }
@@ -37,9 +38,9 @@ func (cf *chaosFlags) config() (nemesis.Config, error) {
 		return nemesis.Config{}, usageErrorf("--faults: %v", err)
 	}
 	c := nemesis.Config{Duration: cf.duration, Orders: cf.orders, Relays: cf.relays, Consumers: cf.consumers,
-		Inboxes: cf.inboxes, Kinds: kinds}
-	if cf.orders < 1 || cf.relays < 1 || cf.consumers < 1 || cf.inboxes < 1 {
-		return c, usageErrorf("--orders, --relays, --consumers and --inboxes must be at least 1")
+		Inboxes: cf.inboxes, GenRounds: cf.genRounds, Kinds: kinds}
+	if cf.orders < 1 || cf.relays < 1 || cf.consumers < 1 || cf.inboxes < 1 || cf.genRounds < 1 {
+		return c, usageErrorf("--orders, --relays, --consumers, --inboxes and --gen-rounds must be at least 1")
 	}
 	if c.Only, err = nemesis.ParseOnly(cf.only); err != nil {
 		return c, usageErrorf("%v", err)
@@ -52,7 +53,7 @@ func (cf *chaosFlags) config() (nemesis.Config, error) {
 }
 
 // chaosFlagNames are the flags register defines.
-var chaosFlagNames = []string{"duration", "orders", "relays", "consumers", "inboxes", "faults", "only-faults"}
+var chaosFlagNames = []string{"duration", "orders", "relays", "consumers", "inboxes", "gen-rounds", "faults", "only-faults"}
 
 // setWithout returns a chaos flag that was set although ids do not select
 // the chaos scenario ("" when none was).

@@ -106,7 +106,7 @@ orderflow-audit run --db container:mysql:8.4 --kafka container:apache/kafka:4.1.
 		"(default "+container.DefaultKafkaImage+"; an image labelled "+container.LabelBroker+"=kfake runs\n"+
 		"orderflow-audit broker); not with --kafka-brokers")
 	fs.StringVar(&rf.out, "out", "evidence/u80.json", "evidence `file` to write (.json); logs go to the directory beside it named after it")
-	fs.BoolVar(&rf.asJSON, "json", false, "print a machine-readable summary (one JSON object, also on errors) instead of the observation lines")
+	fs.BoolVar(&rf.asJSON, "json", false, "print one JSON object (also on errors) instead of the observation lines")
 	fs.StringVar(&rf.plant, "plant", "", "plant one `BUG` into the system under test (negative control; the evidence says so); "+
 		"docs/negative-controls.md lists them, and so does the error for an unknown one")
 	fs.StringVar(&rf.consumerMode, "consumer-mode", spec.SelectRecord, "how the scenarios that run a consumer run it, a `MODE`: record (one effect transaction and\n"+

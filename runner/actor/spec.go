@@ -14,6 +14,7 @@ import (
 	"github.com/orderflow-audit/orderflow-audit/runner/fault"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra"
 	"github.com/orderflow-audit/orderflow-audit/runner/internal/plant"
+	"github.com/orderflow-audit/orderflow-audit/runner/internal/relay"
 )
 
 // Role is which actor a process runs.
@@ -52,7 +53,7 @@ var (
 // Defaults of Spec.
 const (
 	DefaultListen       = "127.0.0.1:0"
-	DefaultPoll         = 100 * time.Millisecond
+	DefaultPoll         = relay.DefaultPoll
 	DefaultOnceTimeout  = 30 * time.Second
 	shutdownGracePeriod = 5 * time.Second
 )

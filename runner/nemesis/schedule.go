@@ -134,6 +134,10 @@ type Config struct {
 	Inboxes int
 	// Users place the orders (principals user-1 ... user-N).
 	Users int
+	// GenRounds is the size of the generated, model-checked load that
+	// runs beside the orders (runner/genload, seeded with Seed): rounds of
+	// one request of each of its users (default DefaultGenRounds).
+	GenRounds int
 	// Kinds are the fault kinds that may be drawn (default: all).
 	Kinds []Kind
 	// Only keeps the faults with these 1-based numbers of the generated
@@ -168,6 +172,9 @@ func (c *Config) SetDefaults() {
 	if c.Inboxes <= 0 {
 		c.Inboxes = 1
 	}
+	if c.GenRounds <= 0 {
+		c.GenRounds = DefaultGenRounds
+	}
 	if len(c.Kinds) == 0 {
 		c.Kinds = slices.Clone(Kinds)
 	}
@@ -180,6 +187,10 @@ const (
 	MaxRelays    = 8
 	MaxConsumers = 8
 	MaxInboxes   = 4
+	MaxGenRounds = 500
+	// DefaultGenRounds is the generated load's size in chaos: twice the
+	// default suite's generatedLoad (50 rounds), 600 requests of 6 users.
+	DefaultGenRounds = 100
 )
 
 // Validate checks a Config after SetDefaults.
@@ -195,6 +206,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--consumers %d: at most %d", c.Consumers, MaxConsumers)
 	case c.Inboxes > MaxInboxes:
 		return fmt.Errorf("--inboxes %d: at most %d", c.Inboxes, MaxInboxes)
+	case c.GenRounds > MaxGenRounds:
+		return fmt.Errorf("--gen-rounds %d: at most %d", c.GenRounds, MaxGenRounds)
 	}
 	for _, n := range c.Only {
 		if n < 1 && !slices.Equal(c.Only, NoFaults) {

@@ -108,6 +108,10 @@ type Relay interface {
 	Publish(ctx context.Context, c Claimed) (partition int32, offset int64, err error)
 	Mark(ctx context.Context, c Claimed) (rows int64, err error)
 	RunOnce(ctx context.Context) (RelayResult, error)
+	// Run does rounds until ctx ends, waiting poll between rounds that
+	// found nothing (0: the relay's default); it returns nil when ctx
+	// ends.
+	Run(ctx context.Context, poll time.Duration) error
 }
 
 // Consumer is one member of a consumer group that applies records as

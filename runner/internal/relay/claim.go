@@ -55,6 +55,11 @@ func (r *Relay) Claim(ctx context.Context, max int) ([]Claimed, error) {
 			StateBefore:  c.StateBefore,
 			LeaseMS:      evidence.Ptr(r.cfg.Lease.Milliseconds()),
 			Batch:        evidence.Ptr(int64(max)),
+			// The round's bounds: its publish ends within the timeout
+			// (spec.PublishRoundSlack), and a polling relay claims a
+			// committed intent within its poll (spec.ClaimWaitSlack).
+			PublishTimeoutMS: evidence.Ptr(r.publishTimeoutMS()),
+			PollMS:           r.pollMS(),
 		}); err != nil {
 			return claims, fmt.Errorf("claim: record claim of %s: %w", c.EventID, err)
 		}

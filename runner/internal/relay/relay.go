@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -41,6 +42,10 @@ const (
 	DefaultPublishTimeout = 10 * time.Second
 	DefaultBatch          = 16
 	DefaultActor          = "relay"
+	// DefaultPoll is Run's wait between rounds that found nothing to
+	// claim: a committed intent waits at most about that long for a live,
+	// idle relay (spec.ClaimWaitSlack bounds the rest).
+	DefaultPoll = 100 * time.Millisecond
 )
 
 // Config configures a Relay. Zero values take the documented defaults.
@@ -135,6 +140,9 @@ func randomHex(n int) string {
 // one Relay is one claim_id: run two Relays to model two relay processes.
 type Relay struct {
 	cfg Config
+	// polling is the poll of a Run in progress in milliseconds (0: the
+	// relay runs rounds only when told, RunOnce): its claims say it.
+	polling atomic.Int64
 }
 
 // New checks cfg and returns a Relay.
@@ -307,8 +315,10 @@ func (r *Relay) hit(p fault.Point, c Claimed, res *Result) error {
 // error (including a simulated crash) otherwise.
 func (r *Relay) Run(ctx context.Context, poll time.Duration) error {
 	if poll <= 0 {
-		poll = 100 * time.Millisecond
+		poll = DefaultPoll
 	}
+	r.polling.Store(max(poll.Milliseconds(), 1))
+	defer r.polling.Store(0)
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
@@ -332,6 +342,14 @@ func (r *Relay) Run(ctx context.Context, poll time.Duration) error {
 	}
 }
 
+// pollMS is the poll a claim logs (poll_ms): Run's, nil outside Run.
+func (r *Relay) pollMS() *int64 {
+	if ms := r.polling.Load(); ms > 0 {
+		return &ms
+	}
+	return nil
+}
+
 // ExpireLease ages the live lease of eventID by SQL (lease_until = NOW(6) -
 // 1s, only while the row is CLAIMED), as the clock would after its holder
 // died. It emits nothing: the scenario that ages the lease records the
@@ -347,4 +365,10 @@ func ExpireLease(ctx context.Context, db *sql.DB, eventID string) (rows int64, e
 		return 0, fmt.Errorf("expire lease of %s: rows affected: %w", eventID, err)
 	}
 	return rows, nil
+}
+
+// publishTimeoutMS is the publish timeout a claim logs
+// (publish_timeout_ms), at least 1 ms.
+func (r *Relay) publishTimeoutMS() int64 {
+	return max(r.cfg.PublishTimeout.Milliseconds(), 1)
 }

@@ -563,3 +563,13 @@ func TestSimultaneousClaimsSplitTheRows(t *testing.T) {
 		}
 	}
 }
+
+// TestDefaultPollWithinSpec: the relay's default poll is the one spec
+// promises (spec.RelayPoll, which witness-claim-wait holds the evidence
+// to): a longer default breaks every polling relay's liveness bound, and
+// the actor process takes this default.
+func TestDefaultPollWithinSpec(t *testing.T) {
+	if relay.DefaultPoll <= 0 || relay.DefaultPoll > spec.RelayPoll {
+		t.Errorf("DefaultPoll = %v; want in (0, spec.RelayPoll = %v]", relay.DefaultPoll, spec.RelayPoll)
+	}
+}
