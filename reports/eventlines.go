@@ -38,9 +38,12 @@ func eventLines(e logEvent, a, over string, fn footnoter) []string {
 	case evidence.KindOrderCommitted:
 		label := fmt.Sprintf("commit order %s + %s, stock %s", i64(e.OrderID), e.EventID, i64(e.Stock))
 		if e.OrderID != nil && e.EventID == evidence.EventIDFor(*e.OrderID) && len(label) > 48 {
-			// Order ids of ten digits (the generated load's, past 2^31):
-			// the intent's id repeats the order's.
+			// Long order ids (the generated load's, past 2^53): the
+			// intent's id repeats the order's.
 			label = fmt.Sprintf("commit order %s + intent, stock %s", i64(e.OrderID), i64(e.Stock))
+			if len(label) > 48 {
+				label = fmt.Sprintf("order %s + intent, stock %s", i64(e.OrderID), i64(e.Stock))
+			}
 		}
 		return msg(a, "->>", aliasDB, label)
 	case evidence.KindOutboxWritten:

@@ -69,20 +69,23 @@ func (p *printer) proofLists(row evidence.ProofRow) {
 }
 
 // proofNotRun pairs each not-run entry with what it leaves unproven (the
-// matrix lists them in the same order) and says what it would need.
+// matrix lists them in the same order), in view, and says, folded under
+// them, what each would need (the report's own advice, which a reader
+// looks up rather than reads first).
 func (p *printer) proofNotRun(row evidence.ProofRow) {
 	if len(row.Had) == 0 {
 		p.printf("Nothing: every selected scenario and every fault class this tool knows of ran.\n\n")
 		return
 	}
 	paired := len(row.Had) == len(row.CannotInfer)
+	var needs []string
 	for i, had := range row.Had {
 		item := p.linkScenarios(had)
 		if paired {
 			item += ". It leaves unproven: " + inline(withoutLabel(row.CannotInfer[i], had))
 		}
 		if n := p.needs(had); n != "" {
-			item += " *(report: it would need " + n + ")*"
+			needs = append(needs, strings.TrimPrefix(p.linkScenarios(had), "NOT RUN: ")+": "+n)
 		}
 		p.printf("- %s\n", item)
 	}
@@ -90,6 +93,13 @@ func (p *printer) proofNotRun(row evidence.ProofRow) {
 	if !paired {
 		p.printf("What that leaves unproven:\n\n")
 		p.bullets(row.CannotInfer, inline)
+	}
+	if len(needs) > 0 {
+		p.printf("<details><summary>What each would need <i>(report)</i> (%d)</summary>\n\n", len(needs))
+		for _, n := range needs {
+			p.printf("- %s\n", n)
+		}
+		p.printf("\n</details>\n\n")
 	}
 }
 
