@@ -323,6 +323,7 @@ func (c *Consumer) commitBatch(ctx context.Context, recs []*kgo.Record) error {
 	}
 	for _, k := range order {
 		c.count(func(s *Stats) { s.OffsetsCommitted++ })
+		c.settled(k.topic, k.part, next[k])
 		if err := c.emit(evidence.Event{
 			Kind: evidence.KindOffsetCommit, Topic: k.topic, Partition: evidence.Ptr(k.part),
 			Offset: evidence.Ptr(next[k]), Consumer: c.cfg.Group,

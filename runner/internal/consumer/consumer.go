@@ -171,6 +171,11 @@ type Consumer struct {
 	// from there, the offset its next record must have (rewind, resumed;
 	// under mu).
 	resume map[topicPart]int64
+	// committed holds, for each partition this member committed an
+	// offset of and still owns, the offset it committed (the next
+	// record's; under mu): a rewind of an interrupted batch goes no
+	// further back (unsettled).
+	committed map[topicPart]int64
 }
 
 // topicPart names a partition.
@@ -363,6 +368,7 @@ func (c *Consumer) commitOffset(ctx context.Context, r *kgo.Record) error {
 		return c.commitFailed([]*kgo.Record{r}, err)
 	}
 	c.count(func(s *Stats) { s.OffsetsCommitted++ })
+	c.settled(r.Topic, r.Partition, next)
 	return c.emit(evidence.Event{
 		Kind:      evidence.KindOffsetCommit,
 		Topic:     r.Topic,

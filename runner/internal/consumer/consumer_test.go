@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -408,6 +409,51 @@ func TestRunChainEndToEnd(t *testing.T) {
 // (the first again, absorbed by the inbox), and commits the end. Without
 // the rewind the client's position was past them: the next poll found
 // nothing, and the records were never settled.
+// TestPollInterruptedKeepsCommits: a poll whose time runs out after it
+// committed the offsets of its batch's first records rewinds only to the
+// first record it did not commit past; going back to the batch's first
+// would replay settled records and commit an earlier offset after a later
+// one (offset-backwards, found by the call sweep).
+func TestPollInterruptedKeepsCommits(t *testing.T) {
+	b := setup(t)
+	b.produce(t, 1, 2, 3)
+	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
+	defer cancel()
+	inj := &fault.Injector{}
+	hits := 0
+	inj.ArmFunc(spec.AfterEffectBeforeOffsetCommit, 3, func() error {
+		if hits++; hits == 3 { // the third record's, after two offsets were committed
+			cancel()
+			return ctx.Err()
+		}
+		return nil
+	})
+	c := b.consumer(t, "consumer-1", func(cfg *consumer.Config) { cfg.Faults = inj })
+	for ctx.Err() == nil {
+		if _, err := c.PollOnce(ctx); err != nil && ctx.Err() == nil {
+			t.Fatalf("first poll: %v", err)
+		}
+	}
+	if hits < 3 {
+		t.Fatalf("the poll ended before the third record (%d hits): the three records were not one batch", hits)
+	}
+	if s, err := c.PollUntil(deadline(t, 15*time.Second), func(s consumer.Stats) bool { return s.Effects >= 3 && s.OffsetsCommitted >= 3 }); err != nil {
+		t.Fatalf("polled again: %v (stats %+v)", err, s)
+	}
+	var offsets []int64
+	for _, e := range evidencetest.Of(b.events(t), evidence.KindOffsetCommit) {
+		offsets = append(offsets, *e.Offset)
+	}
+	if !slices.IsSorted(offsets) || len(offsets) == 0 || offsets[len(offsets)-1] != 3 {
+		t.Errorf("offset_commit offsets %v; want them never going back, ending at 3", offsets)
+	}
+	for id := 1; id <= 3; id++ {
+		if n := count(t, b.DB, `SELECT COUNT(*) FROM notification WHERE event_id = ?`, evidence.EventIDFor(int64(id))); n != 1 {
+			t.Errorf("notifications of e-%d = %d; want 1", id, n)
+		}
+	}
+}
+
 func TestPollInterruptedRewinds(t *testing.T) {
 	for _, batch := range []bool{false, true} {
 		t.Run(fmt.Sprintf("batch=%v", batch), func(t *testing.T) {

@@ -27,7 +27,8 @@ const RetryBackoff = 20 * time.Millisecond
 // without an error after RetryBackoff. A failed fetch (the client's or
 // the call hook's) is recorded (a fault event at call-failed) and
 // returned after the records polled with it were handled. When ctx ends
-// inside the batch, its partitions are rewound to its first records, so
+// inside the batch, its partitions are rewound to its first records not
+// committed past (those it settled are not handled again), so
 // that a member polled again does not go on past records it did not
 // settle. Any other error (a simulated crash,
 // a bad record, a database or commit error) stops it with the rest of the
@@ -64,9 +65,10 @@ func (c *Consumer) PollOnce(ctx context.Context) (Stats, error) {
 			// The poll's time ran out inside the batch, and the member
 			// may be polled again: the client's position is past
 			// records it did not settle, so it goes back to the batch's
-			// first (those it did settle come again, and the inbox
-			// absorbs them).
-			c.rewind(recs)
+			// first it did not commit past (unsettled): going back
+			// over a committed one would, when it is replayed, commit
+			// an earlier offset after a later one.
+			c.rewind(c.unsettled(recs))
 		}
 		return c.Stats().sub(before), err
 	}
@@ -205,8 +207,35 @@ func (c *Consumer) forget(parts map[string][]int32) {
 	for t, ps := range parts {
 		for _, p := range ps {
 			delete(c.resume, topicPart{t, p})
+			delete(c.committed, topicPart{t, p})
 		}
 	}
+}
+
+// settled records that this member committed next on a partition.
+func (c *Consumer) settled(topic string, part int32, next int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.committed == nil {
+		c.committed = map[topicPart]int64{}
+	}
+	c.committed[topicPart{topic, part}] = next
+}
+
+// unsettled returns the records of recs at or past the offset this
+// member committed on their partition: those of a batch cut short that
+// it did not settle.
+func (c *Consumer) unsettled(recs []*kgo.Record) []*kgo.Record {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := recs[:0:0]
+	for _, r := range recs {
+		if next, ok := c.committed[topicPart{r.Topic, r.Partition}]; ok && r.Offset < next {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // PollUntil polls until done(Stats()) holds, and returns the total stats.
