@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -124,7 +125,7 @@ var healProof = map[nemesis.Kind]*regexp.Regexp{
 func checkFaultsHappened(t *testing.T, events []evidence.Event) {
 	t.Helper()
 	seen := map[nemesis.Kind]bool{}
-	for i, e := range events {
+	for _, e := range events {
 		kind := nemesis.Kind(strings.TrimPrefix(e.Point, "nemesis-"))
 		switch e.Kind {
 		case evidence.KindFault:
@@ -133,7 +134,7 @@ func checkFaultsHappened(t *testing.T, events []evidence.Event) {
 				t.Errorf("fault %s: %q does not show it happened", kind, e.Detail)
 			}
 			if kind == nemesis.Kill {
-				checkKilledAndRestarted(t, e, events[i+1:])
+				checkKilledAndRestarted(t, e, events)
 			}
 		case evidence.KindHeal:
 			if p := healProof[kind]; p != nil && !p.MatchString(e.Detail) {
@@ -148,17 +149,20 @@ func checkFaultsHappened(t *testing.T, events []evidence.Event) {
 	}
 }
 
-// checkKilledAndRestarted: after "SIGKILL to X (pid P)" the supervisor saw
-// P end by signal 9 and started the slot again.
-func checkKilledAndRestarted(t *testing.T, fault evidence.Event, after []evidence.Event) {
+// checkKilledAndRestarted: for "SIGKILL to X (pid P)" the supervisor saw
+// P end by signal 9 and started the slot again. The supervisor can note
+// the exit before the nemesis notes its fault (a loaded machine runs the
+// waiter first), so the exit is looked for among all events, by pid.
+func checkKilledAndRestarted(t *testing.T, fault evidence.Event, events []evidence.Event) {
 	t.Helper()
 	m := regexp.MustCompile(`SIGKILL to (\S+) \(pid (\d+)\)`).FindStringSubmatch(fault.Detail)
 	if m == nil {
 		return
 	}
 	ended, restarted := false, false
-	for _, e := range after {
-		if e.Kind == evidence.KindProcessExit && e.Target == m[1] && e.PID != nil && strings.Contains(e.Detail, "signal 9") {
+	for _, e := range events {
+		if e.Kind == evidence.KindProcessExit && e.Target == m[1] && e.PID != nil && strconv.FormatInt(*e.PID, 10) == m[2] &&
+			strings.Contains(e.Detail, "signal 9") {
 			ended = true
 		}
 		if ended && e.Kind == evidence.KindProcessStart && strings.HasPrefix(e.Target, strings.SplitN(m[1], ".", 2)[0]+".") {
