@@ -133,20 +133,9 @@ func (m *Model) contractStep(r *ClientRequest, st *contractState, truncated bool
 		off("answered %d, the contract allows %s", r.Status, statusText(allowed))
 		return
 	}
-	if r.Status != 201 {
-		return
+	if r.Status == 201 {
+		m.acceptCreated(r, st, pk, principal, order, off, truncated)
 	}
-	switch {
-	case r.OrderID == nil:
-		off("answered 201 without an order")
-		return
-	case st.created[*r.OrderID] != "":
-		off("answered 201 with order %d, which another request created", *r.OrderID)
-		return
-	}
-	st.records[pk] = &keyRecord{req: order, orderID: *r.OrderID, answer: r.BodySHA256}
-	st.created[*r.OrderID] = pk
-	m.contractOrder(*r.OrderID, principal, order, r.src, truncated)
 }
 
 // placeAnswers are the answers the contract allows a valid request with

@@ -79,9 +79,17 @@ func (m *Model) uncertainStep(r *ClientRequest, st *contractState, pk, principal
 		off("answered %d, the contract allows %s (a request of this key before had no answer)", r.Status, statusText(allowed))
 		return
 	}
-	if r.Status != 201 {
-		return
+	if r.Status == 201 {
+		m.acceptCreated(r, st, pk, principal, order, off, truncated)
 	}
+}
+
+// acceptCreated takes a 201 answer to a valid request of key pk, which
+// had no record: the order it names becomes the key's record, and its
+// candidates (uncertainStep) are settled; an answer naming no order, or
+// one another request created, is off the contract.
+func (m *Model) acceptCreated(r *ClientRequest, st *contractState, pk, principal string, order contractOrder,
+	off func(string, ...any), truncated bool) {
 	switch {
 	case r.OrderID == nil:
 		off("answered 201 without an order")
