@@ -35,8 +35,9 @@ const (
 	MaxFileBytes = 64 << 20
 	// MaxMetadataBytes bounds one JSON file (topics.json, a snapshot).
 	MaxMetadataBytes = 4 << 20
-	// MaxDataBytes bounds all files together: the reader holds them in
-	// memory, and so does the broker that serves the copy.
+	// MaxDataBytes bounds all files together: the reader holds the
+	// segments in memory (an uncompressed batch's records are read in
+	// place).
 	MaxDataBytes = 256 << 20
 	// MaxBatchBytes bounds one record batch's records once decompressed
 	// (Kafka's default message size limit is 1 MiB).
@@ -51,12 +52,12 @@ const (
 )
 
 // The files kfake writes at the top of its data directory (persist.go,
-// saveToDisk and saveSessionState), and whether the copy it loads gets
-// them. The reader needs the topics, their partitions and the groups'
-// committed offsets; the others configure a live broker (ACLs, SASL users,
-// quotas, broker configs, producer ids and sequence windows, members'
-// sessions). Those are checked (size, framing, JSON) like the rest but
-// withheld from kfake, so that none of their bytes reaches its code.
+// saveToDisk and saveSessionState), and whether the reader uses them. It
+// needs the topics, their partitions and the groups' committed offsets;
+// the others configure a live broker (ACLs, SASL users, quotas, broker
+// configs, producer ids and sequence windows, members' sessions). Those
+// are checked (size, framing, JSON) like the rest but not used (nor given
+// to kfake by the tests' oracle).
 var topFiles = map[string]bool{
 	"meta.json":           true,
 	"topics.json":         true,
@@ -87,14 +88,27 @@ const maxGroupName = 1024
 
 var crc32c = crc32.MakeTable(crc32.Castagnoli)
 
-// dataPlan is a checked data directory: the files of the copy kfake will
-// load (slash paths, in creation order, parents first) and each
-// partition's snapshot, to hold the log read against.
+// dataPlan is a checked data directory: what the reader decodes (the
+// topics, each partition's snapshot and batches, the replayed commits)
+// and, for the tests' kfake oracle, the files of the copy kfake loads
+// (slash paths, in creation order, parents first).
 type dataPlan struct {
+	// keep: the plan keeps dirs and files, the copy kfake would load
+	// (only the tests' kfake oracle asks for it; the reader decodes the
+	// batches itself and writes nothing).
+	keep  bool
 	dirs  []string
 	files []planFile
 	snaps map[string][]diskSnapshot
-	size  int64 // bytes of the files read
+	// topics are the topics of topics.json as checked, and batches each
+	// partition's record batches (topic -> partition -> batches, in
+	// offset order) with their records decompressed.
+	topics  []diskTopic
+	batches map[string][][]batch
+	// commits replays groups.log as kfake does: each group's latest
+	// commit per topic and partition, a delete removing it.
+	commits map[string]map[string]map[int32]int64
+	size    int64 // bytes of the files read
 	// records counts the records of every batch, as checked: how many
 	// the log read back can hold, at most (a capacity it may reserve).
 	records int64
@@ -115,6 +129,9 @@ type checker struct {
 	nfiles  int
 	decoded int64
 	records int64
+	keep    bool
+	// cur gathers the batches of the partition being checked.
+	cur []batch
 }
 
 func damaged(name, format string, args ...any) error {
@@ -219,14 +236,15 @@ func decodeStrict(name string, b []byte, v any) error {
 }
 
 // planDataFS checks a kfake data directory held by fsys against the layout
-// kfake writes and the limits above, and returns the copy to give kfake.
-// Nothing is trusted: every path must be one kfake writes, every count is
-// checked against the limits before anything is sized from it, and every
-// segment is parsed batch by batch (CRC, offsets, records), so that kfake
-// loads the copy without a repair, a warning or a panic in its own
-// goroutines.
-func planDataFS(ctx context.Context, fsys fs.FS) (p *dataPlan, err error) {
-	c := &checker{ctx: ctx, fsys: fsys}
+// kfake writes and the limits above, and returns what decodePlan reads
+// (with keep, also the copy to give kfake). Nothing is trusted: every
+// path must be one kfake writes, every count is checked against the
+// limits before anything is sized from it, and every segment is parsed
+// batch by batch (CRC, offsets, records, decompressed sizes), so that
+// neither decodePlan nor kfake loading the copy meets a repair, a
+// warning or a panic.
+func planDataFS(ctx context.Context, fsys fs.FS, keep bool) (p *dataPlan, err error) {
+	c := &checker{ctx: ctx, fsys: fsys, keep: keep}
 	defer func() {
 		if r := recover(); r != nil {
 			p, err = nil, damaged(c.at, "panic while checking: %v", r)
@@ -236,7 +254,8 @@ func planDataFS(ctx context.Context, fsys fs.FS) (p *dataPlan, err error) {
 }
 
 func (c *checker) plan() (*dataPlan, error) {
-	p := &dataPlan{snaps: map[string][]diskSnapshot{}}
+	p := &dataPlan{keep: c.keep, snaps: map[string][]diskSnapshot{}, batches: map[string][][]batch{},
+		commits: map[string]map[string]map[int32]int64{}}
 	top, err := c.readDir(".", len(topFiles)+1)
 	if err != nil {
 		return nil, err
@@ -283,6 +302,7 @@ func (c *checker) plan() (*dataPlan, error) {
 		clean.Topics = append(clean.Topics, t)
 	}
 	p.add("topics.json", mustJSON(clean))
+	p.topics = clean.Topics
 
 	for _, name := range []string{"groups.log", "pids.log"} {
 		if _, ok := present[name]; !ok {
@@ -292,7 +312,11 @@ func (c *checker) plan() (*dataPlan, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := checkEntryLog(name, b, name == "groups.log"); err != nil {
+		var replay func(diskGroupEntry)
+		if name == "groups.log" {
+			replay = p.replay
+		}
+		if err := checkEntryLog(name, b, replay); err != nil {
 			return nil, err
 		}
 		if present[name] {
@@ -321,7 +345,33 @@ func (c *checker) plan() (*dataPlan, error) {
 }
 
 func (p *dataPlan) add(name string, data []byte) {
-	p.files = append(p.files, planFile{name, data})
+	if p.keep {
+		p.files = append(p.files, planFile{name, data})
+	}
+}
+
+// replay applies one checked groups.log entry the way kfake's load does
+// (replayGroupsLog): a commit replaces the group's offset for its topic
+// and partition, a delete removes it; the other entries hold no offset.
+func (p *dataPlan) replay(e diskGroupEntry) {
+	switch e.Type {
+	case "commit":
+		g := p.commits[e.Group]
+		if g == nil {
+			g = map[string]map[int32]int64{}
+			p.commits[e.Group] = g
+		}
+		if g[e.Topic] == nil {
+			g[e.Topic] = map[int32]int64{}
+		}
+		g[e.Topic][e.Part] = e.Offset
+	case "delete":
+		delete(p.commits[e.Group][e.Topic], e.Part)
+	case "meta", "meta848":
+		if p.commits[e.Group] == nil {
+			p.commits[e.Group] = map[string]map[int32]int64{}
+		}
+	}
 }
 
 func mustJSON(v any) []byte {
@@ -389,6 +439,7 @@ func (c *checker) checkPartitions(p *dataPlan, topics []diskTopic, hasParts bool
 	for _, t := range topics {
 		total += t.Partitions
 		p.snaps[t.Name] = make([]diskSnapshot, t.Partitions) // bounded by MaxPartitions above
+		p.batches[t.Name] = make([][]batch, t.Partitions)
 		for n := range t.Partitions {
 			want[fmt.Sprintf("%s-%d", t.Name, n)] = true
 		}
@@ -419,11 +470,13 @@ func (c *checker) checkPartitions(p *dataPlan, topics []diskTopic, hasParts bool
 	for _, t := range topics {
 		for n := range t.Partitions {
 			dir := path.Join("partitions", fmt.Sprintf("%s-%d", t.Name, n))
+			c.cur = nil
 			snap, err := c.checkPartition(p, dir)
 			if err != nil {
 				return err
 			}
 			p.snaps[t.Name][n] = snap
+			p.batches[t.Name][n] = c.cur
 		}
 	}
 	return nil

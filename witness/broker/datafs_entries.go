@@ -11,8 +11,10 @@ const entryHeader = 10
 
 // checkEntryLog checks the framing of an append log to its last byte
 // (kfake would drop a damaged tail with only a warning) and, for
-// groups.log, that each entry is a group entry kfake knows.
-func checkEntryLog(name string, raw []byte, groups bool) error {
+// groups.log (replay not nil), that each entry is a group entry kfake
+// knows; replay is given each checked group entry in order.
+func checkEntryLog(name string, raw []byte, replay func(diskGroupEntry)) error {
+	groups := replay != nil
 	names := map[string]bool{}
 	n := 0
 	for pos := 0; pos < len(raw); n++ {
@@ -45,6 +47,7 @@ func checkEntryLog(name string, raw []byte, groups bool) error {
 				return limited(name, "more than %d groups", MaxGroups)
 			}
 			names[e.Group] = true
+			replay(e)
 		} else if !json.Valid(body[2:]) {
 			return damaged(name, "entry at %d is not JSON", pos)
 		}

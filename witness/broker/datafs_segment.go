@@ -193,9 +193,13 @@ func (c *checker) checkSegment(p *dataPlan, dir string, base int64, hasIdx bool)
 		if first < s.next || delta < 0 || first > math.MaxInt64-delta-1 || n < 0 || n > delta+1 {
 			return s, damaged(name, "batch at %d: offsets [%d, +%d] with %d records, after offset %d", pos, first, delta, n, s.next)
 		}
-		if err := c.checkRecords(name, pos, attrs&attrCodecMask, b[batchHeader:], n); err != nil {
+		recs, err := c.checkRecords(name, pos, attrs&attrCodecMask, b[batchHeader:], n)
+		if err != nil {
 			return s, err
 		}
+		c.cur = append(c.cur, batch{file: name, pos: pos, first: first, last: first + delta, attrs: attrs,
+			firstTS: int64(binary.BigEndian.Uint64(b[27:])), maxTS: int64(binary.BigEndian.Uint64(b[35:])),
+			n: int(n), recs: recs})
 		if s.first < 0 {
 			s.first = first
 		}
@@ -232,8 +236,8 @@ func (c *checker) checkSegment(p *dataPlan, dir string, base int64, hasIdx bool)
 // counts them: the count must be what the batch declares. Only the codecs
 // the run's producers write (none, snappy) are read; for snappy the
 // decoded length each block declares is checked before anything is
-// decoded.
-func (c *checker) checkRecords(name string, pos int, codec uint16, recs []byte, n int64) error {
+// decoded. It returns the records' bytes, decompressed.
+func (c *checker) checkRecords(name string, pos int, codec uint16, recs []byte, n int64) ([]byte, error) {
 	var size int64
 	switch codec {
 	case codecNone:
@@ -241,40 +245,41 @@ func (c *checker) checkRecords(name string, pos int, codec uint16, recs []byte, 
 	case codecSnappy:
 		l, err := snappyDecodedLen(recs)
 		if err != nil {
-			return damaged(name, "batch at %d: %v", pos, err)
+			return nil, damaged(name, "batch at %d: %v", pos, err)
 		}
 		size = l
 	default:
-		return damaged(name, "batch at %d: compression codec %d (the reader accepts none and snappy)", pos, codec)
+		return nil, damaged(name, "batch at %d: compression codec %d (the reader accepts none and snappy)", pos, codec)
 	}
 	if size > MaxBatchBytes {
-		return limited(name, "batch at %d decompresses to %d bytes, more than %d", pos, size, MaxBatchBytes)
+		return nil, limited(name, "batch at %d decompresses to %d bytes, more than %d", pos, size, MaxBatchBytes)
 	}
 	if c.decoded+size > MaxDecodedBytes {
-		return limited(name, "the records decompress to more than %d bytes", MaxDecodedBytes)
+		return nil, limited(name, "the records decompress to more than %d bytes", MaxDecodedBytes)
 	}
 	c.decoded += size
 	if codec == codecSnappy {
 		out, err := kgo.DefaultDecompressor().Decompress(recs, kgo.CodecSnappy)
 		if err != nil || int64(len(out)) != size {
-			return damaged(name, "batch at %d: snappy: %d bytes decoded of %d declared: %v", pos, len(out), size, err)
+			return nil, damaged(name, "batch at %d: snappy: %d bytes decoded of %d declared: %v", pos, len(out), size, err)
 		}
 		recs = out
 	}
+	out := recs
 	var count int64
 	for len(recs) > 0 {
 		l, k := binary.Varint(recs)
 		if k <= 0 || l < 0 || l > int64(len(recs)-k) {
-			return damaged(name, "batch at %d: record %d is cut or has a bad length", pos, count)
+			return nil, damaged(name, "batch at %d: record %d is cut or has a bad length", pos, count)
 		}
 		recs = recs[k+int(l):]
 		count++
 	}
 	if count != n {
-		return damaged(name, "batch at %d declares %d records and holds %d", pos, n, count)
+		return nil, damaged(name, "batch at %d declares %d records and holds %d", pos, n, count)
 	}
 	c.records += count
-	return nil
+	return out, nil
 }
 
 // xerialMagic opens snappy in the xerial framing (Java's producer); a

@@ -10,10 +10,11 @@
 //   - ReadDataFS (and ReadDataDir, its wrapper for a directory): the data
 //     directory an embedded kfake broker persisted (kfake.DataDir). Every
 //     file is checked against kfake's layout and the reader's limits
-//     (MaxTopics, MaxPartitions, MaxFileBytes, ...), then a private copy
-//     of the checked bytes is served by a kfake cluster on a loopback port
-//     and read with the same client code as a real cluster; the evidence
-//     is never written to, and kfake never sees an unchecked byte.
+//     (MaxTopics, MaxPartitions, MaxFileBytes, ...), then the checked
+//     record batches are decoded (kmsg, as a client decodes them) and
+//     groups.log replayed as kfake replays it; nothing is written and no
+//     broker started. The tests hold the result to kfake serving the
+//     same directory to a client.
 //   - Read: any reachable cluster, live.
 //   - Dump writes a live cluster's log as a JSON Lines file into a witness
 //     directory, and ReadDump reads it back, so that an external broker's
@@ -29,9 +30,10 @@ import (
 
 // Errors the readers wrap (test with errors.Is).
 var (
-	// ErrDamaged: the kfake data directory is damaged: kfake reported
-	// corrupt or cut-short files while loading it (it would otherwise
-	// drop the damaged tail silently and serve a shorter log).
+	// ErrDamaged: the kfake data directory is damaged: a file is not
+	// what kfake writes, is cut short, fails a checksum or disagrees
+	// with another (kfake itself would drop a damaged tail silently and
+	// serve a shorter log).
 	ErrDamaged = errors.New("broker data damaged")
 	// ErrLimit: the kfake data directory exceeds one of the reader's
 	// limits (MaxTopics, MaxPartitions, MaxFileBytes, ...), or a dump

@@ -8,11 +8,9 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -240,29 +238,46 @@ const maxHeaderNames = 256
 func (hs *headerSlab) convert(r *kgo.Record) Record {
 	out := Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value,
 		Timestamp: time.UnixMilli(r.Timestamp.UnixMilli()).UTC()}
-	n := len(r.Headers)
-	if n == 0 {
+	if len(r.Headers) == 0 {
 		return out
 	}
+	at := hs.reserve(len(r.Headers))
+	for _, h := range r.Headers {
+		hs.push(h.Key, h.Value)
+	}
+	out.Headers = hs.since(at)
+	return out
+}
+
+// reserve makes room for n headers in one block and returns where they
+// begin.
+func (hs *headerSlab) reserve(n int) int {
 	if cap(hs.block)-len(hs.block) < n {
 		hs.block = make([]Header, 0, max(n, 1024))
 	}
-	at := len(hs.block)
-	for _, h := range r.Headers {
-		name, ok := hs.names[h.Key]
-		if !ok {
-			name = h.Key
-			if hs.names == nil {
-				hs.names = map[string]string{}
-			}
-			if len(hs.names) < maxHeaderNames {
-				hs.names[name] = name
-			}
+	return len(hs.block)
+}
+
+// push adds one header, its name kept once (a name seen first is
+// copied, so that it owns its bytes).
+func (hs *headerSlab) push(key string, value []byte) {
+	name, ok := hs.names[key]
+	if !ok {
+		name = strings.Clone(key)
+		if hs.names == nil {
+			hs.names = map[string]string{}
 		}
-		hs.block = append(hs.block, Header{Key: name, Value: h.Value})
+		if len(hs.names) < maxHeaderNames {
+			hs.names[name] = name
+		}
 	}
-	out.Headers = hs.block[at : at+n : at+n]
-	return out
+	hs.block = append(hs.block, Header{Key: name, Value: value})
+}
+
+// since returns the headers pushed since at (reserve's answer).
+func (hs *headerSlab) since(at int) []Header {
+	n := len(hs.block)
+	return hs.block[at:n:n]
 }
 
 // ReadDataDir reads the log an embedded kfake broker persisted in dir: it
@@ -286,21 +301,17 @@ func ReadDataDir(ctx context.Context, dir string, sel Selection) (*Log, error) {
 // which holds the files of its data directory (meta.json at the root).
 //
 // kfake trusts its directory: it sizes tables from the counts it declares,
-// follows what it names and "repairs" a damaged file by cutting it. So
-// before kfake sees a byte, every file is checked against the layout
-// kfake writes and the limits (MaxTopics, MaxPartitions, MaxFileBytes,
-// ...): a path kfake does not write, an illegal topic name, a count over
-// a limit, a segment whose batches do not parse or disagree with the
-// partition's snapshot, or a framed log with a damaged entry is refused
-// with ErrDamaged or ErrLimit, naming the file. The checked bytes are then
-// written to a private directory (os.TempDir()/ofa-kfake-read-<pid>-*,
-// mode 0700, each file created anew), served by a kfake cluster on a
-// loopback port, read with Read, and the directory removed on every way
-// out. Copies left by a process that was killed are removed on the next
-// read. A warning kfake logs while loading is ErrDamaged, and so is a
-// partition whose high watermark or log start offset differs from its
-// snapshot (a segment cut at a batch boundary, or a broker not closed
-// cleanly); the snapshots are read from fsys's bytes.
+// follows what it names and "repairs" a damaged file by cutting it. The
+// reader trusts nothing: every file is checked against the layout kfake
+// writes and the limits (MaxTopics, MaxPartitions, MaxFileBytes, ...); a
+// path kfake does not write, an illegal topic name, a count over a limit,
+// a segment whose batches do not parse (CRC, framing, record count,
+// decompressed size) or disagree with the partition's snapshot, or a
+// framed log with a damaged entry is refused with ErrDamaged or ErrLimit,
+// naming the file. The log is then decoded from the checked batches and
+// the replayed groups.log (decodePlan), as a consumer reading the broker
+// back would see it; nothing is written, no broker is started. The tests
+// hold this reader to kfake's own reading of the same directories.
 func ReadDataFS(ctx context.Context, fsys fs.FS, sel Selection) (*Log, error) {
 	log, err := readDataFS(ctx, fsys, sel)
 	if err != nil {
@@ -309,120 +320,13 @@ func ReadDataFS(ctx context.Context, fsys fs.FS, sel Selection) (*Log, error) {
 	return log, nil
 }
 
-// testHookCopied, when set (tests), is called with the private copy's
-// directory once it is written, before kfake loads it.
-var testHookCopied func(dir string)
-
 func readDataFS(ctx context.Context, fsys fs.FS, sel Selection) (*Log, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	plan, err := planDataFS(ctx, fsys)
+	plan, err := planDataFS(ctx, fsys, false)
 	if err != nil {
 		return nil, err
 	}
-	tmp, err := makeTempDir()
-	if err != nil {
-		return nil, fmt.Errorf("private copy: %w", err)
-	}
-	defer os.RemoveAll(tmp)
-	if err := plan.write(tmp); err != nil {
-		return nil, err
-	}
-	if testHookCopied != nil {
-		testHookCopied(tmp)
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	warn := &warnings{}
-	c, err := loadCluster(tmp, warn)
-	if err != nil {
-		return nil, err
-	}
-	defer c.Close()
-	if w := warn.take(); len(w) > 0 {
-		return nil, fmt.Errorf("%w: %s", ErrDamaged, strings.Join(w, "; "))
-	}
-	// Batches were checked against MaxBatchBytes: the client need not
-	// accept more (its default is 1 GiB).
-	log, err := read(ctx, c.ListenAddrs(), sel, plan.records, kgo.MaxDecompressBatchBytes(MaxBatchBytes))
-	if err != nil {
-		return nil, err
-	}
-	if w := warn.take(); len(w) > 0 {
-		return nil, fmt.Errorf("%w: %s", ErrDamaged, strings.Join(w, "; "))
-	}
-	if err := checkSnapshots(plan.snaps, log); err != nil {
-		return nil, err
-	}
-	return log, nil
-}
-
-// loadCluster starts a kfake cluster on the private copy in dir. kfake
-// loads on this goroutine (its partitions in goroutines of its own, which
-// planDataFS's checks keep from panicking); a panic here is recovered
-// into ErrDamaged.
-func loadCluster(dir string, warn *warnings) (c *kfake.Cluster, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			c, err = nil, fmt.Errorf("%w: kfake panicked loading the checked copy: %v", ErrDamaged, r)
-		}
-	}()
-	c, err = kfake.NewCluster(kfake.DataDir(dir), kfake.NumBrokers(1), kfake.WithLogger(warn),
-		// Reading must not expire anything, however old the evidence: ten
-		// years (kfake turns these into time.Duration, so no larger).
-		kfake.BrokerConfigs(map[string]string{
-			"offsets.retention.minutes":           "5256000",
-			"offsets.retention.check.interval.ms": "315360000000",
-			"log.retention.ms":                    "-1",
-		}))
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrDamaged, err)
-	}
-	return c, nil
-}
-
-// checkSnapshots holds each partition read against the snapshot kfake
-// wrote when it closed (partitions/<topic>-<n>/snapshot.json, as read from
-// the evidence): a segment cut at a batch boundary loads without a
-// warning, and kfake lowers the high watermark to what is left, so only
-// the snapshot still shows the records that are gone.
-func checkSnapshots(snaps map[string][]diskSnapshot, log *Log) error {
-	for _, t := range log.TopicNames() {
-		for _, p := range log.Topics[t] {
-			if int(p.Partition) >= len(snaps[t]) {
-				return fmt.Errorf("%w: partition %s/%d has no snapshot", ErrDamaged, t, p.Partition)
-			}
-			s := snaps[t][p.Partition]
-			if s.HighWatermark != p.End || s.LogStartOffset != p.Start {
-				return fmt.Errorf("%w: partition %s/%d holds [%d, %d); the broker's snapshot at close says [%d, %d)",
-					ErrDamaged, t, p.Partition, p.Start, p.End, s.LogStartOffset, s.HighWatermark)
-			}
-		}
-	}
-	return nil
-}
-
-// warnings is a kfake.Logger that keeps warnings and errors.
-type warnings struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (w *warnings) Logf(level kfake.LogLevel, msg string, args ...any) {
-	if level > kfake.LogLevelWarn || level == kfake.LogLevelNone {
-		return
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.lines = append(w.lines, fmt.Sprintf(msg, args...))
-}
-
-func (w *warnings) take() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := w.lines
-	w.lines = nil
-	return out
+	return decodePlan(ctx, plan, sel)
 }

@@ -1,0 +1,170 @@
+package broker
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// batch is one record batch of a segment as checkSegment checked it:
+// its offsets, attributes and timestamps from the header, and its
+// records' bytes, decompressed, holding exactly n framed records.
+type batch struct {
+	file           string // the segment, for a refusal's message
+	pos            int    // the batch's position in it
+	first, last    int64  // FirstOffset and FirstOffset+LastOffsetDelta
+	attrs          uint16
+	firstTS, maxTS int64
+	n              int
+	recs           []byte
+}
+
+// Batch attribute bits (Kafka's v2 message format).
+const (
+	attrLogAppendTime = 0x08
+	attrControl       = 0x20
+)
+
+// decodePlan builds the Log of the topics and groups sel selects from a
+// checked plan, the way reading it back through kfake with a consumer
+// did (Read): every partition holds [snapshot's log start, high
+// watermark), data records by offset, the offsets of control records
+// apart, uncommitted transactions' records included; a group's offsets
+// are its replayed commits on the selected topics (a negative offset is
+// none), a group without one left out unless sel names it. The records
+// are decoded with kmsg, as a client does, and more strictly: a record
+// that does not parse to its framed length, or whose offset is outside
+// its batch or not after the one before, is refused with ErrDamaged
+// (a client would stop at it and silently serve a shorter log). Keys,
+// values and header values alias the plan's decompressed batches.
+func decodePlan(ctx context.Context, p *dataPlan, sel Selection) (*Log, error) {
+	topics, err := p.selectTopics(sel)
+	if err != nil {
+		return nil, err
+	}
+	log := &Log{Topics: map[string][]Partition{}, Groups: p.groups(sel, topics)}
+	var hs headerSlab
+	var rec kmsg.Record
+	for _, t := range topics {
+		parts := make([]Partition, len(p.snaps[t]))
+		for n, snap := range p.snaps[t] {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			part := Partition{Topic: t, Partition: int32(n), Start: snap.LogStartOffset, End: snap.HighWatermark}
+			if err := part.decode(p.batches[t][n], &rec, &hs); err != nil {
+				return nil, err
+			}
+			parts[n] = part
+		}
+		log.Topics[t] = parts
+	}
+	return log, nil
+}
+
+// selectTopics is Read's selection over the topics of topics.json.
+func (p *dataPlan) selectTopics(sel Selection) ([]string, error) {
+	var out []string
+	for _, t := range p.topics {
+		if (len(sel.Topics) == 0 && sel.Prefix == "") || (sel.Prefix != "" && strings.HasPrefix(t.Name, sel.Prefix)) ||
+			slices.Contains(sel.Topics, t.Name) {
+			out = append(out, t.Name)
+		}
+	}
+	for _, t := range sel.Topics {
+		if !slices.ContainsFunc(p.topics, func(d diskTopic) bool { return d.Name == t }) {
+			return nil, fmt.Errorf("%w: topic %s does not exist", ErrIncomplete, t)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// groups is Read's readGroups over the replayed commits.
+func (p *dataPlan) groups(sel Selection, topics []string) map[string]map[string]map[int32]int64 {
+	names := sel.Groups
+	if len(names) == 0 {
+		for g := range p.commits {
+			names = append(names, g)
+		}
+	}
+	out := map[string]map[string]map[int32]int64{}
+	for _, g := range names {
+		m := map[string]map[int32]int64{}
+		for t, ps := range p.commits[g] {
+			if !slices.Contains(topics, t) {
+				continue
+			}
+			for n, o := range ps {
+				if o < 0 {
+					continue
+				}
+				if m[t] == nil {
+					m[t] = map[int32]int64{}
+				}
+				m[t][n] = o
+			}
+		}
+		if len(m) > 0 || len(sel.Groups) > 0 {
+			out[g] = m
+		}
+	}
+	return out
+}
+
+// decode files the records of bs that fall in [part.Start, part.End).
+func (part *Partition) decode(bs []batch, rec *kmsg.Record, hs *headerSlab) error {
+	n := 0
+	for _, b := range bs {
+		if b.attrs&attrControl == 0 {
+			n += b.n
+		}
+	}
+	part.Records = make([]Record, 0, n)
+	prev := int64(-1)
+	for _, b := range bs {
+		recs := b.recs
+		for i := range b.n {
+			// checkRecords framed every record: the length is in bounds.
+			l, k := binary.Varint(recs)
+			one := recs[:k+int(l)]
+			recs = recs[k+int(l):]
+			if err := rec.UnsafeReadFrom(one); err != nil {
+				return damaged(b.file, "batch at %d: record %d does not parse to its length", b.pos, i)
+			}
+			off := b.first + int64(rec.OffsetDelta)
+			if rec.OffsetDelta < 0 || off > b.last || off <= prev {
+				return damaged(b.file, "batch at %d: record %d has offset %d, outside [%d, %d] or not after %d",
+					b.pos, i, off, b.first, b.last, prev)
+			}
+			prev = off
+			if off < part.Start || off >= part.End {
+				continue
+			}
+			if b.attrs&attrControl != 0 {
+				part.ControlOffsets = append(part.ControlOffsets, off)
+				continue
+			}
+			ts := b.firstTS + rec.TimestampDelta64
+			if b.attrs&attrLogAppendTime != 0 {
+				ts = b.maxTS
+			}
+			r := Record{Topic: part.Topic, Partition: part.Partition, Offset: off, Key: rec.Key, Value: rec.Value,
+				Timestamp: time.UnixMilli(ts).UTC()}
+			if len(rec.Headers) > 0 {
+				at := hs.reserve(len(rec.Headers))
+				for _, h := range rec.Headers {
+					hs.push(h.Key, h.Value)
+				}
+				r.Headers = hs.since(at)
+			}
+			part.Records = append(part.Records, r)
+		}
+	}
+	return nil
+}

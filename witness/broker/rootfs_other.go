@@ -1,0 +1,5 @@
+//go:build !unix
+
+package broker
+
+const openNonblock = 0
