@@ -190,6 +190,18 @@ func scan(n int, mode scanMode, open func(i int) (string, io.Reader, func(), err
 	s := newScanner(fn)
 	s.allowGaps, s.reuse = mode.allowGaps, mode.streamed
 	s.maxTxns, s.maxChanges = mode.limits()
+	if mode.streamed {
+		s.pipe = startPipe(fn)
+		infos, err := scanFiles(s, n, open)
+		if ferr := s.pipe.stop(); ferr != nil {
+			return infos, ferr // fn's error came first: its transaction precedes where the read stopped
+		}
+		return infos, err
+	}
+	return scanFiles(s, n, open)
+}
+
+func scanFiles(s *scanner, n int, open func(i int) (string, io.Reader, func(), error)) ([]FileInfo, error) {
 	var infos []FileInfo
 	for i := range n {
 		s.crashable = i < n-1

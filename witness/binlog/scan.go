@@ -96,6 +96,10 @@ type scanner struct {
 	spare  []RowChange
 	images []map[string]Value
 	used   int
+	// pipe (a streamed read) runs fn on a goroutine of its own, so that
+	// decoding the next transaction overlaps the caller's work on this
+	// one.
+	pipe *pipe
 }
 
 func newScanner(fn func(Transaction) error) *scanner {
@@ -405,6 +409,9 @@ func (s *scanner) deliver() error {
 		return nil
 	}
 	s.done = nil
+	if s.pipe != nil {
+		return s.pipe.send(s, t)
+	}
 	err := s.fn(*t)
 	if s.reuse {
 		clear(t.Changes) // what they refer to is not kept alive by the spare
