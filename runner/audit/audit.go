@@ -182,6 +182,8 @@ func run(ctx context.Context, opts Options) (*Result, error) {
 		return nil, err
 	}
 	defer s.close()
+	stopRotate := s.keepBinlogFilesSmall(ctx)
+	defer stopRotate()
 	windowStart := opts.Now().UTC()
 	base := vars{"db": s.dbName, "dsn": s.dsn(s.cfg.Addr), "broker": strings.Join(s.kafka.Brokers, ","),
 		"topic": opts.Profile.Topic.Name, "run": runID}
@@ -291,6 +293,7 @@ func run(ctx context.Context, opts Options) (*Result, error) {
 	settledAt := opts.Now().UTC()
 	stopProgress()
 	stop()
+	stopRotate()
 	for _, r := range rs.list {
 		res.Restarts += r.starts - 1 - res.Resettled
 	}

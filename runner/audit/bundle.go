@@ -12,9 +12,11 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
+	"github.com/orderflow-audit/orderflow-audit/evidence/bundle"
 	"github.com/orderflow-audit/orderflow-audit/evidence/profile"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra"
 	"github.com/orderflow-audit/orderflow-audit/witness/binlog"
@@ -168,6 +170,14 @@ func (s *scope) captureDatabase(ctx context.Context) (*evidence.DatabaseWitness,
 		os.RemoveAll(dst) // never a partial witness that looks whole
 		return nil, "database: the binary log of the audit could not be captured: " + s.server.RedactErr(err)
 	}
+	for _, f := range files {
+		if f.Size > bundle.MaxWitnessFileBytes {
+			os.RemoveAll(dst)
+			return nil, fmt.Sprintf("database: binlog file %s is %d bytes, more than the %d MiB the verifier reads of one witness file; "+
+				"set max_binlog_size to 64M or less on the server (the audit closes its files at %d MiB while it runs, but this one grew past that)",
+				f.Name, f.Size, bundle.MaxWitnessFileBytes>>20, binlog.RotateFileBytes>>20)
+		}
+	}
 	w := &evidence.DatabaseWitness{Source: source, ServerVersion: s.settings.Version,
 		ServerID: s.settings.ServerID, StartFile: s.start.File, StartPos: s.start.Pos,
 		GTIDStart: s.start.GTID, GTIDEnd: end.GTID, Files: []evidence.WitnessFile{}}
@@ -264,4 +274,40 @@ func (s *scope) commit(staged string) error {
 		return fmt.Errorf("%w: put the evidence in place at %s: %v", evidence.ErrBadOutput, out, err)
 	}
 	return nil
+}
+
+// keepBinlogFilesSmall, on the user's own server, closes its binlog file
+// whenever it passes binlog.RotateFileBytes (64 MiB) until the returned
+// func is called (which waits for it): at MariaDB's default
+// max_binlog_size of 1 GiB, a long audit would otherwise leave a file the
+// verifier's gate refuses (evidence/bundle.MaxWitnessFileBytes, 128 MiB).
+// The private server rotates at 64 MiB itself (mariadbd.MaxBinlogSizeArg).
+// A failure is reported on the progress stream; the capture still refuses
+// a file over the gate's bound.
+func (s *scope) keepBinlogFilesSmall(ctx context.Context) (stop func()) {
+	if !s.own || s.server == nil {
+		return func() {}
+	}
+	at := s.rotateAt
+	if at == 0 {
+		at = binlog.RotateFileBytes
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		n, err := binlog.KeepFilesUnder(rctx, s.server.DB(), at, binlog.RotateEvery)
+		if err != nil {
+			fmt.Fprintf(s.opts.Progress, "warning: the binlog files of %s are no longer kept under %d KiB: %s\n",
+				s.server.Redacted(), at>>10, s.server.RedactErr(err))
+		}
+		if n > 0 {
+			fmt.Fprintf(s.opts.Progress, "closed %d binlog file(s) of %s at %d KiB (FLUSH BINARY LOGS), so that no witness file is over the verifier's %d MiB\n",
+				n, s.server.Redacted(), at>>10, bundle.MaxWitnessFileBytes>>20)
+		}
+	}()
+	return sync.OnceFunc(func() {
+		cancel()
+		<-done
+	})
 }

@@ -67,6 +67,9 @@ type scope struct {
 	// the audit created the database there and drops it at the end;
 	// dropTopic: the audit created the topic on the user's broker.
 	own, dropDB, dropTopic bool
+	// rotateAt is where keepBinlogFilesSmall closes a file of the user's
+	// server (0: binlog.RotateFileBytes; the tests make it small).
+	rotateAt int64
 }
 
 // setUp starts the private server (binlog on), records where the binlog
