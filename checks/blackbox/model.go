@@ -38,8 +38,10 @@ type model struct {
 	events  chunks[event]
 	byID    map[string]*event
 	dupRows []*event
-	// ar keeps the texts and bytes the model keeps (arena.go).
-	ar arena
+	// ar keeps the texts and bytes the model keeps (arena.go); tar the
+	// rebuilt tables' rows, apart, so that rebuild can run beside change
+	// (build).
+	ar, tar arena
 	// cursor (progress kind cursor) is every write of the cursor row.
 	cursor []cursorWrite
 	// back are progress changes that move back (the progress rule).
@@ -120,10 +122,25 @@ func build(in Input) (*model, error) {
 		}
 		i := len(m.txs)
 		m.txs = append(m.txs, txMeta{gtid: t.GTID, file: t.File, pos: t.Pos, time: t.Time})
-		m.rebuild(i, t)
+		if len(m.tables) == 0 || len(t.Changes) < parallelRows {
+			m.rebuild(i, t)
+			for _, ch := range t.Changes {
+				m.change(i, ch)
+			}
+			return nil
+		}
+		// The tables (rebuild) and the events and side rows (change)
+		// share nothing but t, which both only read: a large
+		// transaction is filed on two cores.
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			m.rebuild(i, t)
+		}()
 		for _, ch := range t.Changes {
 			m.change(i, ch)
 		}
+		<-done
 		return nil
 	}
 	if in.Scan != nil {
@@ -148,6 +165,10 @@ func build(in Input) (*model, error) {
 	m.stats.Effects = m.effects.len()
 	return m, nil
 }
+
+// parallelRows is the size from which a transaction's rebuild runs on a
+// goroutine of its own (below it, starting one costs more than it saves).
+var parallelRows = 256
 
 // gap files a GTID sequence gap before t in its replication domain (last
 // holds each domain's last sequence): a transaction is missing from the

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -133,4 +134,43 @@ func TestReferenceBundlesPass(t *testing.T) {
 			t.Errorf("%s: %d scenarios with a topic; want the pipeline's 14", path, audited)
 		}
 	}
+}
+
+// TestParallelRebuildSame: the verdict does not depend on whether a
+// transaction's tables are rebuilt beside its events (from
+// ParallelRows rows on) or after them: every scenario of the committed
+// reference bundles, with every transaction filed both ways, gives the
+// same result.
+func TestParallelRebuildSame(t *testing.T) {
+	p := referenceProfile(t)
+	if len(p.Invariants) == 0 {
+		t.Fatal("the reference profile has no invariant: nothing is rebuilt")
+	}
+	defer func(n int) { *blackbox.ParallelRows = n }(*blackbox.ParallelRows)
+	paths, _ := filepath.Glob(filepath.Join("..", "testdata", "planted", "*", "u80.json"))
+	paths = append(paths, filepath.Join("..", "..", "evidence", "example", "u80.json"))
+	checked, failed := 0, 0
+	for _, path := range paths {
+		b := readBundle(t, path)
+		for _, s := range b.scenarios {
+			if len(s.Topics) == 0 {
+				continue
+			}
+			*blackbox.ParallelRows = 1 << 30
+			alone := checkScenario(t, p, b, s)
+			*blackbox.ParallelRows = 1
+			beside := checkScenario(t, p, b, s)
+			if !reflect.DeepEqual(alone, beside) {
+				t.Errorf("%s %s: rebuilt after the events\n%+v\nbeside them\n%+v", path, s.ID, alone, beside)
+			}
+			checked++
+			if alone.Status == blackbox.Fail {
+				failed++
+			}
+		}
+	}
+	if checked == 0 || failed == 0 {
+		t.Fatalf("%d scenarios checked, %d of them FAIL; want some of both", checked, failed)
+	}
+	t.Logf("%d scenarios of %d bundles, %d FAIL, the same both ways", checked, len(paths), failed)
 }

@@ -145,7 +145,7 @@ func (m *model) prepareTables() {
 		outer[aj.Outer] = true
 		for _, name := range []string{aj.Outer, aj.Inner} {
 			if m.tables[name] == nil {
-				m.tables[name] = newTable(&m.ar)
+				m.tables[name] = newTable(&m.tar)
 			}
 		}
 	}

@@ -1,0 +1,5 @@
+package blackbox
+
+// ParallelRows is parallelRows, for a test that files every transaction
+// on two cores.
+var ParallelRows = &parallelRows
