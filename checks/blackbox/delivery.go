@@ -227,8 +227,8 @@ func (c *checker) order() {
 	// their first events, each group in commit order (a counting sort:
 	// no slice per aggregate).
 	aggOf := make(map[string]int, m.events.len())
-	var aggs []string
-	var group []int // per event: its aggregate's index, -1 for none
+	aggs := make([]string, 0, m.events.len())
+	group := make([]int, 0, m.events.len()) // per event: its aggregate's index, -1 for none
 	for ev := range m.events.each() {
 		if !ev.hasAgg {
 			group = append(group, -1)
