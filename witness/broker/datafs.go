@@ -172,10 +172,15 @@ func (c *checker) readFile(name string, max int64) ([]byte, error) {
 	if c.read+st.Size() > MaxDataBytes {
 		return nil, limited(name, "the directory holds more than %d bytes", MaxDataBytes)
 	}
-	b, err := io.ReadAll(io.LimitReader(f, st.Size()+1))
-	if err != nil {
+	// One buffer of the size stat gave, and a byte more to see a file
+	// that grew: not io.ReadAll's doubling from 512 bytes (0.2 s of
+	// clearing memory for the 140 MB of a million records).
+	b := make([]byte, st.Size()+1)
+	n, err := io.ReadFull(f, b)
+	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
 		return nil, damaged(name, "read: %v", err)
 	}
+	b = b[:n]
 	if int64(len(b)) != st.Size() {
 		return nil, damaged(name, "changed size while read (%d bytes, stat said %d)", len(b), st.Size())
 	}
