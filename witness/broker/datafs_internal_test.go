@@ -256,3 +256,48 @@ func TestDecodeBatch(t *testing.T) {
 		t.Errorf("a batch repeating the offsets before it: %v; want ErrDamaged", err)
 	}
 }
+
+// FuzzDecodeRecords feeds a batch's records, as checkRecords frames them,
+// to decode: whatever the bytes, decode must not panic, and what it
+// accepts is within its batch, in increasing offsets, one record per
+// framed record, with keys, values and headers that are slices of the
+// batch's bytes.
+func FuzzDecodeRecords(f *testing.F) {
+	f.Add(encodeRecords(kmsg.Record{Key: []byte("k"), Value: []byte("v"), Headers: []kmsg.Header{{Key: "h", Value: []byte("1")}}},
+		kmsg.Record{OffsetDelta: 1, TimestampDelta64: 3}), uint16(0), int64(1))
+	f.Add([]byte{4, 0, 0, 0, 20}, uint16(attrControl), int64(0))
+	f.Fuzz(func(t *testing.T, recs []byte, attrs uint16, delta int64) {
+		c := &checker{}
+		n := int64(0)
+		for rest := recs; len(rest) > 0; n++ {
+			l, k := binary.Varint(rest)
+			if k <= 0 || l < 0 || l > int64(len(rest)-k) {
+				return // checkRecords refuses it
+			}
+			rest = rest[k+int(l):]
+		}
+		got, err := c.checkRecords("f", 0, codecNone, recs, n)
+		if err != nil {
+			t.Fatalf("checkRecords refused what it frames: %v", err)
+		}
+		delta = min(max(delta, 0), 1<<20)
+		b := batch{file: "f", first: 100, last: 100 + delta, attrs: attrs, firstTS: 1, maxTS: 2, n: int(n), recs: got}
+		p := Partition{Topic: "t", Start: 0, End: 1 << 40}
+		if err := p.decode([]batch{b}, &kmsg.Record{}, &headerSlab{}); err != nil {
+			if !errors.Is(err, ErrDamaged) {
+				t.Fatalf("decode = %v; want ErrDamaged", err)
+			}
+			return
+		}
+		if int64(len(p.Records)+len(p.ControlOffsets)) != n {
+			t.Fatalf("%d records and %d markers from %d framed records", len(p.Records), len(p.ControlOffsets), n)
+		}
+		prev := int64(-1)
+		for _, r := range p.Records {
+			if r.Offset <= prev || r.Offset < b.first || r.Offset > b.last {
+				t.Fatalf("offset %d after %d, batch [%d, %d]", r.Offset, prev, b.first, b.last)
+			}
+			prev = r.Offset
+		}
+	})
+}
