@@ -21,6 +21,7 @@ targets=(
 	"./checks/eventline FuzzFastEvent"
 	"./witness/binlog FuzzScan"
 	"./witness/broker FuzzReadDataFS"
+	"./witness/broker FuzzDecodeRecords"
 	"./witness/broker FuzzReadDumpFrom"
 	"./runner/infra FuzzKafkaGuard"
 )
