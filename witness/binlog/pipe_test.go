@@ -25,6 +25,20 @@ func exampleInputs(t *testing.T) []binlog.Input {
 	return []binlog.Input{{Name: "binlog.000001", R: f}}
 }
 
+// ownCopy copies a streamed transaction out of the Changes and row
+// images the scan reuses once fn returns (an empty Changes as nil, as a
+// whole read gives it).
+func ownCopy(tx binlog.Transaction) binlog.Transaction {
+	tx.Changes = slices.Clone(tx.Changes)
+	if len(tx.Changes) == 0 {
+		tx.Changes = nil
+	}
+	for i, c := range tx.Changes {
+		tx.Changes[i].Before, tx.Changes[i].After = maps.Clone(c.Before), maps.Clone(c.After)
+	}
+	return tx
+}
+
 // TestStreamedPipe: the streamed read hands fn its transactions from a
 // goroutine of its own, the Changes and images of three transactions
 // turning: fn sees exactly the transactions of a whole read, in order,
@@ -40,14 +54,7 @@ func TestStreamedPipe(t *testing.T) {
 	}
 	var streamed []binlog.Transaction
 	if _, err := binlog.ScanInputsAllowingGaps(exampleInputs(t), func(tx binlog.Transaction) error {
-		tx.Changes = slices.Clone(tx.Changes)
-		if len(tx.Changes) == 0 {
-			tx.Changes = nil // a reused slice is empty, not nil
-		}
-		for i, c := range tx.Changes {
-			tx.Changes[i].Before, tx.Changes[i].After = maps.Clone(c.Before), maps.Clone(c.After)
-		}
-		streamed = append(streamed, tx)
+		streamed = append(streamed, ownCopy(tx))
 		return nil
 	}); err != nil {
 		t.Fatalf("ScanInputsAllowingGaps: %v", err)

@@ -2,11 +2,9 @@ package binlog_test
 
 import (
 	"errors"
-	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"strings"
 	"testing"
 
@@ -145,11 +143,7 @@ func TestSettingsTheReaderNeeds(t *testing.T) {
 		// Changes and images the scan reuses once fn returns.
 		var streamed []binlog.Transaction
 		if _, err := binlog.ScanInputsAllowingGaps(open(t, ahead), func(tx binlog.Transaction) error {
-			tx.Changes = slices.Clone(tx.Changes)
-			for i, c := range tx.Changes {
-				tx.Changes[i].Before, tx.Changes[i].After = maps.Clone(c.Before), maps.Clone(c.After)
-			}
-			streamed = append(streamed, tx)
+			streamed = append(streamed, ownCopy(tx))
 			return nil
 		}); err != nil {
 			t.Fatalf("ScanInputsAllowingGaps: %v", err)
