@@ -45,6 +45,14 @@ const (
 	// MaxDecodedBytes bounds the records of all batches once
 	// decompressed: what the Log read from the directory holds.
 	MaxDecodedBytes = 512 << 20
+	// MaxRecords bounds the records of all batches (as MaxDumpRecords a
+	// dump's): a record of a few bytes is a Record of about 130 in the
+	// Log, so the decompressed bytes alone do not bound the memory.
+	MaxRecords = 10_000_000
+	// MaxHeaders bounds the headers of all records, and a record's
+	// headers the bytes it has left for them (at least 2 each): kmsg
+	// sizes a record's header array from the count it declares.
+	MaxHeaders = 10_000_000
 	// MaxLogEntries bounds the entries of groups.log and pids.log.
 	MaxLogEntries = 1 << 20
 	// MaxGroups bounds the consumer groups groups.log names.

@@ -50,6 +50,7 @@ func decodePlan(ctx context.Context, p *dataPlan, sel Selection) (*Log, error) {
 	log := &Log{Topics: map[string][]Partition{}, Groups: p.groups(sel, topics)}
 	var hs headerSlab
 	var rec kmsg.Record
+	var headers int64
 	for _, t := range topics {
 		parts := make([]Partition, len(p.snaps[t]))
 		for n, snap := range p.snaps[t] {
@@ -57,7 +58,7 @@ func decodePlan(ctx context.Context, p *dataPlan, sel Selection) (*Log, error) {
 				return nil, err
 			}
 			part := Partition{Topic: t, Partition: int32(n), Start: snap.LogStartOffset, End: snap.HighWatermark}
-			if err := part.decode(p.batches[t][n], &rec, &hs); err != nil {
+			if err := part.decode(p.batches[t][n], &rec, &hs, &headers); err != nil {
 				return nil, err
 			}
 			parts[n] = part
@@ -118,7 +119,10 @@ func (p *dataPlan) groups(sel Selection, topics []string) map[string]map[string]
 }
 
 // decode files the records of bs that fall in [part.Start, part.End).
-func (part *Partition) decode(bs []batch, rec *kmsg.Record, hs *headerSlab) error {
+//
+// headers counts the headers decoded so far, against MaxHeaders; a
+// record's count is read (headerCount) before kmsg sizes an array by it.
+func (part *Partition) decode(bs []batch, rec *kmsg.Record, hs *headerSlab, headers *int64) error {
 	n := 0
 	for _, b := range bs {
 		if b.attrs&attrControl == 0 {
@@ -134,6 +138,16 @@ func (part *Partition) decode(bs []batch, rec *kmsg.Record, hs *headerSlab) erro
 			l, k := binary.Varint(recs)
 			one := recs[:k+int(l)]
 			recs = recs[k+int(l):]
+			nh, ok := headerCount(one)
+			nh = max(nh, 0) // kmsg reads a negative count as no header
+			switch {
+			case !ok:
+				return damaged(b.file, "batch at %d: record %d does not parse to its length", b.pos, i)
+			case nh > int64(len(one))/2 || *headers+nh > MaxHeaders:
+				return limited(b.file, "batch at %d: record %d declares %d headers (%d bytes left for them; at most %d in all)",
+					b.pos, i, nh, len(one), MaxHeaders)
+			}
+			*headers += nh
 			if err := rec.UnsafeReadFrom(one); err != nil {
 				return damaged(b.file, "batch at %d: record %d does not parse to its length", b.pos, i)
 			}
@@ -167,4 +181,38 @@ func (part *Partition) decode(bs []batch, rec *kmsg.Record, hs *headerSlab) erro
 		}
 	}
 	return nil
+}
+
+// headerCount reads the header count a framed record declares (v2:
+// length, attributes, timestamp delta, offset delta, key, value, then
+// the count), without decoding the rest; ok is false when the record
+// ends or a field is malformed before the count.
+func headerCount(rec []byte) (n int64, ok bool) {
+	varint := func() (int64, bool) {
+		v, k := binary.Varint(rec)
+		if k <= 0 {
+			return 0, false
+		}
+		rec = rec[k:]
+		return v, true
+	}
+	if _, ok := varint(); !ok || len(rec) < 1 { // length
+		return 0, false
+	}
+	rec = rec[1:] // attributes
+	for range 2 { // timestamp delta, offset delta
+		if _, ok := varint(); !ok {
+			return 0, false
+		}
+	}
+	for range 2 { // key, value: a length (-1: null), then its bytes
+		l, ok := varint()
+		if !ok || l > int64(len(rec)) {
+			return 0, false
+		}
+		if l > 0 {
+			rec = rec[l:]
+		}
+	}
+	return varint()
 }

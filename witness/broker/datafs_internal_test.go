@@ -212,7 +212,8 @@ func TestDecodeBatch(t *testing.T) {
 		p := Partition{Topic: "t", Start: start, End: end}
 		var hs headerSlab
 		var rec kmsg.Record
-		return p, p.decode(bs, &rec, &hs)
+		var headers int64
+		return p, p.decode(bs, &rec, &hs, &headers)
 	}
 	base := batch{file: "f", first: 10, last: 12, firstTS: 1000, maxTS: 9000, n: 2, recs: recs}
 	p, err := read(0, 100, base)
@@ -255,11 +256,21 @@ func TestDecodeBatch(t *testing.T) {
 	if _, err := read(0, 100, base, base); !errors.Is(err, ErrDamaged) {
 		t.Errorf("a batch repeating the offsets before it: %v; want ErrDamaged", err)
 	}
+	// A record declaring more headers than its bytes can hold is refused
+	// before kmsg makes an array of that many.
+	one := kmsg.Record{Value: []byte("v")}
+	many := one.AppendTo(nil)
+	_, k := binary.Varint(many)
+	many = append(many[k:len(many)-1], binary.AppendVarint(nil, 1<<30)...) // the count, last
+	huge := append(binary.AppendVarint(nil, int64(len(many))), many...)
+	if _, err := read(0, 100, batch{file: "f", first: 10, last: 12, n: 1, recs: huge}); !errors.Is(err, ErrLimit) {
+		t.Errorf("a record declaring 2^30 headers: %v; want ErrLimit", err)
+	}
 }
 
 // FuzzDecodeRecords feeds a batch's records, as checkRecords frames them,
-// to decode: whatever the bytes, decode must not panic, and what it
-// accepts is within its batch, in increasing offsets, one record per
+// to decode: whatever the bytes, decode must not panic, refuses only as
+// damaged or over a limit, and what it accepts is within its batch, in increasing offsets, one record per
 // framed record, with keys, values and headers that are slices of the
 // batch's bytes.
 func FuzzDecodeRecords(f *testing.F) {
@@ -283,21 +294,26 @@ func FuzzDecodeRecords(f *testing.F) {
 		delta = min(max(delta, 0), 1<<20)
 		b := batch{file: "f", first: 100, last: 100 + delta, attrs: attrs, firstTS: 1, maxTS: 2, n: int(n), recs: got}
 		p := Partition{Topic: "t", Start: 0, End: 1 << 40}
-		if err := p.decode([]batch{b}, &kmsg.Record{}, &headerSlab{}); err != nil {
-			if !errors.Is(err, ErrDamaged) {
-				t.Fatalf("decode = %v; want ErrDamaged", err)
+		var headers int64
+		if err := p.decode([]batch{b}, &kmsg.Record{}, &headerSlab{}, &headers); err != nil {
+			if !errors.Is(err, ErrDamaged) && !errors.Is(err, ErrLimit) {
+				t.Fatalf("decode = %v; want ErrDamaged or ErrLimit", err)
 			}
 			return
 		}
 		if int64(len(p.Records)+len(p.ControlOffsets)) != n {
 			t.Fatalf("%d records and %d markers from %d framed records", len(p.Records), len(p.ControlOffsets), n)
 		}
-		prev := int64(-1)
+		prev, nh := int64(-1), int64(0)
 		for _, r := range p.Records {
 			if r.Offset <= prev || r.Offset < b.first || r.Offset > b.last {
 				t.Fatalf("offset %d after %d, batch [%d, %d]", r.Offset, prev, b.first, b.last)
 			}
 			prev = r.Offset
+			nh += int64(len(r.Headers))
+		}
+		if b.attrs&attrControl == 0 && nh != headers {
+			t.Fatalf("%d headers decoded; headerCount counted %d", nh, headers)
 		}
 	})
 }

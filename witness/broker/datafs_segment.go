@@ -278,6 +278,9 @@ func (c *checker) checkRecords(name string, pos int, codec uint16, recs []byte, 
 	if count != n {
 		return nil, damaged(name, "batch at %d declares %d records and holds %d", pos, n, count)
 	}
+	if c.records+count > MaxRecords {
+		return nil, limited(name, "more than %d records", MaxRecords)
+	}
 	c.records += count
 	return out, nil
 }
