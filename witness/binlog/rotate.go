@@ -47,7 +47,7 @@ func KeepFilesUnder(ctx context.Context, db *sql.DB, limit int64, interval time.
 		}
 		pos, err := CurrentPosition(ctx, db)
 		if err == nil && int64(pos.Pos) >= limit {
-			_, err = db.ExecContext(ctx, "FLUSH BINARY LOGS")
+			err = flush(ctx, db)
 			if err == nil {
 				rotated++
 			}
@@ -60,3 +60,15 @@ func KeepFilesUnder(ctx context.Context, db *sql.DB, limit int64, interval time.
 		}
 	}
 }
+
+// flush closes the current binlog file. The statement is not cut short
+// by ctx's end (a flush the server ran would go uncounted): it has
+// flushTimeout of its own.
+func flush(ctx context.Context, db *sql.DB) error {
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
+	defer cancel()
+	_, err := db.ExecContext(fctx, "FLUSH BINARY LOGS")
+	return err
+}
+
+const flushTimeout = 10 * time.Second
