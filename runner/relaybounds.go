@@ -70,18 +70,7 @@ func publishBatchTimeout(ctx context.Context, e *Env) error {
 	if err != nil {
 		return err
 	}
-	c, err := e.Consumer(ctx, "consumer-1", topic, "notify-"+e.RunID, nil)
-	if err != nil {
-		return err
-	}
-	if _, err := e.drain(ctx, c, topic); err != nil {
-		return err
-	}
-	sent, err := e.Count(ctx, "outbox", "state = 'SENT'")
-	if err != nil {
-		return err
-	}
-	effects, err := e.Count(ctx, "notification", "")
+	sent, effects, err := e.consumeAll(ctx, topic)
 	if err != nil {
 		return err
 	}
@@ -166,22 +155,11 @@ func relayPoll(ctx context.Context, e *Env) error {
 	if placeErr != nil {
 		return placeErr
 	}
-	c, err := e.Consumer(ctx, "consumer-1", topic, "notify-"+e.RunID, nil)
+	sent, effects, err := e.consumeAll(ctx, topic)
 	if err != nil {
-		return err
-	}
-	if _, err := e.drain(ctx, c, topic); err != nil {
 		return err
 	}
 	claims, err := e.Count(ctx, "outbox", "claim_version > 0")
-	if err != nil {
-		return err
-	}
-	sent, err := e.Count(ctx, "outbox", "state = 'SENT'")
-	if err != nil {
-		return err
-	}
-	effects, err := e.Count(ctx, "notification", "")
 	if err != nil {
 		return err
 	}
