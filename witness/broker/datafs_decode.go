@@ -138,14 +138,14 @@ func (part *Partition) decode(bs []batch, rec *kmsg.Record, hs *headerSlab, head
 			l, k := binary.Varint(recs)
 			one := recs[:k+int(l)]
 			recs = recs[k+int(l):]
-			nh, ok := headerCount(one)
+			nh, left, ok := headerCount(one)
 			nh = max(nh, 0) // kmsg reads a negative count as no header
 			switch {
 			case !ok:
 				return damaged(b.file, "batch at %d: record %d does not parse to its length", b.pos, i)
-			case nh > int64(len(one))/2 || *headers+nh > MaxHeaders:
-				return limited(b.file, "batch at %d: record %d declares %d headers (%d bytes left for them; at most %d in all)",
-					b.pos, i, nh, len(one), MaxHeaders)
+			case nh > int64(left)/2 || *headers+nh > MaxHeaders:
+				return limited(b.file, "batch at %d: record %d declares %d headers (%d bytes left for them, at least 2 each; at most %d in all)",
+					b.pos, i, nh, left, MaxHeaders)
 			}
 			*headers += nh
 			if err := rec.UnsafeReadFrom(one); err != nil {
@@ -185,9 +185,10 @@ func (part *Partition) decode(bs []batch, rec *kmsg.Record, hs *headerSlab, head
 
 // headerCount reads the header count a framed record declares (v2:
 // length, attributes, timestamp delta, offset delta, key, value, then
-// the count), without decoding the rest; ok is false when the record
-// ends or a field is malformed before the count.
-func headerCount(rec []byte) (n int64, ok bool) {
+// the count), and how many bytes follow it, without decoding the rest;
+// ok is false when the record ends or a field is malformed before the
+// count.
+func headerCount(rec []byte) (n int64, left int, ok bool) {
 	varint := func() (int64, bool) {
 		v, k := binary.Varint(rec)
 		if k <= 0 {
@@ -197,22 +198,23 @@ func headerCount(rec []byte) (n int64, ok bool) {
 		return v, true
 	}
 	if _, ok := varint(); !ok || len(rec) < 1 { // length
-		return 0, false
+		return 0, 0, false
 	}
 	rec = rec[1:] // attributes
 	for range 2 { // timestamp delta, offset delta
 		if _, ok := varint(); !ok {
-			return 0, false
+			return 0, 0, false
 		}
 	}
 	for range 2 { // key, value: a length (-1: null), then its bytes
 		l, ok := varint()
 		if !ok || l > int64(len(rec)) {
-			return 0, false
+			return 0, 0, false
 		}
 		if l > 0 {
 			rec = rec[l:]
 		}
 	}
-	return varint()
+	n, ok = varint()
+	return n, len(rec), ok
 }
