@@ -88,10 +88,11 @@ type scanner struct {
 	// own is not a damaged binlog).
 	done *Transaction
 
-	// reuse (a streamed read): a transaction's Changes and row images are
-	// handed to fn only for the time of the call, and then reused for
-	// the next transaction's (spare, images; used of them so far), so
-	// that a read of millions of rows does not allocate a map per image.
+	// reuse (a streamed read, always with pipe): a transaction's Changes
+	// and row images are fn's only for the time of the call, and then
+	// reused for a later transaction's (spare, images; used of them so
+	// far; pipe turns them), so that a read of millions of rows does not
+	// allocate a map per image.
 	reuse  bool
 	spare  []RowChange
 	images []map[string]Value
@@ -402,7 +403,9 @@ func (s *scanner) commit(end uint32, xid uint64, rolledBack bool) error {
 	return nil
 }
 
-// deliver hands the transaction the last event committed to fn.
+// deliver hands the transaction the last event committed to fn: through
+// the pipe in a streamed read (which recycles its Changes and images),
+// else directly.
 func (s *scanner) deliver() error {
 	t := s.done
 	if t == nil {
@@ -412,12 +415,7 @@ func (s *scanner) deliver() error {
 	if s.pipe != nil {
 		return s.pipe.send(s, t)
 	}
-	err := s.fn(*t)
-	if s.reuse {
-		clear(t.Changes) // what they refer to is not kept alive by the spare
-		s.spare = t.Changes
-	}
-	if err != nil {
+	if err := s.fn(*t); err != nil {
 		return &callbackError{err}
 	}
 	return nil
