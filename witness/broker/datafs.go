@@ -117,9 +117,6 @@ type dataPlan struct {
 	// commit per topic and partition, a delete removing it.
 	commits map[string]map[string]map[int32]int64
 	size    int64 // bytes of the files read
-	// records counts the records of every batch, as checked: how many
-	// the log read back can hold, at most (a capacity it may reserve).
-	records int64
 }
 
 type planFile struct {
@@ -353,7 +350,6 @@ func (c *checker) plan() (*dataPlan, error) {
 		return nil, err
 	}
 	p.size = c.read
-	p.records = c.records
 	return p, nil
 }
 

@@ -39,7 +39,7 @@ func readViaKfake(ctx context.Context, fsys fs.FS, sel Selection, tmp string) (*
 	}
 	// Batches were checked against MaxBatchBytes: the client need not
 	// accept more (its default is 1 GiB).
-	log, err := read(ctx, c.ListenAddrs(), sel, plan.records, kgo.MaxDecompressBatchBytes(MaxBatchBytes))
+	log, err := Read(ctx, c.ListenAddrs(), sel, kgo.MaxDecompressBatchBytes(MaxBatchBytes))
 	if err != nil {
 		return nil, err
 	}

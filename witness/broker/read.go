@@ -24,15 +24,6 @@ const DefaultTimeout = time.Minute
 // cluster every committed offset read is within the log read. Records
 // produced after the end offsets were listed are left out.
 func Read(ctx context.Context, brokers []string, sel Selection, opts ...kgo.Opt) (*Log, error) {
-	return read(ctx, brokers, sel, 0, opts...)
-}
-
-// read is Read; up to reserve records in all are reserved in the
-// partitions' Records before they are read (each partition's at most its
-// offsets' span), so that a log of a million records is not grown by
-// copying. reserve must be a count the caller has checked (readDataFS:
-// the records of the batches it checked), never one the log declares.
-func read(ctx context.Context, brokers []string, sel Selection, reserve int64, opts ...kgo.Opt) (*Log, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, DefaultTimeout)
@@ -81,9 +72,7 @@ func read(ctx context.Context, brokers []string, sel Selection, reserve int64, o
 			if !ok1 || !ok2 {
 				return nil, fmt.Errorf("read broker log: %w: no offsets for %s/%d", ErrIncomplete, t, p)
 			}
-			n := min(max(e.Offset-s.Offset, 0), reserve)
-			reserve -= n
-			ps[p] = Partition{Topic: t, Partition: int32(p), Start: s.Offset, End: e.Offset, Records: make([]Record, 0, n)}
+			ps[p] = Partition{Topic: t, Partition: int32(p), Start: s.Offset, End: e.Offset, Records: []Record{}}
 		}
 		log.Topics[t] = ps
 	}
