@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -16,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence"
+	"github.com/orderflow-audit/orderflow-audit/evidence/bundle"
 	"github.com/orderflow-audit/orderflow-audit/evidence/profile"
 	"github.com/orderflow-audit/orderflow-audit/runner/infra"
 	"github.com/orderflow-audit/orderflow-audit/runner/nemesis"
@@ -404,4 +406,40 @@ func (s *scope) redactOutputs() error {
 		}
 	}
 	return nil
+}
+
+// keepBinlogFilesSmall, on the user's own server, closes its binlog file
+// whenever it passes binlog.RotateFileBytes (64 MiB) until the returned
+// func is called (which waits for it): at MariaDB's default
+// max_binlog_size of 1 GiB, a long audit would otherwise leave a file the
+// verifier's gate refuses (evidence/bundle.MaxWitnessFileBytes, 128 MiB).
+// The private server rotates at 64 MiB itself (mariadbd.MaxBinlogSizeArg).
+// A failure is reported on the progress stream; the capture still refuses
+// a file over the gate's bound.
+func (s *scope) keepBinlogFilesSmall(ctx context.Context) (stop func()) {
+	if !s.own || s.server == nil {
+		return func() {}
+	}
+	at := s.rotateAt
+	if at == 0 {
+		at = binlog.RotateFileBytes
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		n, err := binlog.KeepFilesUnder(rctx, s.server.DB(), at, binlog.RotateEvery)
+		if err != nil {
+			fmt.Fprintf(s.opts.Progress, "warning: the binlog files of %s are no longer kept under %d KiB: %s\n",
+				s.server.Redacted(), at>>10, s.server.RedactErr(err))
+		}
+		if n > 0 {
+			fmt.Fprintf(s.opts.Progress, "closed %d binlog file(s) of %s at %d KiB (FLUSH BINARY LOGS), so that no witness file is over the verifier's %d MiB\n",
+				n, s.server.Redacted(), at>>10, bundle.MaxWitnessFileBytes>>20)
+		}
+	}()
+	return sync.OnceFunc(func() {
+		cancel()
+		<-done
+	})
 }
