@@ -135,35 +135,11 @@ func (c *checker) recordMismatch() {
 			continue
 		}
 		for _, k := range ev.records {
-			r := m.records[k]
-			var diffs []string
-			if want, ok := c.wantKey(ev); ok && (r.Key == nil || string(r.Key) != want) {
-				diffs = append(diffs, fmt.Sprintf("key %s, want %q (%s)", showBytes(r.Key), want, m.prof.Topic.Key))
-			}
-			if !sameValue(r.Value, ev.value) {
-				diffs = append(diffs, fmt.Sprintf("value %s, want %s", showBytes(r.Value), showBytes(ev.value)))
-			}
-			headers := ev.headers()
-			for _, h := range sortedKeys(headers) {
-				if got, ok := r.Header(h); !ok || string(got) != headers[h] {
-					diffs = append(diffs, fmt.Sprintf("header %s %s, want %q", h, showBytes(got), headers[h]))
-				}
-			}
-			if len(diffs) > 0 {
-				c.add(m.reason(RuleRecordMismatch, Fail, ev.id, ev.tx, k, "the record of event %s differs from its committed row: %s", ev.id, strings.Join(diffs, "; ")))
+			if d := m.records[k].diff; d > 0 {
+				c.add(m.reason(RuleRecordMismatch, Fail, ev.id, ev.tx, k, "the record of event %s differs from its committed row: %s", ev.id, m.diffs[d-1]))
 			}
 		}
 	}
-}
-
-func (c *checker) wantKey(ev *event) (string, bool) {
-	switch c.m.prof.Topic.Key {
-	case profile.KeyAggregate:
-		return ev.aggregate, ev.hasAgg
-	case profile.KeyEventID:
-		return ev.id, true
-	}
-	return "", false
 }
 
 func showBytes(b []byte) string {

@@ -18,7 +18,7 @@ type event struct {
 	hasAgg    bool
 	against   num    // cursor kind: the row's position
 	tx        int    // index into model.txs of the inserting transaction
-	value     []byte // the payload decoded: the value its record must have
+	value     []byte // the payload decoded: the value its record must have, until readBroker has compared them
 	x         *eventExtra
 	// passed is the transaction where the relay's progress passed the
 	// row (-1: never); changes counts the row's updates before that.
@@ -125,7 +125,7 @@ func (m *model) insertEvent(i int, row map[string]any) {
 			ev.extra().token = m.ar.str(token)
 		}
 	}
-	dec, err := decode(&m.ar, o.Payload.Decode, row[o.Payload.Column])
+	dec, err := decode(&m.pay, o.Payload.Decode, row[o.Payload.Column])
 	ev.value = dec.value
 	if dec.headers != nil || err != nil {
 		ev.extra().headers, ev.x.decErr = dec.headers, err

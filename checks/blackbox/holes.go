@@ -2,6 +2,7 @@ package blackbox
 
 import (
 	"slices"
+	"sort"
 	"strings"
 )
 
@@ -56,12 +57,13 @@ func (c *checker) holes() {
 				}
 			}
 		}
-		for _, r := range p.Records {
-			if r.Offset < next {
-				continue
+		// m.records are by partition and offset, from the window's start
+		k := sort.Search(len(m.records), func(k int) bool { return m.records[k].Partition >= p.Partition })
+		for ; k < len(m.records) && m.records[k].Partition == p.Partition; k++ {
+			if o := m.records[k].Offset; o >= next {
+				gap(next, o)
+				next = o + 1
 			}
-			gap(next, r.Offset)
-			next = r.Offset + 1
 		}
 		gap(next, p.End)
 		if len(missing) > 0 {

@@ -1,8 +1,10 @@
 package blackbox
 
 import (
+	"fmt"
 	"path"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence/profile"
@@ -40,8 +42,9 @@ type model struct {
 	dupRows []*event
 	// ar keeps the texts and bytes the model keeps (arena.go); tar the
 	// rebuilt tables' rows, apart, so that rebuild can run beside change
-	// (build).
-	ar, tar arena
+	// (build); pay the events' payloads as their rows say their records
+	// must be, until readBroker has compared every record with them.
+	ar, tar, pay arena
 	// cursor (progress kind cursor) is every write of the cursor row.
 	cursor []cursorWrite
 	// back are progress changes that move back (the progress rule).
@@ -51,6 +54,8 @@ type model struct {
 	partitions []broker.Partition
 	start      map[int32]int64
 	records    []record
+	// diffs are how records differ from their events' rows (record.diff).
+	diffs []string
 	// inbox and effect rows inserted in the window.
 	inbox   chunks[sideRow]
 	effects chunks[sideRow]
@@ -87,10 +92,17 @@ type progressBack struct {
 	message string
 }
 
-// record is one record of the topic in the window: the broker log's
-// own, not a copy of it.
+// record is one record of the topic in the window: where it is, the
+// event id it carries, and how it differs from its event's committed row
+// (readBroker compares them as the records stream by: a record's key,
+// value and headers are not kept).
 type record struct {
-	*broker.Record
+	Offset    int64
+	Partition int32
+	// diff is 1 + the index into model.diffs of how the record differs
+	// from its event's row (rule record-mismatch); 0: it does not, or it
+	// names no event whose payload decodes.
+	diff  int32
 	id    string
 	hasID bool
 }
@@ -156,7 +168,10 @@ func build(in Input) (*model, error) {
 		}
 	}
 	m.cursorPasses()
-	m.readBroker(in.Broker)
+	if err := m.readBroker(in.Broker); err != nil {
+		return nil, err
+	}
+	m.dropPayloads()
 	m.end = in.End
 	if m.end.IsZero() && len(m.txs) > 0 {
 		m.end = m.txs[len(m.txs)-1].time
@@ -176,8 +191,8 @@ func idHint(log *broker.Log, topic string) int {
 		return 0
 	}
 	n := 0
-	for _, p := range log.Topics[topic] {
-		n += len(p.Records)
+	for i := range log.Topics[topic] {
+		n += log.Topics[topic][i].Count()
 	}
 	return min(n, maxIDHint)
 }
@@ -295,53 +310,103 @@ func (m *model) cursorPasses() {
 
 // number reads an integer or decimal value (a row's or a JSON value).
 
-// readBroker takes the topic's records of the window and files them under
-// their events.
-func (m *model) readBroker(log *broker.Log) {
+// readBroker takes the topic's records of the window, as the broker's
+// log hands them out one at a time, and files them under their events.
+// A record of an event is compared with the event's committed row there
+// and then (diffs): its key, value and headers are not kept, and once
+// every record is read the payloads the rows said they must carry are
+// let go (dropPayloads).
+func (m *model) readBroker(log *broker.Log) error {
 	if log == nil {
-		return
+		return nil
 	}
 	m.partitions = log.Topics[m.topic]
 	n := 0
-	for _, p := range m.partitions {
-		n += len(p.Records)
+	for i := range m.partitions {
+		n += m.partitions[i].Count()
 	}
 	m.records = make([]record, 0, n)
 	loc := m.prof.Topic.EventID
-	for _, p := range m.partitions {
-		from := m.start[p.Partition]
-		for j := range p.Records {
-			r := &p.Records[j]
-			if r.Offset < from {
-				continue
+	err := log.EachRecord(m.topic, func(r *broker.Record) error {
+		if r.Offset < m.start[r.Partition] {
+			return nil
+		}
+		rec := record{Partition: r.Partition, Offset: r.Offset}
+		if loc.Header != "" {
+			if v, ok := r.Header(loc.Header); ok && v != nil {
+				rec.hasID = true
+				if ev, ok := m.byID[string(v)]; ok && ev != nil {
+					rec.id = ev.id // one copy of an id, the event's
+				} else {
+					rec.id = m.ar.strOf(v)
+				}
 			}
-			rec := record{Record: r}
-			if loc.Header != "" {
-				if v, ok := r.Header(loc.Header); ok && v != nil {
-					rec.hasID = true
-					if ev, ok := m.byID[string(v)]; ok && ev != nil {
-						rec.id = ev.id // one copy of an id, the event's
-					} else {
-						rec.id = m.ar.strOf(v)
-					}
-				}
-			} else if loc.Value != nil {
-				rec.id, rec.hasID = text(profile.LookupPath(r.Value, loc.Value.Path))
-				rec.id = m.keep(rec.id)
+		} else if loc.Value != nil {
+			rec.id, rec.hasID = text(profile.LookupPath(r.Value, loc.Value.Path))
+			rec.id = m.keep(rec.id)
+		}
+		k := len(m.records)
+		if ev := m.byID[rec.id]; rec.hasID && ev != nil {
+			if ev.records == nil {
+				ev.records = ev.rec1[:0]
 			}
-			k := len(m.records)
-			m.records = append(m.records, rec)
-			if ev := m.byID[rec.id]; rec.hasID && ev != nil {
-				if ev.records == nil {
-					ev.records = ev.rec1[:0]
-				}
-				ev.records = append(ev.records, k)
-				if len(ev.records) > 1 {
-					m.stats.Duplicates++
-				}
+			ev.records = append(ev.records, k)
+			if len(ev.records) > 1 {
+				m.stats.Duplicates++
+			}
+			if d := m.differs(ev, r); d != "" {
+				m.diffs = append(m.diffs, d)
+				rec.diff = int32(len(m.diffs))
 			}
 		}
+		m.records = append(m.records, rec)
+		return nil
+	})
+	return err
+}
+
+// dropPayloads lets the events' payloads go once readBroker has compared
+// the records with them (nothing else reads them).
+func (m *model) dropPayloads() {
+	m.pay = arena{}
+	for ev := range m.allRows() {
+		ev.value = nil
 	}
+}
+
+// differs says how record r of event ev differs from the event's
+// committed row after decoding (its key as topic.key says, its value, its
+// headers); "" when it does not, or when the row's payload does not
+// decode (the rule says so of the event).
+func (m *model) differs(ev *event, r *broker.Record) string {
+	if ev.decErr() != nil {
+		return ""
+	}
+	var diffs []string
+	if want, ok := m.wantKey(ev); ok && (r.Key == nil || string(r.Key) != want) {
+		diffs = append(diffs, fmt.Sprintf("key %s, want %q (%s)", showBytes(r.Key), want, m.prof.Topic.Key))
+	}
+	if !sameValue(r.Value, ev.value) {
+		diffs = append(diffs, fmt.Sprintf("value %s, want %s", showBytes(r.Value), showBytes(ev.value)))
+	}
+	headers := ev.headers()
+	for _, h := range sortedKeys(headers) {
+		if got, ok := r.Header(h); !ok || string(got) != headers[h] {
+			diffs = append(diffs, fmt.Sprintf("header %s %s, want %q", h, showBytes(got), headers[h]))
+		}
+	}
+	return strings.Join(diffs, "; ")
+}
+
+// wantKey is the key a record of ev must have, if topic.key names one.
+func (m *model) wantKey(ev *event) (string, bool) {
+	switch m.prof.Topic.Key {
+	case profile.KeyAggregate:
+		return ev.aggregate, ev.hasAgg
+	case profile.KeyEventID:
+		return ev.id, true
+	}
+	return "", false
 }
 
 // where locates transaction i for a reason.
@@ -359,7 +424,7 @@ func (m *model) reason(rule string, st Status, ev string, tx, rec int, format st
 	r.GTID, r.Binlog = m.where(tx)
 	if rec >= 0 {
 		rr := m.records[rec]
-		r.Topic, r.Partition, r.Offset = rr.Topic, rr.Partition, rr.Offset
+		r.Topic, r.Partition, r.Offset = m.topic, rr.Partition, rr.Offset
 	}
 	return r
 }

@@ -42,7 +42,9 @@ type Bundle struct {
 	// inside: Scan says so.
 	Binlog *Binlog
 	// Broker is the broker's log (every topic; the rules take the
-	// target's).
+	// target's). Read from a data directory, it is broker.OpenDataFS's:
+	// every record checked, but handed out by EachRecord, not kept in
+	// its partitions' Records.
 	Broker *broker.Log
 	// BrokerStart is the window's first offset per partition.
 	BrokerStart map[int32]int64

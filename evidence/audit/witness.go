@@ -182,7 +182,7 @@ func (r *reader) broker(ctx context.Context) {
 	default:
 		var fsys fs.FS
 		if fsys, err = r.b.FS(r.brokerDir(), bw.Files); err == nil {
-			log, err = broker.ReadDataFS(ctx, fsys, broker.Selection{})
+			log, err = broker.OpenDataFS(ctx, fsys, broker.Selection{})
 		}
 	}
 	if err != nil {

@@ -130,7 +130,22 @@ func (part *Partition) decode(bs []batch, rec *kmsg.Record, hs *headerSlab, head
 		}
 	}
 	part.Records = make([]Record, 0, n)
+	return part.each(bs, rec, hs, headers, &part.ControlOffsets, func(r *Record) error {
+		part.Records = append(part.Records, *r)
+		return nil
+	})
+}
+
+// each decodes the records of bs that fall in [part.Start, part.End)
+// and hands each data record to fn (its headers from hs: see
+// headerSlab.reuse), and files the offsets of control records in
+// controls unless it is nil.
+// A record that does not parse, has an offset outside its batch or not
+// after the one before, or declares more headers than it has bytes for
+// or than MaxHeaders in all is refused (damaged, limited).
+func (part *Partition) each(bs []batch, rec *kmsg.Record, hs *headerSlab, headers *int64, controls *[]int64, fn func(*Record) error) error {
 	prev := int64(-1)
+	var r Record
 	for _, b := range bs {
 		recs := b.recs
 		for i := range b.n {
@@ -161,14 +176,16 @@ func (part *Partition) decode(bs []batch, rec *kmsg.Record, hs *headerSlab, head
 				continue
 			}
 			if b.attrs&attrControl != 0 {
-				part.ControlOffsets = append(part.ControlOffsets, off)
+				if controls != nil {
+					*controls = append(*controls, off)
+				}
 				continue
 			}
 			ts := b.firstTS + rec.TimestampDelta64
 			if b.attrs&attrLogAppendTime != 0 {
 				ts = b.maxTS
 			}
-			r := Record{Topic: part.Topic, Partition: part.Partition, Offset: off, Key: rec.Key, Value: rec.Value,
+			r = Record{Topic: part.Topic, Partition: part.Partition, Offset: off, Key: rec.Key, Value: rec.Value,
 				Timestamp: time.UnixMilli(ts).UTC()}
 			if len(rec.Headers) > 0 {
 				at := hs.reserve(len(rec.Headers))
@@ -177,10 +194,45 @@ func (part *Partition) decode(bs []batch, rec *kmsg.Record, hs *headerSlab, head
 				}
 				r.Headers = hs.since(at)
 			}
-			part.Records = append(part.Records, r)
+			if err := fn(&r); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
+}
+
+// openPlan is decodePlan leaving the records in the plan's checked
+// batches (OpenDataFS): every record is decoded once and checked as
+// decode checks it, and counted, and the control offsets filed, but no
+// Record is kept; EachRecord decodes them again, one at a time.
+func openPlan(ctx context.Context, p *dataPlan, sel Selection) (*Log, error) {
+	topics, err := p.selectTopics(sel)
+	if err != nil {
+		return nil, err
+	}
+	log := &Log{Topics: map[string][]Partition{}, Groups: p.groups(sel, topics), lazy: true}
+	hs := headerSlab{reuse: true}
+	var rec kmsg.Record
+	var headers int64
+	for _, t := range topics {
+		parts := make([]Partition, len(p.snaps[t]))
+		for n, snap := range p.snaps[t] {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			part := Partition{Topic: t, Partition: int32(n), Start: snap.LogStartOffset, End: snap.HighWatermark, batches: p.batches[t][n]}
+			if err := part.each(part.batches, &rec, &hs, &headers, &part.ControlOffsets, func(*Record) error {
+				part.count++
+				return nil
+			}); err != nil {
+				return nil, err
+			}
+			parts[n] = part
+		}
+		log.Topics[t] = parts
+	}
+	return log, nil
 }
 
 // headerCount reads the header count a framed record declares (v2:

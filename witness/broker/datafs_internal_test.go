@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -76,6 +77,9 @@ func TestDecodeMatchesKfake(t *testing.T) {
 			}
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("%s (%+v): the decoded log and kfake's differ:\n%+v\n%+v", d, sel, got, want)
+			}
+			if opened := openAsRead(t, os.DirFS(d), sel); !reflect.DeepEqual(opened, got) {
+				t.Errorf("%s (%+v): OpenDataFS and EachRecord differ from ReadDataFS:\n%+v\n%+v", d, sel, opened, got)
 			}
 			var n int
 			for _, ps := range got.Topics {
@@ -174,6 +178,9 @@ func TestDecodeMatchesKfakeTransactions(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("the decoded log and kfake's differ:\n%+v\n%+v", got, want)
 	}
+	if opened := openAsRead(t, os.DirFS(dir), Selection{}); !reflect.DeepEqual(opened, got) {
+		t.Errorf("OpenDataFS and EachRecord differ from ReadDataFS:\n%+v\n%+v", opened, got)
+	}
 	tx := got.Topics["tx"]
 	if len(tx) != 2 || len(tx[0].Records) != 6 || len(tx[0].ControlOffsets) != 3 {
 		t.Errorf("tx/0: %d records, control offsets %v; want 6 records (an aborted transaction's too), 3 markers",
@@ -185,6 +192,47 @@ func TestDecodeMatchesKfakeTransactions(t *testing.T) {
 	if _, ok := got.Committed("g", "appended", 0); ok || len(got.Groups["g"]["tx"]) != 2 {
 		t.Errorf("groups %v; want g's two tx offsets, its deleted one gone", got.Groups)
 	}
+}
+
+// openAsRead reads fsys with OpenDataFS and fills its partitions'
+// Records from EachRecord (each record copied, its headers too, as
+// EachRecord reuses them), checking Count: a Log to compare with
+// ReadDataFS's. It fails the test if OpenDataFS fails.
+func openAsRead(t testing.TB, fsys fs.FS, sel Selection) *Log {
+	t.Helper()
+	log, err := OpenDataFS(t.Context(), fsys, sel)
+	if err != nil {
+		t.Fatalf("OpenDataFS: %v", err)
+	}
+	out := &Log{Topics: map[string][]Partition{}, Groups: log.Groups}
+	for topic, parts := range log.Topics {
+		for _, p := range parts {
+			if len(p.Records) != 0 {
+				t.Fatalf("%s/%d: OpenDataFS kept %d records", topic, p.Partition, len(p.Records))
+			}
+		}
+		recs := make([][]Record, len(parts))
+		err := log.EachRecord(topic, func(r *Record) error {
+			c := *r
+			c.Headers = slices.Clone(r.Headers)
+			recs[r.Partition] = append(recs[r.Partition], c)
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("EachRecord(%s): %v", topic, err)
+		}
+		for n, p := range parts {
+			if recs[n] == nil {
+				recs[n] = []Record{} // as ReadDataFS makes it
+			}
+			if p.Count() != len(recs[n]) {
+				t.Errorf("%s/%d: Count %d, EachRecord gave %d", topic, n, p.Count(), len(recs[n]))
+			}
+			out.Topics[topic] = append(out.Topics[topic], Partition{Topic: p.Topic, Partition: p.Partition,
+				Start: p.Start, End: p.End, Records: recs[n], ControlOffsets: p.ControlOffsets})
+		}
+	}
+	return out
 }
 
 // encodeRecords frames records as a batch holds them.

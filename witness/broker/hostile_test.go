@@ -440,11 +440,17 @@ func FuzzReadDataFS(f *testing.F) {
 		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 		defer cancel()
 		got, err := ReadDataFS(ctx, m, Selection{})
+		if _, oerr := OpenDataFS(ctx, m, Selection{}); (oerr == nil) != (err == nil) {
+			t.Fatalf("%s: ReadDataFS: %v, OpenDataFS: %v", name, err, oerr)
+		}
 		if err != nil {
 			if !errors.Is(err, ErrDamaged) {
 				t.Fatalf("%s accepted by the checks, then: %v", name, err)
 			}
 			return
+		}
+		if opened := openAsRead(t, m, Selection{}); !reflect.DeepEqual(opened, got) {
+			t.Fatalf("%s: OpenDataFS and ReadDataFS disagree:\n%+v\n%+v", name, opened, got)
 		}
 		want, err := readViaKfake(ctx, m, Selection{}, t.TempDir())
 		if err != nil {

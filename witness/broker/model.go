@@ -26,6 +26,8 @@ import (
 	"errors"
 	"sort"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Errors the readers wrap (test with errors.Is).
@@ -96,6 +98,19 @@ type Partition struct {
 	// markers rather than data records (none unless producers use
 	// transactions).
 	ControlOffsets []int64 `json:"control_offsets,omitempty"`
+	// batches hold the records of a Log of OpenDataFS, still encoded
+	// (Records is empty), and count how many there are.
+	batches []batch
+	count   int
+}
+
+// Count is the number of data records of the partition: len(Records),
+// or, in a Log of OpenDataFS, the records EachRecord would give.
+func (p *Partition) Count() int {
+	if p.batches != nil {
+		return p.count
+	}
+	return len(p.Records)
 }
 
 // Log is what the broker kept of the topics and groups read.
@@ -106,6 +121,39 @@ type Log struct {
 	// Groups maps group -> topic -> partition -> committed offset (the
 	// offset of the next record the group will read), for the topics read.
 	Groups map[string]map[string]map[int32]int64 `json:"groups"`
+	// lazy: the partitions' records are in their batches, not Records
+	// (OpenDataFS).
+	lazy bool
+}
+
+// EachRecord calls fn with every data record of topic, by partition and
+// offset, and stops at the first error fn returns. For a Log of
+// OpenDataFS it decodes them one at a time from the checked batches
+// (their Records are empty): the record fn gets, and its headers, are
+// valid only during the call, though its key and value stay valid as
+// long as the Log. A record that does not decode (which OpenDataFS
+// checked already) is refused with ErrDamaged or ErrLimit.
+func (l *Log) EachRecord(topic string, fn func(*Record) error) error {
+	parts := l.Topics[topic]
+	if !l.lazy {
+		for i := range parts {
+			for j := range parts[i].Records {
+				if err := fn(&parts[i].Records[j]); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	hs := headerSlab{reuse: true}
+	var rec kmsg.Record
+	var headers int64
+	for i := range parts {
+		if err := parts[i].each(parts[i].batches, &rec, &hs, &headers, nil, fn); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Record returns the record at (topic, partition, offset).

@@ -219,6 +219,10 @@ func consume(ctx context.Context, base []kgo.Opt, log *Log) error {
 type headerSlab struct {
 	block []Header
 	names map[string]string
+	// reuse: each record's headers are written over the last one's
+	// (valid only until the next reserve), for a reader that keeps no
+	// record (EachRecord of a Log of OpenDataFS).
+	reuse bool
 }
 
 // maxHeaderNames bounds the names a headerSlab keeps once.
@@ -241,6 +245,9 @@ func (hs *headerSlab) convert(r *kgo.Record) Record {
 // reserve makes room for n headers in one block and returns where they
 // begin.
 func (hs *headerSlab) reserve(n int) int {
+	if hs.reuse {
+		hs.block = hs.block[:0]
+	}
 	if cap(hs.block)-len(hs.block) < n {
 		hs.block = make([]Header, 0, max(n, 1024))
 	}
@@ -307,6 +314,27 @@ func ReadDataFS(ctx context.Context, fsys fs.FS, sel Selection) (*Log, error) {
 		return nil, fmt.Errorf("read broker data: %w", err)
 	}
 	return log, nil
+}
+
+// OpenDataFS is ReadDataFS for a reader that takes the records once, in
+// order, and keeps little of them: the same checks and the same refusals,
+// every record decoded once to check it, but the Log it returns keeps
+// them in their checked batches (decompressed, a few tens of bytes a
+// record less than a Record each) and hands them out one at a time
+// through EachRecord. Its partitions' Records are empty (Count says how
+// many EachRecord gives); everything else is as ReadDataFS returns it.
+func OpenDataFS(ctx context.Context, fsys fs.FS, sel Selection) (*Log, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("read broker data: %w", err)
+	}
+	plan, err := planDataFS(ctx, fsys, false)
+	if err == nil {
+		var log *Log
+		if log, err = openPlan(ctx, plan, sel); err == nil {
+			return log, nil
+		}
+	}
+	return nil, fmt.Errorf("read broker data: %w", err)
 }
 
 func readDataFS(ctx context.Context, fsys fs.FS, sel Selection) (*Log, error) {
