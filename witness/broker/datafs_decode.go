@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -22,6 +23,11 @@ type batch struct {
 	firstTS, maxTS int64
 	n              int
 	recs           []byte
+	// codec and raw are the records as the segment holds them: a Log of
+	// OpenDataFS keeps those of a compressed batch rather than recs, and
+	// each decompresses them again.
+	codec uint16
+	raw   []byte
 }
 
 // Batch attribute bits (Kafka's v2 message format).
@@ -148,6 +154,13 @@ func (part *Partition) each(bs []batch, rec *kmsg.Record, hs *headerSlab, header
 	var r Record
 	for _, b := range bs {
 		recs := b.recs
+		if recs == nil && b.codec != codecNone {
+			out, err := kgo.DefaultDecompressor().Decompress(b.raw, kgo.CodecSnappy)
+			if err != nil {
+				return damaged(b.file, "batch at %d: snappy: %v", b.pos, err)
+			}
+			recs = out
+		}
 		for i := range b.n {
 			// checkRecords framed every record: the length is in bounds.
 			l, k := binary.Varint(recs)
@@ -205,7 +218,9 @@ func (part *Partition) each(bs []batch, rec *kmsg.Record, hs *headerSlab, header
 // openPlan is decodePlan leaving the records in the plan's checked
 // batches (OpenDataFS): every record is decoded once and checked as
 // decode checks it, and counted, and the control offsets filed, but no
-// Record is kept; EachRecord decodes them again, one at a time.
+// Record is kept; EachRecord decodes them again, one at a time, and
+// decompresses again what was compressed (the decompressed bytes are
+// not kept: the segments' are).
 func openPlan(ctx context.Context, p *dataPlan, sel Selection) (*Log, error) {
 	topics, err := p.selectTopics(sel)
 	if err != nil {
@@ -227,6 +242,14 @@ func openPlan(ctx context.Context, p *dataPlan, sel Selection) (*Log, error) {
 				return nil
 			}); err != nil {
 				return nil, err
+			}
+			// The segments' bytes are held anyway: a compressed batch's
+			// records are decompressed again when read, not kept twice.
+			part.batches = slices.Clone(part.batches)
+			for i := range part.batches {
+				if part.batches[i].codec != codecNone {
+					part.batches[i].recs = nil
+				}
 			}
 			parts[n] = part
 		}

@@ -199,7 +199,7 @@ func (c *checker) checkSegment(p *dataPlan, dir string, base int64, hasIdx bool)
 		}
 		c.cur = append(c.cur, batch{file: name, pos: pos, first: first, last: first + delta, attrs: attrs,
 			firstTS: int64(binary.BigEndian.Uint64(b[27:])), maxTS: int64(binary.BigEndian.Uint64(b[35:])),
-			n: int(n), recs: recs})
+			n: int(n), recs: recs, codec: attrs & attrCodecMask, raw: b[batchHeader:]})
 		if s.first < 0 {
 			s.first = first
 		}

@@ -129,10 +129,10 @@ type Log struct {
 // EachRecord calls fn with every data record of topic, by partition and
 // offset, and stops at the first error fn returns. For a Log of
 // OpenDataFS it decodes them one at a time from the checked batches
-// (their Records are empty): the record fn gets, and its headers, are
-// valid only during the call, though its key and value stay valid as
-// long as the Log. A record that does not decode (which OpenDataFS
-// checked already) is refused with ErrDamaged or ErrLimit.
+// (their Records are empty): the record fn gets, its key, value and
+// headers, are valid only during the call. A record that does not decode
+// (which OpenDataFS checked already) is refused with ErrDamaged or
+// ErrLimit.
 func (l *Log) EachRecord(topic string, fn func(*Record) error) error {
 	parts := l.Topics[topic]
 	if !l.lazy {
