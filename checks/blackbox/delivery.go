@@ -23,7 +23,7 @@ func (c *checker) delivery() {
 		bound = time.Duration(m.prof.Promises.Liveness)
 	}
 	for ev := range m.events.each() {
-		if len(ev.records) > 0 {
+		if ev.nrec > 0 {
 			continue
 		}
 		committed := c.at(ev.tx)
@@ -134,7 +134,7 @@ func (c *checker) recordMismatch() {
 				ev.id, m.prof.Outbox.Payload.Decode, ev.decErr()))
 			continue
 		}
-		for _, k := range ev.records {
+		for k := range m.recs(ev) {
 			if d := m.records[k].diff; d > 0 {
 				c.add(m.reason(RuleRecordMismatch, Fail, ev.id, ev.tx, k, "the record of event %s differs from its committed row: %s", ev.id, m.diffs[d-1]))
 			}
@@ -168,19 +168,19 @@ func (c *checker) duplicate() {
 	m := c.m
 	c.apply(RuleDuplicate)
 	for ev := range m.events.each() {
-		if len(ev.records) < 2 {
+		if ev.nrec < 2 {
 			continue
 		}
 		var offs []string
-		for _, k := range ev.records {
+		for k := range m.recs(ev) {
 			offs = append(offs, fmt.Sprintf("%d@%d", m.records[k].Partition, m.records[k].Offset))
 		}
 		why := fmt.Sprintf("its row changed %d time(s) before progress passed it", ev.changes)
 		if ev.passed < 0 {
 			why = fmt.Sprintf("its row changed %d time(s) and progress never passed it", ev.changes)
 		}
-		r := m.reason(RuleDuplicate, Fail, ev.id, ev.tx, ev.records[1], "event %s was published %d times (partition@offset %s); %s",
-			ev.id, len(ev.records), strings.Join(offs, " "), why)
+		r := m.reason(RuleDuplicate, Fail, ev.id, ev.tx, int(m.records[ev.rec].next), "event %s was published %d times (partition@offset %s); %s",
+			ev.id, ev.nrec, strings.Join(offs, " "), why)
 		if m.prof.Promises.Duplicates == profile.DuplicatesNone {
 			c.add(r)
 		} else {
@@ -244,7 +244,7 @@ func (c *checker) order() {
 		if split(m, evs) {
 			parts := map[int32]int{}
 			for _, ev := range evs {
-				for _, k := range ev.records {
+				for k := range m.recs(ev) {
 					parts[m.records[k].Partition]++
 				}
 			}
@@ -276,7 +276,7 @@ func (c *checker) order() {
 func split(m *model, evs []*event) bool {
 	p := int32(-1)
 	for _, ev := range evs {
-		for _, k := range ev.records {
+		for k := range m.recs(ev) {
 			switch q := m.records[k].Partition; {
 			case p < 0:
 				p = q
@@ -342,7 +342,7 @@ func (c *checker) before(a, b *event) bool {
 
 func (c *checker) firstRecord(ev *event) int {
 	best := -1
-	for _, k := range ev.records {
+	for k := range c.m.recs(ev) {
 		if best < 0 || c.m.records[k].Offset < c.m.records[best].Offset {
 			best = k
 		}

@@ -117,7 +117,7 @@ func (c *checker) delivered(ev *event) (int, bool) {
 		}
 	}
 	groups := c.groups
-	for _, k := range ev.records {
+	for k := range m.recs(ev) {
 		r := m.records[k]
 		if len(groups) == 0 {
 			return k, true
@@ -134,7 +134,7 @@ func (c *checker) delivered(ev *event) (int, bool) {
 func (c *checker) orphans(kind, table string, rows *chunks[sideRow]) {
 	m := c.m
 	for _, r := range rows.all() {
-		if r.hasEvent && (r.ev >= 0 || m.isID(r.event)) {
+		if r.hasEvent && (r.ev >= 0 || m.isID(m.idOf(&r))) {
 			continue
 		}
 		st := Fail
@@ -145,7 +145,8 @@ func (c *checker) orphans(kind, table string, rows *chunks[sideRow]) {
 			c.add(m.reason(RuleEffectOrphan, Fail, "", int(r.tx), -1, "an %s row in %s has no event id", kind, table))
 			continue
 		}
-		c.add(m.reason(RuleEffectOrphan, st, r.event, int(r.tx), -1, "an %s row in %s names event %s, which no transaction of the run window committed", kind, table, r.event))
+		id := m.idOf(&r)
+		c.add(m.reason(RuleEffectOrphan, st, id, int(r.tx), -1, "an %s row in %s names event %s, which no transaction of the run window committed", kind, table, id))
 	}
 }
 
@@ -167,7 +168,7 @@ func (c *checker) outsideInbox() {
 			clear(inboxAt)
 			for ; next < m.inbox.len() && int(m.inbox.at(next).tx) <= tx; next++ {
 				if in := m.inbox.at(next); int(in.tx) == tx {
-					k := key{event: in.event}
+					k := key{event: m.idOf(in)}
 					if withConsumer {
 						k.consumer = m.consumer(in)
 					}
@@ -175,13 +176,13 @@ func (c *checker) outsideInbox() {
 				}
 			}
 		}
-		k := key{event: e.event}
+		k := key{event: m.idOf(e)}
 		if withConsumer {
 			k.consumer = m.consumer(e)
 		}
 		if !inboxAt[k] {
-			c.add(m.reason(RuleEffectOutsideInbox, Fail, e.event, int(e.tx), -1, "the effect of event %s in %s committed without its %s row in the same transaction",
-				e.event, m.prof.Effect.Table, m.prof.Inbox.Table))
+			c.add(m.reason(RuleEffectOutsideInbox, Fail, k.event, int(e.tx), -1, "the effect of event %s in %s committed without its %s row in the same transaction",
+				k.event, m.prof.Effect.Table, m.prof.Inbox.Table))
 		}
 	}
 }
@@ -227,17 +228,18 @@ func (c *checker) commitAtomic() {
 		}
 		for ; bi < m.business.len() && int(m.business.at(bi).tx) == tx; bi++ {
 			r := m.business.at(bi)
-			businessAt[r.event] = true
+			id := m.idOf(r)
+			businessAt[id] = true
 			ok := len(outboxAt) > 0
 			if b.EventID != nil {
-				ok = outboxAt[r.event]
+				ok = outboxAt[id]
 			}
 			if !ok {
 				what := "an outbox row"
 				if b.EventID != nil {
-					what = "the outbox row of event " + r.event
+					what = "the outbox row of event " + id
 				}
-				c.add(m.reason(RuleCommitAtomic, Fail, r.event, tx, -1, "a row of %s (%s) committed without %s in the same transaction", b.Table, r.op, what))
+				c.add(m.reason(RuleCommitAtomic, Fail, id, tx, -1, "a row of %s (%s) committed without %s in the same transaction", b.Table, r.op, what))
 			}
 		}
 		for k := first; k < ei; k++ {

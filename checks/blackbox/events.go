@@ -10,12 +10,11 @@ import (
 
 // The committed outbox rows of the window, as the model keeps them.
 
-// event is one committed outbox row. A million are kept: what only
-// some profiles or broken rows have is in x.
+// event is one committed outbox row. A million are kept (128 bytes
+// each): what only some profiles or broken rows have is in x.
 type event struct {
 	id        string
 	aggregate string
-	hasAgg    bool
 	against   num    // cursor kind: the row's position
 	tx        int    // index into model.txs of the inserting transaction
 	value     []byte // the payload decoded: the value its record must have, until readBroker has compared them
@@ -23,12 +22,13 @@ type event struct {
 	// passed is the transaction where the relay's progress passed the
 	// row (-1: never); changes counts the row's updates before that.
 	passed  int
-	changes int
-	idx     int   // index into model.events; -1 for a row in dupRows
-	records []int // indexes into model.records, by partition and offset
-	// rec1 backs records while an event has one record, as nearly every
-	// event has: no allocation of its own per event (readBroker).
-	rec1 [1]int
+	changes int32
+	idx     int32 // index into model.events; -1 for a row in dupRows
+	// rec and last are the event's first and last record (indexes into
+	// model.records, -1: none), nrec how many it has: its records are a
+	// list through record.next, by partition and offset (model.recs).
+	rec, last, nrec int32
+	hasAgg          bool
 }
 
 // eventExtra is what an event has only under some profiles (a sequence,
@@ -100,7 +100,7 @@ func (m *model) outboxChange(i int, ch binlog.RowChange) {
 
 func (m *model) insertEvent(i int, row map[string]any) {
 	o := m.prof.Outbox
-	ev := event{tx: i, passed: -1}
+	ev := event{tx: i, passed: -1, rec: -1, last: -1}
 	ev.id, _ = text(o.EventID.Lookup(row))
 	ev.id = m.ar.str(ev.id) // see own
 	if o.Aggregate != nil {
@@ -156,7 +156,7 @@ func (m *model) insertEvent(i int, row map[string]any) {
 		m.dupRows = append(m.dupRows, &dup)
 		return
 	}
-	ev.idx = m.events.len()
+	ev.idx = int32(m.events.len())
 	m.byID[ev.id] = m.events.at(m.events.add(ev))
 }
 

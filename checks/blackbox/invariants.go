@@ -67,7 +67,7 @@ func (c *checker) invariants() {
 			shown = append(shown, showRow(*outer.rows.at(r), joinColumns(aj)))
 		}
 		first := *outer.rows.at(rows[0])
-		c.add(m.reason(RuleInvariants, st, "", first.tx, -1, "invariant %s returns %d row(s) on the tables rebuilt from the binlog (%s without a matching %s): %s%s",
+		c.add(m.reason(RuleInvariants, st, "", int(first.tx), -1, "invariant %s returns %d row(s) on the tables rebuilt from the binlog (%s without a matching %s): %s%s",
 			inv.ID, len(rows), aj.Outer, aj.Inner, strings.Join(shown, "; "), why))
 	}
 }

@@ -2,6 +2,7 @@ package blackbox
 
 import (
 	"fmt"
+	"iter"
 	"path"
 	"sort"
 	"strings"
@@ -61,6 +62,9 @@ type model struct {
 	effects chunks[sideRow]
 	// business are the transactions' business changes (commit-atomic).
 	business chunks[sideRow]
+	// sideIDs are the ids side rows name that are no event's when the
+	// row is read (sideRow.ev), the first "".
+	sideIDs []string
 	end      time.Time
 	stats    Stats
 	// consumers are the consumer names of the side rows, each kept once
@@ -98,12 +102,14 @@ type progressBack struct {
 // value and headers are not kept).
 type record struct {
 	Offset    int64
+	id        string
 	Partition int32
 	// diff is 1 + the index into model.diffs of how the record differs
 	// from its event's row (rule record-mismatch); 0: it does not, or it
 	// names no event whose payload decodes.
-	diff  int32
-	id    string
+	diff int32
+	// next is the next record of the same event (-1: none; event.rec).
+	next  int32
 	hasID bool
 }
 
@@ -114,7 +120,7 @@ type record struct {
 func build(in Input) (*model, error) {
 	p := in.Profile
 	m := &model{prof: p, topic: p.Topic.Name, start: in.BrokerStart,
-		client: in.Client != nil, names: map[string]int32{}}
+		client: in.Client != nil, names: map[string]int32{}, sideIDs: []string{""}}
 	if in.Topic != "" {
 		m.topic = in.Topic
 	}
@@ -331,7 +337,7 @@ func (m *model) readBroker(log *broker.Log) error {
 		if r.Offset < m.start[r.Partition] {
 			return nil
 		}
-		rec := record{Partition: r.Partition, Offset: r.Offset}
+		rec := record{Partition: r.Partition, Offset: r.Offset, next: -1}
 		if loc.Header != "" {
 			if v, ok := r.Header(loc.Header); ok && v != nil {
 				rec.hasID = true
@@ -345,13 +351,15 @@ func (m *model) readBroker(log *broker.Log) error {
 			rec.id, rec.hasID = text(profile.LookupPath(r.Value, loc.Value.Path))
 			rec.id = m.keep(rec.id)
 		}
-		k := len(m.records)
+		k := int32(len(m.records))
 		if ev := m.byID[rec.id]; rec.hasID && ev != nil {
-			if ev.records == nil {
-				ev.records = ev.rec1[:0]
+			if ev.last < 0 {
+				ev.rec = k
+			} else {
+				m.records[ev.last].next = k
 			}
-			ev.records = append(ev.records, k)
-			if len(ev.records) > 1 {
+			ev.last = k
+			if ev.nrec++; ev.nrec > 1 {
 				m.stats.Duplicates++
 			}
 			if d := m.differs(ev, r); d != "" {
@@ -407,6 +415,18 @@ func (m *model) wantKey(ev *event) (string, bool) {
 		return ev.id, true
 	}
 	return "", false
+}
+
+// recs yields the indexes into m.records of ev's records, by partition
+// and offset.
+func (m *model) recs(ev *event) iter.Seq[int] {
+	return func(yield func(int) bool) {
+		for k := ev.rec; k >= 0; k = m.records[k].next {
+			if !yield(int(k)) {
+				return
+			}
+		}
+	}
 }
 
 // where locates transaction i for a reason.

@@ -10,14 +10,14 @@ import (
 
 // The inbox, effect and business rows of the window, as the model keeps them.
 
-// sideRow is an inbox, effect or business row change: 32 bytes, as
+// sideRow is an inbox, effect or business row change: 16 bytes, as
 // there are millions.
 type sideRow struct {
-	event string
-	tx    int32
-	cons  int32 // index into model.consumers ("" when the table names none)
+	tx   int32
+	cons int32 // index into model.consumers ("" when the table names none)
 	// ev is the event of the id the row names, when it was committed
-	// before the row (index into model.events; -1: see eventOf).
+	// before the row (index into model.events); else -1 - the index into
+	// model.sideIDs of the id (see idOf, eventOf).
 	ev       int32
 	op       opCode
 	hasEvent bool
@@ -45,13 +45,15 @@ func (m *model) side(i int, ch binlog.RowChange, id, consumer *profile.Field) si
 	if ch.Op == binlog.Delete {
 		row = ch.Before
 	}
-	s := sideRow{tx: int32(i), op: codeOf(ch.Op), ev: -1}
+	s := sideRow{tx: int32(i), op: codeOf(ch.Op), ev: -1} // sideIDs[0] is ""
 	if id != nil {
-		s.event, s.hasEvent = text(id.Lookup(row))
-		if ev := m.byID[s.event]; ev != nil {
-			s.event, s.ev = ev.id, int32(ev.idx) // one copy of an id, the event's
-		} else {
-			s.event = m.ar.str(s.event) // see own
+		var event string
+		event, s.hasEvent = text(id.Lookup(row))
+		if ev := m.byID[event]; ev != nil {
+			s.ev = int32(ev.idx) // the event's copy of the id
+		} else if event != "" {
+			s.ev = -1 - int32(len(m.sideIDs))
+			m.sideIDs = append(m.sideIDs, m.ar.str(event)) // see own
 		}
 	}
 	name := ""
@@ -72,11 +74,19 @@ func (m *model) side(i int, ch binlog.RowChange, id, consumer *profile.Field) si
 // consumer is the name of the consumer of side row r.
 func (m *model) consumer(r *sideRow) string { return m.consumers[r.cons] }
 
-// event is the event side row r names, if it is one (nil: it names
+// idOf is the event id side row r names ("" when it names none).
+func (m *model) idOf(r *sideRow) string {
+	if r.ev >= 0 {
+		return m.events.at(int(r.ev)).id
+	}
+	return m.sideIDs[-1-r.ev]
+}
+
+// eventOf is the event side row r names, if it is one (nil: it names
 // none, or an event of another topic).
 func (m *model) eventOf(r *sideRow) *event {
 	if r.ev >= 0 {
 		return m.events.at(int(r.ev))
 	}
-	return m.byID[r.event]
+	return m.byID[m.sideIDs[-1-r.ev]]
 }

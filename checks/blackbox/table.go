@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence/profile"
 	"github.com/orderflow-audit/orderflow-audit/witness/binlog"
@@ -69,20 +70,25 @@ func (tb *table) row(image map[string]any, tx int) tableRow {
 	// copied into the arena: not the binlog event's buffer (own, model.go)
 	vals := tb.ar.alloc(len(enc)) // never nil: a row of no columns is live
 	copy(vals, enc)
-	return tableRow{shape: tb.shape, vals: vals, tx: tx}
+	return tableRow{shape: tb.shape, vals: unsafe.SliceData(vals), n: uint32(len(vals)), tx: int32(tx)}
 }
 
 // tableRow is a row as a table keeps it: its columns' values in the
 // order of its shape's columns, encoded in the table's arena
 // (rowcodec.go), so that a million rows are not a million maps, nor
-// millions of boxed values. vals is nil once the row is gone; key is
-// the rowKey of the image it was written from (table.index).
+// millions of boxed values: vals points at its n bytes there (a row is
+// 40 bytes, as there are millions), and is nil once the row is gone;
+// key is the rowKey of the image it was written from (table.index).
 type tableRow struct {
 	shape *rowShape
-	vals  []byte
-	tx    int // the transaction that wrote it last
+	vals  *byte
+	n     uint32
+	tx    int32 // the transaction that wrote it last
 	key   [16]byte
 }
+
+// bytes are the row's encoded values.
+func (r tableRow) bytes() []byte { return unsafe.Slice(r.vals, r.n) }
 
 // rowShape is the columns of rows (sorted), shared by the rows that have
 // them, and where their encoding keeps values aside.
@@ -97,7 +103,7 @@ func (r tableRow) live() bool { return r.vals != nil }
 // get is the row's value of column c (nil: NULL, or no such column).
 func (r tableRow) get(c string) any {
 	if i, ok := slices.BinarySearch(r.shape.cols, c); ok {
-		return r.shape.other.decode(r.vals, i)
+		return r.shape.other.decode(r.bytes(), i)
 	}
 	return nil
 }
