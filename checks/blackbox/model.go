@@ -65,8 +65,8 @@ type model struct {
 	// sideIDs are the ids side rows name that are no event's when the
 	// row is read (sideRow.ev), the first "".
 	sideIDs []string
-	end      time.Time
-	stats    Stats
+	end     time.Time
+	stats   Stats
 	// consumers are the consumer names of the side rows, each kept once
 	// (side); names finds one's index.
 	consumers []string
