@@ -1,6 +1,7 @@
 package blackbox
 
 import (
+	"cmp"
 	"fmt"
 	"hash/maphash"
 	"math/big"
@@ -76,27 +77,29 @@ func (c *checker) invariants() {
 // per row SQL would return (a LEFT JOIN returns an outer row once per
 // matching inner row whose NullColumn is NULL). The inner rows are
 // indexed by a hash of their join columns (joinKey), so the work grows
-// with the rows, not their product; each candidate is then compared
-// exactly, so that two keys of one hash only cost a comparison.
+// with the rows (and their logarithm), not their product; each candidate
+// is then compared exactly, so that two keys of one hash only cost a
+// comparison.
 func antiJoin(aj *profile.AntiJoin, outer, inner *table) []int {
-	head := make(map[uint64]int, inner.rows.len())
-	next := make([]int, inner.rows.len())
+	// The index: each live inner row's hash and index, sorted by hash
+	// then row (16 bytes a row); a key's rows are a run of it, in row
+	// order.
+	type keyed struct {
+		h uint64
+		k int32
+	}
+	index := make([]keyed, 0, inner.rows.len())
 	var buf []byte
-	for k := inner.rows.len() - 1; k >= 0; k-- { // so that each list is in row order
-		in := *inner.rows.at(k)
-		next[k] = -1
+	for k, in := range inner.rows.all() {
 		if !in.live() {
 			continue
 		}
 		var ok bool
 		if buf, ok = joinKey(buf[:0], aj.On, in, true); ok {
-			h := maphash.Bytes(joinSeed, buf)
-			if first, taken := head[h]; taken {
-				next[k] = first
-			}
-			head[h] = k
+			index = append(index, keyed{maphash.Bytes(joinSeed, buf), int32(k)})
 		}
 	}
+	slices.SortFunc(index, func(a, b keyed) int { return cmp.Or(cmp.Compare(a.h, b.h), cmp.Compare(a.k, b.k)) })
 	var out []int
 	for i, o := range outer.rows.all() {
 		if !o.live() || !passes(aj.Filters, o) {
@@ -105,9 +108,10 @@ func antiJoin(aj *profile.AntiJoin, outer, inner *table) []int {
 		matched, nullMatches := false, 0
 		var ok bool
 		if buf, ok = joinKey(buf[:0], aj.On, o, false); ok {
-			k, found := head[maphash.Bytes(joinSeed, buf)]
-			for ; found && k >= 0; k = next[k] {
-				in := *inner.rows.at(k)
+			h := maphash.Bytes(joinSeed, buf)
+			j, _ := slices.BinarySearchFunc(index, h, func(e keyed, h uint64) int { return cmp.Compare(e.h, h) })
+			for ; j < len(index) && index[j].h == h; j++ {
+				in := *inner.rows.at(int(index[j].k))
 				if !joins(aj.On, o, in) {
 					continue
 				}
