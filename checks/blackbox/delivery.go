@@ -106,7 +106,7 @@ func (c *checker) phantom() {
 		switch {
 		case !r.hasID:
 			c.add(m.reason(RulePhantom, Fail, "", -1, k, "the record carries no event id (%s)", c.locator()))
-		case m.byID[r.id] != nil:
+		case m.eventByID(r.id) != nil:
 		case m.isID(r.id):
 			c.add(m.reason(RulePhantom, Fail, r.id, -1, k, "the record's event %s was committed for another topic, by its envelope", r.id))
 		case c.binlogHole:

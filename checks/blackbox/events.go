@@ -85,14 +85,14 @@ func (m *model) outboxChange(i int, ch binlog.RowChange) {
 		m.insertEvent(i, ch.After)
 	case binlog.Update:
 		id, ok := text(o.EventID.Lookup(ch.Before))
-		ev := m.byID[id]
+		ev := m.eventByID(id)
 		if !ok || ev == nil {
 			return // a row of before the window, or of another topic
 		}
 		m.statusChange(i, ev, ch)
 	case binlog.Delete:
 		id, ok := text(o.EventID.Lookup(ch.Before))
-		if ev := m.byID[id]; ok && ev != nil && o.Progress.Kind == profile.ProgressDelete && ev.passed < 0 {
+		if ev := m.eventByID(id); ok && ev != nil && o.Progress.Kind == profile.ProgressDelete && ev.passed < 0 {
 			ev.passed = i
 		}
 	}
@@ -142,22 +142,19 @@ func (m *model) insertEvent(i int, row map[string]any) {
 			ev.passed = i
 		}
 	}
-	kept, seen := m.byID[ev.id]
 	if err == nil && dec.topic != "" && dec.topic != m.topic {
 		m.stats.OtherTopics++
-		if !seen {
-			m.byID[ev.id] = nil // an id, of no event of the topic (isID)
-		}
+		m.ids.fileOther(ev.id) // an id, of no event of the topic (isID)
 		return
 	}
-	if kept != nil {
+	if m.eventByID(ev.id) != nil {
 		dup := ev // ev itself stays off the heap
 		dup.idx = -1
 		m.dupRows = append(m.dupRows, &dup)
 		return
 	}
 	ev.idx = int32(m.events.len())
-	m.byID[ev.id] = m.events.at(m.events.add(ev))
+	m.fileEvent(m.events.add(ev))
 }
 
 // allRows yields every committed outbox row of the topic: the events,
@@ -181,17 +178,10 @@ func (m *model) allRows() iter.Seq[*event] {
 // an event's id (one copy of an id however many rows name it), else a
 // copy in the arena (see own).
 func (m *model) keep(id string) string {
-	if ev := m.byID[id]; ev != nil {
+	if ev := m.eventByID(id); ev != nil {
 		return ev.id
 	}
 	return m.ar.str(id)
-}
-
-// isID reports whether id is the id of a committed outbox row, for the
-// topic or not.
-func (m *model) isID(id string) bool {
-	_, ok := m.byID[id]
-	return ok
 }
 
 // statusChange reads an update of an event's row as progress (status,

@@ -33,13 +33,13 @@ type model struct {
 	joins    []*profile.AntiJoin
 	joinErrs []Reason
 	// events are the committed outbox rows for the topic, in commit order
-	// (kept by value, in blocks: see chunks); byID finds one (the first
-	// row, when a buggy service wrote an id twice: the rest are in
-	// dupRows). byID also holds the id of every committed outbox row of
-	// another topic, with a nil event: an effect of an event routed
+	// (kept by value, in blocks: see chunks); ids finds one by its id
+	// (the first row, when a buggy service wrote an id twice: the rest
+	// are in dupRows). ids also holds the id of every committed outbox
+	// row of another topic, of no event: an effect of an event routed
 	// elsewhere is not an orphan (isID).
 	events  chunks[event]
-	byID    map[string]*event
+	ids     ids
 	dupRows []*event
 	// ar keeps the texts and bytes the model keeps (arena.go); tar the
 	// rebuilt tables' rows, apart, so that rebuild can run beside change
@@ -124,7 +124,7 @@ func build(in Input) (*model, error) {
 	if in.Topic != "" {
 		m.topic = in.Topic
 	}
-	m.byID = make(map[string]*event, idHint(in.Broker, m.topic))
+	m.ids.sized(idHint(in.Broker, m.topic))
 	schema := in.Schema
 	if schema == "" {
 		schema = p.Database.Schema
@@ -341,7 +341,7 @@ func (m *model) readBroker(log *broker.Log) error {
 		if loc.Header != "" {
 			if v, ok := r.Header(loc.Header); ok && v != nil {
 				rec.hasID = true
-				if ev, ok := m.byID[string(v)]; ok && ev != nil {
+				if ev := m.eventByBytes(v); ev != nil {
 					rec.id = ev.id // one copy of an id, the event's
 				} else {
 					rec.id = m.ar.strOf(v)
@@ -352,7 +352,7 @@ func (m *model) readBroker(log *broker.Log) error {
 			rec.id = m.keep(rec.id)
 		}
 		k := int32(len(m.records))
-		if ev := m.byID[rec.id]; rec.hasID && ev != nil {
+		if ev := m.eventByID(rec.id); rec.hasID && ev != nil {
 			if ev.last < 0 {
 				ev.rec = k
 			} else {

@@ -49,7 +49,7 @@ func (m *model) side(i int, ch binlog.RowChange, id, consumer *profile.Field) si
 	if id != nil {
 		var event string
 		event, s.hasEvent = text(id.Lookup(row))
-		if ev := m.byID[event]; ev != nil {
+		if ev := m.eventByID(event); ev != nil {
 			s.ev = int32(ev.idx) // the event's copy of the id
 		} else if event != "" {
 			s.ev = -1 - int32(len(m.sideIDs))
@@ -88,5 +88,5 @@ func (m *model) eventOf(r *sideRow) *event {
 	if r.ev >= 0 {
 		return m.events.at(int(r.ev))
 	}
-	return m.byID[m.sideIDs[-1-r.ev]]
+	return m.eventByID(m.sideIDs[-1-r.ev])
 }

@@ -44,7 +44,7 @@ func (c *checker) timeline() *Timeline {
 	for _, want := range []string{RuleLostSkipped, RuleLostAcked} {
 		for _, r := range c.reasons {
 			if r.Rule == want && r.Status == Fail {
-				if ev := c.m.byID[r.Event]; ev != nil && ev.passed >= 0 {
+				if ev := c.m.eventByID(r.Event); ev != nil && ev.passed >= 0 {
 					first, rule = ev, want
 					break
 				}

@@ -1,0 +1,101 @@
+package blackbox
+
+import (
+	"hash/maphash"
+	"math/bits"
+	"unsafe"
+)
+
+// ids finds an event by its id: open addressing over the events' own
+// ids, 8 bytes a slot and at most half the slots used, rather than a map
+// of the ids to the events (about 40 bytes an id at a million). A slot
+// holds the top 32 bits of the id's hash, which spares most comparisons,
+// and 1 + the event's index into model.events; 0 is empty. The ids of
+// committed rows routed to another topic, which are no event of the
+// topic (isID), are few and kept in a map apart.
+type ids struct {
+	slots []uint64
+	n     int
+	other map[string]struct{}
+}
+
+// idSeed seeds the hash of ids (an id is hostile input: a seed of this
+// process keeps anyone from choosing ids that collide).
+var idSeed = maphash.MakeSeed()
+
+// sized makes room for about hint ids before the slots grow.
+func (x *ids) sized(hint int) {
+	x.slots = make([]uint64, max(16, 1<<bits.Len(uint(2*hint))))
+}
+
+// eventByID is the event of id (nil: none of the topic has it).
+func (m *model) eventByID(id string) *event {
+	x := &m.ids
+	if len(x.slots) == 0 {
+		return nil
+	}
+	h := maphash.String(idSeed, id)
+	mask := uint64(len(x.slots) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		s := x.slots[i]
+		if s == 0 {
+			return nil
+		}
+		if s>>32 == h>>32 {
+			if ev := m.events.at(int(uint32(s)) - 1); ev.id == id {
+				return ev
+			}
+		}
+	}
+}
+
+// eventByBytes is eventByID of an id in bytes (a record's header),
+// without copying them to a string.
+func (m *model) eventByBytes(b []byte) *event {
+	return m.eventByID(unsafe.String(unsafe.SliceData(b), len(b)))
+}
+
+// fileEvent files m.events' event k under its id, which no event has.
+func (m *model) fileEvent(k int) {
+	x := &m.ids
+	if 2*(x.n+1) > len(x.slots) {
+		old := x.slots
+		x.slots = make([]uint64, max(16, 2*len(old)))
+		for _, s := range old {
+			if s != 0 {
+				x.put(m.events.at(int(uint32(s))-1).id, s)
+			}
+		}
+	}
+	id := m.events.at(k).id
+	x.put(id, maphash.String(idSeed, id)>>32<<32|uint64(k+1))
+	x.n++
+}
+
+// put puts slot value s of id in the first empty slot from its hash.
+func (x *ids) put(id string, s uint64) {
+	mask := uint64(len(x.slots) - 1)
+	i := maphash.String(idSeed, id) & mask
+	for x.slots[i] != 0 {
+		i = (i + 1) & mask
+	}
+	x.slots[i] = s
+}
+
+// fileOther files the id of a committed row of another topic.
+func (x *ids) fileOther(id string) {
+	if x.other == nil {
+		x.other = map[string]struct{}{}
+	}
+	x.other[id] = struct{}{}
+}
+
+// isID reports whether id is the id of a committed outbox row, for the
+// topic or not.
+func (m *model) isID(id string) bool {
+	if m.eventByID(id) != nil {
+		return true
+	}
+	_, ok := m.ids.other[id]
+	return ok
+}
