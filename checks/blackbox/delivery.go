@@ -106,13 +106,16 @@ func (c *checker) phantom() {
 		switch {
 		case !r.hasID:
 			c.add(m.reason(RulePhantom, Fail, "", -1, k, "the record carries no event id (%s)", c.locator()))
-		case m.eventByID(r.id) != nil:
-		case m.isID(r.id):
-			c.add(m.reason(RulePhantom, Fail, r.id, -1, k, "the record's event %s was committed for another topic, by its envelope", r.id))
+		case r.ev >= 0:
+		case m.isID(m.recIDs[-1-r.ev]):
+			id := m.recIDs[-1-r.ev]
+			c.add(m.reason(RulePhantom, Fail, id, -1, k, "the record's event %s was committed for another topic, by its envelope", id))
 		case c.binlogHole:
-			c.add(m.reason(RulePhantom, Inconclusive, r.id, -1, k, "no committed outbox row has event %s, but the binlog has a hole that could hold it", r.id))
+			id := m.recIDs[-1-r.ev]
+			c.add(m.reason(RulePhantom, Inconclusive, id, -1, k, "no committed outbox row has event %s, but the binlog has a hole that could hold it", id))
 		default:
-			c.add(m.reason(RulePhantom, Fail, r.id, -1, k, "no transaction of the run window committed an outbox row with event %s", r.id))
+			id := m.recIDs[-1-r.ev]
+			c.add(m.reason(RulePhantom, Fail, id, -1, k, "no transaction of the run window committed an outbox row with event %s", id))
 		}
 	}
 }

@@ -15,9 +15,8 @@ import (
 type event struct {
 	id        string
 	aggregate string
-	against   num    // cursor kind: the row's position
-	tx        int    // index into model.txs of the inserting transaction
-	value     []byte // the payload decoded: the value its record must have, until readBroker has compared them
+	against   num // cursor kind: the row's position
+	tx        int // index into model.txs of the inserting transaction
 	x         *eventExtra
 	// passed is the transaction where the relay's progress passed the
 	// row (-1: never); changes counts the row's updates before that.
@@ -126,7 +125,6 @@ func (m *model) insertEvent(i int, row map[string]any) {
 		}
 	}
 	dec, err := decode(&m.pay, o.Payload.Decode, row[o.Payload.Column])
-	ev.value = dec.value
 	if dec.headers != nil || err != nil {
 		ev.extra().headers, ev.x.decErr = dec.headers, err
 	}
@@ -155,6 +153,7 @@ func (m *model) insertEvent(i int, row map[string]any) {
 	}
 	ev.idx = int32(m.events.len())
 	m.fileEvent(m.events.add(ev))
+	m.values = append(m.values, dec.value)
 }
 
 // allRows yields every committed outbox row of the topic: the events,
@@ -172,16 +171,6 @@ func (m *model) allRows() iter.Seq[*event] {
 			}
 		}
 	}
-}
-
-// keep returns id to keep in the model: the event's own copy when it is
-// an event's id (one copy of an id however many rows name it), else a
-// copy in the arena (see own).
-func (m *model) keep(id string) string {
-	if ev := m.eventByID(id); ev != nil {
-		return ev.id
-	}
-	return m.ar.str(id)
 }
 
 // statusChange reads an update of an event's row as progress (status,

@@ -43,9 +43,11 @@ type model struct {
 	dupRows []*event
 	// ar keeps the texts and bytes the model keeps (arena.go); tar the
 	// rebuilt tables' rows, apart, so that rebuild can run beside change
-	// (build); pay the events' payloads as their rows say their records
-	// must be, until readBroker has compared every record with them.
+	// (build); pay the events' payloads, values, as their rows say their
+	// records must be (the payload decoded; by event index), until
+	// readBroker has compared every record with them.
 	ar, tar, pay arena
+	values       [][]byte
 	// cursor (progress kind cursor) is every write of the cursor row.
 	cursor []cursorWrite
 	// back are progress changes that move back (the progress rule).
@@ -55,8 +57,10 @@ type model struct {
 	partitions []broker.Partition
 	start      map[int32]int64
 	records    []record
-	// diffs are how records differ from their events' rows (record.diff).
-	diffs []string
+	// diffs are how records differ from their events' rows (record.diff);
+	// recIDs the ids records carry that are no event's (record.ev).
+	diffs  []string
+	recIDs []string
 	// inbox and effect rows inserted in the window.
 	inbox   chunks[sideRow]
 	effects chunks[sideRow]
@@ -102,14 +106,16 @@ type progressBack struct {
 // value and headers are not kept).
 type record struct {
 	Offset    int64
-	id        string
 	Partition int32
 	// diff is 1 + the index into model.diffs of how the record differs
 	// from its event's row (rule record-mismatch); 0: it does not, or it
 	// names no event whose payload decodes.
 	diff int32
 	// next is the next record of the same event (-1: none; event.rec).
-	next  int32
+	next int32
+	// ev is the event whose id the record carries (index into
+	// model.events), else -1 - the index into model.recIDs of the id.
+	ev    int32
 	hasID bool
 }
 
@@ -124,7 +130,9 @@ func build(in Input) (*model, error) {
 	if in.Topic != "" {
 		m.topic = in.Topic
 	}
-	m.ids.sized(idHint(in.Broker, m.topic))
+	hint := idHint(in.Broker, m.topic)
+	m.ids.sized(hint)
+	m.values = make([][]byte, 0, hint)
 	schema := in.Schema
 	if schema == "" {
 		schema = p.Database.Schema
@@ -188,10 +196,10 @@ func build(in Input) (*model, error) {
 	return m, nil
 }
 
-// idHint sizes the id map: about one event per record of the topic, as
-// the broker's log holds them (decoded already, so a count whose memory
-// is spent), so that a million ids are not rehashed as the map grows
-// (0.4 s at a million). At most maxIDHint: past it the map grows.
+// idHint sizes the id index and the payloads: about one event per record
+// of the topic, as the broker's log counts them (checked already, so a
+// count whose memory is spent), so that a million ids are not rehashed
+// as the index grows. At most maxIDHint: past it they grow.
 func idHint(log *broker.Log, topic string) int {
 	if log == nil {
 		return 0
@@ -338,21 +346,27 @@ func (m *model) readBroker(log *broker.Log) error {
 			return nil
 		}
 		rec := record{Partition: r.Partition, Offset: r.Offset, next: -1}
+		var ev *event
 		if loc.Header != "" {
 			if v, ok := r.Header(loc.Header); ok && v != nil {
 				rec.hasID = true
-				if ev := m.eventByBytes(v); ev != nil {
-					rec.id = ev.id // one copy of an id, the event's
-				} else {
-					rec.id = m.ar.strOf(v)
+				if ev = m.eventByBytes(v); ev == nil {
+					rec.ev = -1 - int32(len(m.recIDs))
+					m.recIDs = append(m.recIDs, m.ar.strOf(v))
 				}
 			}
 		} else if loc.Value != nil {
-			rec.id, rec.hasID = text(profile.LookupPath(r.Value, loc.Value.Path))
-			rec.id = m.keep(rec.id)
+			var id string
+			if id, rec.hasID = text(profile.LookupPath(r.Value, loc.Value.Path)); rec.hasID {
+				if ev = m.eventByID(id); ev == nil {
+					rec.ev = -1 - int32(len(m.recIDs))
+					m.recIDs = append(m.recIDs, m.ar.str(id)) // see own
+				}
+			}
 		}
 		k := int32(len(m.records))
-		if ev := m.eventByID(rec.id); rec.hasID && ev != nil {
+		if ev != nil {
+			rec.ev = ev.idx
 			if ev.last < 0 {
 				ev.rec = k
 			} else {
@@ -376,10 +390,7 @@ func (m *model) readBroker(log *broker.Log) error {
 // dropPayloads lets the events' payloads go once readBroker has compared
 // the records with them (nothing else reads them).
 func (m *model) dropPayloads() {
-	m.pay = arena{}
-	for ev := range m.allRows() {
-		ev.value = nil
-	}
+	m.pay, m.values = arena{}, nil
 }
 
 // differs says how record r of event ev differs from the event's
@@ -394,8 +405,8 @@ func (m *model) differs(ev *event, r *broker.Record) string {
 	if want, ok := m.wantKey(ev); ok && (r.Key == nil || string(r.Key) != want) {
 		diffs = append(diffs, fmt.Sprintf("key %s, want %q (%s)", showBytes(r.Key), want, m.prof.Topic.Key))
 	}
-	if !sameValue(r.Value, ev.value) {
-		diffs = append(diffs, fmt.Sprintf("value %s, want %s", showBytes(r.Value), showBytes(ev.value)))
+	if want := m.values[ev.idx]; !sameValue(r.Value, want) {
+		diffs = append(diffs, fmt.Sprintf("value %s, want %s", showBytes(r.Value), showBytes(want)))
 	}
 	headers := ev.headers()
 	for _, h := range sortedKeys(headers) {
