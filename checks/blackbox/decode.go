@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"hash/maphash"
 	"strconv"
+	"unsafe"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence/profile"
 )
@@ -34,20 +36,20 @@ func decode(ar *arena, name string, v any) (decoded, error) {
 	return decoded{}, fmt.Errorf("unknown decoder %q", name)
 }
 
-// raw is the payload's bytes, a copy kept in ar (nil: on the heap), not
-// the binlog event's buffer, which it would keep whole.
+// raw is the payload's bytes: with ar nil, the row's own (the binlog
+// event's buffer: read them, never keep them), else a copy kept in ar.
 func raw(ar *arena, v any) []byte {
 	switch t := v.(type) {
 	case nil:
 		return nil
 	case []byte:
 		if ar == nil {
-			return bytes.Clone(t)
+			return t
 		}
 		return ar.bytes(t)
 	case string:
 		if ar == nil {
-			return []byte(t)
+			return unsafe.Slice(unsafe.StringData(t), len(t))
 		}
 		b := ar.alloc(len(t))
 		copy(b, t)
@@ -82,6 +84,15 @@ func decodeWatermill(b []byte) (decoded, error) {
 	}
 	return decoded{value: env.Payload, headers: h, topic: env.DestinationTopic}, nil
 }
+
+// valueHash digests a value (nil and empty alike, as sameValue compares
+// them): 128 bits, two hashes seeded in this process, so that a payload
+// is compared with its records' values without being kept (readBroker).
+func valueHash(b []byte) [2]uint64 {
+	return [2]uint64{maphash.Bytes(valueSeeds[0], b), maphash.Bytes(valueSeeds[1], b)}
+}
+
+var valueSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
 
 // sameValue compares a record's value with the decoded one: equal bytes,
 // or equal JSON documents (a relay may re-encode the JSON it read).

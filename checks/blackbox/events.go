@@ -124,7 +124,7 @@ func (m *model) insertEvent(i int, row map[string]any) {
 			ev.extra().token = m.ar.str(token)
 		}
 	}
-	dec, err := decode(&m.pay, o.Payload.Decode, row[o.Payload.Column])
+	dec, err := decode(nil, o.Payload.Decode, row[o.Payload.Column]) // hashed, not kept
 	if dec.headers != nil || err != nil {
 		ev.extra().headers, ev.x.decErr = dec.headers, err
 	}
@@ -153,7 +153,7 @@ func (m *model) insertEvent(i int, row map[string]any) {
 	}
 	ev.idx = int32(m.events.len())
 	m.fileEvent(m.events.add(ev))
-	m.values = append(m.values, dec.value)
+	m.values = append(m.values, valueHash(dec.value))
 }
 
 // allRows yields every committed outbox row of the topic: the events,

@@ -1,9 +1,11 @@
 package blackbox
 
 import (
+	"bytes"
 	"fmt"
 	"iter"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -43,11 +45,12 @@ type model struct {
 	dupRows []*event
 	// ar keeps the texts and bytes the model keeps (arena.go); tar the
 	// rebuilt tables' rows, apart, so that rebuild can run beside change
-	// (build); pay the events' payloads, values, as their rows say their
-	// records must be (the payload decoded; by event index), until
-	// readBroker has compared every record with them.
-	ar, tar, pay arena
-	values       [][]byte
+	// (build).
+	ar, tar arena
+	// values digest the events' payloads, as their rows say their records
+	// must be (decoded; valueHash), by event index, until readBroker has
+	// compared every record with them.
+	values [][2]uint64
 	// cursor (progress kind cursor) is every write of the cursor row.
 	cursor []cursorWrite
 	// back are progress changes that move back (the progress rule).
@@ -132,7 +135,7 @@ func build(in Input) (*model, error) {
 	}
 	hint := idHint(in.Broker, m.topic)
 	m.ids.sized(hint)
-	m.values = make([][]byte, 0, hint)
+	m.values = make([][2]uint64, 0, hint)
 	schema := in.Schema
 	if schema == "" {
 		schema = p.Database.Schema
@@ -170,22 +173,22 @@ func build(in Input) (*model, error) {
 		<-done
 		return nil
 	}
-	if in.Scan != nil {
-		holes, err := in.Scan(each)
-		if err != nil {
-			return nil, err
-		}
-		m.holes = holes
-	} else {
-		for _, t := range in.Binlog.Transactions {
-			_ = each(t) // each returns no error of its own
-		}
+	holes, err := scan(in, each)
+	if err != nil {
+		return nil, err
 	}
+	m.holes = holes
 	m.cursorPasses()
-	if err := m.readBroker(in.Broker); err != nil {
+	unsure, err := m.readBroker(in.Broker)
+	if err != nil {
 		return nil, err
 	}
 	m.dropPayloads()
+	if len(unsure) > 0 {
+		if err := m.compareValues(in, schema, unsure); err != nil {
+			return nil, err
+		}
+	}
 	m.end = in.End
 	if m.end.IsZero() && len(m.txs) > 0 {
 		m.end = m.txs[len(m.txs)-1].time
@@ -194,6 +197,20 @@ func build(in Input) (*model, error) {
 	m.stats.Records = len(m.records)
 	m.stats.Effects = m.effects.len()
 	return m, nil
+}
+
+// scan runs each over the window's transactions: in.Scan's as it reads
+// them (its holes returned, its error too), or in.Binlog's.
+func scan(in Input, each func(binlog.Transaction) error) ([]string, error) {
+	if in.Scan != nil {
+		return in.Scan(each)
+	}
+	for _, t := range in.Binlog.Transactions {
+		if err := each(t); err != nil {
+			return nil, err
+		}
+	}
+	return nil, nil
 }
 
 // idHint sizes the id index and the payloads: about one event per record
@@ -327,12 +344,14 @@ func (m *model) cursorPasses() {
 // readBroker takes the topic's records of the window, as the broker's
 // log hands them out one at a time, and files them under their events.
 // A record of an event is compared with the event's committed row there
-// and then (diffs): its key, value and headers are not kept, and once
-// every record is read the payloads the rows said they must carry are
-// let go (dropPayloads).
-func (m *model) readBroker(log *broker.Log) error {
+// and then: its key, value and headers are not kept. Its value is
+// compared by digest (valueHash): one whose digest differs is unsure,
+// returned with a copy of its value for compareValues, as only the
+// payload itself can tell a different value from the same JSON written
+// otherwise, and say what it should have been.
+func (m *model) readBroker(log *broker.Log) ([]unsure, error) {
 	if log == nil {
-		return nil
+		return nil, nil
 	}
 	m.partitions = log.Topics[m.topic]
 	n := 0
@@ -340,6 +359,7 @@ func (m *model) readBroker(log *broker.Log) error {
 		n += m.partitions[i].Count()
 	}
 	m.records = make([]record, 0, n)
+	var out []unsure
 	loc := m.prof.Topic.EventID
 	err := log.EachRecord(m.topic, func(r *broker.Record) error {
 		if r.Offset < m.start[r.Partition] {
@@ -376,38 +396,119 @@ func (m *model) readBroker(log *broker.Log) error {
 			if ev.nrec++; ev.nrec > 1 {
 				m.stats.Duplicates++
 			}
-			if d := m.differs(ev, r); d != "" {
-				m.diffs = append(m.diffs, d)
-				rec.diff = int32(len(m.diffs))
+			if ev.decErr() == nil { // else the rule says so of the event
+				u := unsure{rec: k, key: m.keyDiff(ev, r), headers: m.headerDiffs(ev, r)}
+				if valueHash(r.Value) != m.values[ev.idx] {
+					u.value = bytes.Clone(r.Value)
+					out = append(out, u)
+				} else {
+					m.differ(&rec, u.key, "", u.headers)
+				}
 			}
 		}
 		m.records = append(m.records, rec)
 		return nil
 	})
-	return err
+	return out, err
 }
 
-// dropPayloads lets the events' payloads go once readBroker has compared
-// the records with them (nothing else reads them).
+// unsure is a record whose value's digest is not its event's payload's
+// (readBroker): its value, and how its key and headers differ.
+type unsure struct {
+	rec          int32
+	value        []byte
+	key, headers string
+}
+
+// dropPayloads lets the events' payload digests go once readBroker has
+// compared the records with them (nothing else reads them).
 func (m *model) dropPayloads() {
-	m.pay, m.values = arena{}, nil
+	m.values = nil
 }
 
-// differs says how record r of event ev differs from the event's
-// committed row after decoding (its key as topic.key says, its value, its
-// headers); "" when it does not, or when the row's payload does not
-// decode (the rule says so of the event).
-func (m *model) differs(ev *event, r *broker.Record) string {
-	if ev.decErr() != nil {
-		return ""
+// differ files how record rec differs from its event's row: its key, its
+// value and its headers, each "" where they agree.
+func (m *model) differ(rec *record, diffs ...string) {
+	d := slices.DeleteFunc(diffs, func(s string) bool { return s == "" })
+	if len(d) > 0 {
+		m.diffs = append(m.diffs, strings.Join(d, "; "))
+		rec.diff = int32(len(m.diffs))
 	}
-	var diffs []string
+}
+
+// compareValues compares the unsure records' values with their events'
+// payloads, read again from the binlog (in, cut to schema as build cut
+// it): equal bytes or the same JSON document (sameValue), else the
+// record differs. The binlog is read again only when a value's digest
+// differed, which a relay that publishes what it read never makes.
+func (m *model) compareValues(in Input, schema string, unsure []unsure) error {
+	byTx := map[int][]int32{} // transaction -> the unsure records' events
+	want := map[int32][]byte{}
+	for _, u := range unsure {
+		ev := m.records[u.rec].ev
+		if _, ok := want[ev]; !ok {
+			want[ev] = nil
+			tx := m.events.at(int(ev)).tx
+			byTx[tx] = append(byTx[tx], ev)
+		}
+	}
+	o := m.prof.Outbox
+	i := -1
+	_, err := scan(in, func(t binlog.Transaction) error {
+		if schema != "" {
+			var ok bool
+			if t, ok = t.ForSchema(schema); !ok {
+				return nil
+			}
+		}
+		i++
+		evs := byTx[i]
+		for _, ch := range t.Changes {
+			if len(evs) == 0 {
+				break
+			}
+			if ch.Table != o.Table || ch.Op != binlog.Insert {
+				continue
+			}
+			id, _ := text(o.EventID.Lookup(ch.After))
+			for j, ev := range evs {
+				if m.events.at(int(ev)).id == id { // the event's row: its first in its transaction
+					dec, _ := decode(nil, o.Payload.Decode, ch.After[o.Payload.Column])
+					want[ev] = bytes.Clone(dec.value)
+					evs = slices.Delete(evs, j, j+1)
+					break
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, u := range unsure {
+		rec := &m.records[u.rec]
+		value, payload := "", want[rec.ev]
+		if !sameValue(u.value, payload) {
+			value = fmt.Sprintf("value %s, want %s", showBytes(u.value), showBytes(payload))
+		}
+		m.differ(rec, u.key, value, u.headers)
+	}
+	return nil
+}
+
+// keyDiff says how record r's key differs from the one event ev's row
+// says (topic.key), "" when it does not.
+func (m *model) keyDiff(ev *event, r *broker.Record) string {
 	if want, ok := m.wantKey(ev); ok && (r.Key == nil || string(r.Key) != want) {
-		diffs = append(diffs, fmt.Sprintf("key %s, want %q (%s)", showBytes(r.Key), want, m.prof.Topic.Key))
+		return fmt.Sprintf("key %s, want %q (%s)", showBytes(r.Key), want, m.prof.Topic.Key)
 	}
-	if want := m.values[ev.idx]; !sameValue(r.Value, want) {
-		diffs = append(diffs, fmt.Sprintf("value %s, want %s", showBytes(r.Value), showBytes(want)))
-	}
+	return ""
+}
+
+// headerDiffs says which headers event ev's row says record r must carry
+// it lacks or has otherwise, "" when none.
+func (m *model) headerDiffs(ev *event, r *broker.Record) string {
+	var diffs []string
 	headers := ev.headers()
 	for _, h := range sortedKeys(headers) {
 		if got, ok := r.Header(h); !ok || string(got) != headers[h] {
