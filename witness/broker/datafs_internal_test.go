@@ -221,6 +221,9 @@ func openAsRead(t testing.TB, fsys fs.FS, sel Selection) *Log {
 		if err != nil {
 			t.Fatalf("EachRecord(%s): %v", topic, err)
 		}
+		if err := log.EachRecord(topic, func(*Record) error { return nil }); !errors.Is(err, ErrIncomplete) {
+			t.Fatalf("EachRecord(%s) a second time = %v; want ErrIncomplete", topic, err)
+		}
 		for n, p := range parts {
 			if recs[n] == nil {
 				recs[n] = []Record{} // as ReadDataFS makes it

@@ -24,6 +24,7 @@ package broker
 
 import (
 	"errors"
+	"fmt"
 	"sort"
 	"time"
 
@@ -122,17 +123,20 @@ type Log struct {
 	// offset of the next record the group will read), for the topics read.
 	Groups map[string]map[string]map[int32]int64 `json:"groups"`
 	// lazy: the partitions' records are in their batches, not Records
-	// (OpenDataFS).
+	// (OpenDataFS); read the topics whose records EachRecord gave.
 	lazy bool
+	read map[string]bool
 }
 
 // EachRecord calls fn with every data record of topic, by partition and
 // offset, and stops at the first error fn returns. For a Log of
 // OpenDataFS it decodes them one at a time from the checked batches
 // (their Records are empty): the record fn gets, its key, value and
-// headers, are valid only during the call. A record that does not decode
-// (which OpenDataFS checked already) is refused with ErrDamaged or
-// ErrLimit.
+// headers, are valid only during the call, and a topic's records are
+// given once, its batches let go as they are read (a second call for
+// the topic is refused with ErrIncomplete). A record that does not
+// decode (which OpenDataFS checked already) is refused with ErrDamaged
+// or ErrLimit.
 func (l *Log) EachRecord(topic string, fn func(*Record) error) error {
 	parts := l.Topics[topic]
 	if !l.lazy {
@@ -145,11 +149,20 @@ func (l *Log) EachRecord(topic string, fn func(*Record) error) error {
 		}
 		return nil
 	}
+	if l.read[topic] {
+		return fmt.Errorf("%w: the records of %s were read already (a log of OpenDataFS gives them once)", ErrIncomplete, topic)
+	}
+	if l.read == nil {
+		l.read = map[string]bool{}
+	}
+	l.read[topic] = true
 	hs := headerSlab{reuse: true}
 	var rec kmsg.Record
 	var headers int64
 	for i := range parts {
-		if err := parts[i].each(parts[i].batches, &rec, &hs, &headers, nil, fn); err != nil {
+		err := parts[i].each(parts[i].batches, &rec, &hs, &headers, nil, fn)
+		parts[i].batches = []batch{} // read: the segments' bytes can go (Count stays)
+		if err != nil {
 			return err
 		}
 	}

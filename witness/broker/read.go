@@ -321,8 +321,8 @@ func ReadDataFS(ctx context.Context, fsys fs.FS, sel Selection) (*Log, error) {
 // every record decoded once to check it, but the Log it returns keeps
 // them in their checked batches (decompressed, a few tens of bytes a
 // record less than a Record each) and hands them out one at a time
-// through EachRecord. Its partitions' Records are empty (Count says how
-// many EachRecord gives); everything else is as ReadDataFS returns it.
+// through EachRecord, once. Its partitions' Records are empty (Count says
+// how many EachRecord gives); everything else is as ReadDataFS returns it.
 func OpenDataFS(ctx context.Context, fsys fs.FS, sel Selection) (*Log, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("read broker data: %w", err)
