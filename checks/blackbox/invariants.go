@@ -1,14 +1,18 @@
 package blackbox
 
 import (
+	"bytes"
 	"cmp"
+	"encoding/binary"
 	"fmt"
 	"hash/maphash"
 	"math/big"
+	"math/bits"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/orderflow-audit/orderflow-audit/evidence/profile"
 )
@@ -100,6 +104,17 @@ func antiJoin(aj *profile.AntiJoin, outer, inner *table) []int {
 		}
 	}
 	slices.SortFunc(index, func(a, b keyed) int { return cmp.Or(cmp.Compare(a.h, b.h), cmp.Compare(a.k, b.k)) })
+	// dir finds a hash's run in index by its top bits (the hashes are
+	// uniform): the entries whose top bits are t are index[dir[t]:dir[t+1]],
+	// about one each, so that a probe is two reads, not a binary search.
+	shift := uint(64 - bits.Len(uint(len(index))))
+	dir := make([]int32, (1<<(64-shift))+1)
+	for _, e := range index {
+		dir[e.h>>shift+1]++
+	}
+	for t := 1; t < len(dir); t++ {
+		dir[t] += dir[t-1]
+	}
 	var out []int
 	for i, o := range outer.rows.all() {
 		if !o.live() || !passes(aj.Filters, o) {
@@ -109,8 +124,10 @@ func antiJoin(aj *profile.AntiJoin, outer, inner *table) []int {
 		var ok bool
 		if buf, ok = joinKey(buf[:0], aj.On, o, false); ok {
 			h := maphash.Bytes(joinSeed, buf)
-			j, _ := slices.BinarySearchFunc(index, h, func(e keyed, h uint64) int { return cmp.Compare(e.h, h) })
-			for ; j < len(index) && index[j].h == h; j++ {
+			for j, end := dir[h>>shift], dir[h>>shift+1]; j < end && index[j].h <= h; j++ {
+				if index[j].h != h {
+					continue
+				}
 				in := *inner.rows.at(int(index[j].k))
 				if !joins(aj.On, o, in) {
 					continue
@@ -146,10 +163,20 @@ func joinKey(b []byte, on []profile.JoinCond, row tableRow, inner bool) ([]byte,
 		if c.Lit != nil {
 			continue // a literal condition is checked on the candidate
 		}
-		v := row.get(c.Outer)
+		col := c.Outer
 		if inner {
-			v = row.get(c.Inner)
+			col = c.Inner
 		}
+		switch tag, v := row.cell(col); { // most keys without making a value
+		case tag == tagInt:
+			b = strconv.AppendInt(append(b, 'n'), int64(binary.LittleEndian.Uint64(v)), 10)
+			b = append(b, 0)
+			continue
+		case (tag == tagText || tag == tagBytes) && !profile.MaybeNumber(unsafe.String(unsafe.SliceData(v), len(v))):
+			b = append(append(append(b, 't'), v...), 0)
+			continue
+		}
+		v := row.get(col)
 		switch x := v.(type) {
 		case nil:
 			return b, false
@@ -197,6 +224,14 @@ func passes(filters []profile.Filter, row tableRow) bool {
 
 func joins(on []profile.JoinCond, outer, inner tableRow) bool {
 	for _, c := range on {
+		if c.Lit == nil {
+			if eq, known := sameCells(outer, c.Outer, inner, c.Inner); known {
+				if !eq {
+					return false
+				}
+				continue
+			}
+		}
 		want := outer.get(c.Outer)
 		if c.Lit != nil {
 			want = literal(*c.Lit)
@@ -206,6 +241,21 @@ func joins(on []profile.JoinCond, outer, inner tableRow) bool {
 		}
 	}
 	return true
+}
+
+// sameCells is equal on two rows' values where their encodings answer it
+// alone (known), without making values of them: two texts (or bytes)
+// compare byte for byte, two integers of one kind by their 8 bytes. Any
+// other pair, or a NULL, is for equal.
+func sameCells(a tableRow, ca string, b tableRow, cb string) (eq, known bool) {
+	ta, va := a.cell(ca)
+	tb, vb := b.cell(cb)
+	switch {
+	case (ta == tagText || ta == tagBytes) && (tb == tagText || tb == tagBytes),
+		ta == tb && (ta == tagInt || ta == tagUint):
+		return bytes.Equal(va, vb), true
+	}
+	return false, false
 }
 
 // sqlNumber marks a literal that is a number.

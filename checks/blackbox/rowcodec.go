@@ -53,6 +53,31 @@ func (o *others) encode(b []byte, v any) []byte {
 // the model's own memory: it is not hostile, and a value it cannot find
 // is nil.
 func (o *others) decode(b []byte, i int) any {
+	tag, v := cell(b, i)
+	switch tag {
+	case tagInt:
+		return int64(binary.LittleEndian.Uint64(v))
+	case tagUint:
+		return binary.LittleEndian.Uint64(v)
+	case tagFloat:
+		return math.Float64frombits(binary.LittleEndian.Uint64(v))
+	case tagText:
+		// the arena's bytes, never written again (arena.go)
+		return unsafe.String(unsafe.SliceData(v), len(v))
+	case tagBytes:
+		return v
+	case tagOther:
+		l, _ := binary.Uvarint(v)
+		return o.vals[l]
+	}
+	return nil
+}
+
+// cell returns the tag of the i-th value encoded in b and its bytes (8
+// for a number, the text or bytes themselves, the index into others'
+// values as encoded), without making a value of them: tagNull and no
+// bytes for a NULL or a value it cannot find.
+func cell(b []byte, i int) (byte, []byte) {
 	for k := 0; len(b) > 0; k++ {
 		tag := b[0]
 		b = b[1:]
@@ -64,36 +89,26 @@ func (o *others) decode(b []byte, i int) any {
 		case tagText, tagBytes, tagOther:
 			l, w := binary.Uvarint(b)
 			if w <= 0 {
-				return nil
+				return tagNull, nil
+			}
+			if tag == tagOther {
+				if k == i {
+					return tag, b[:w]
+				}
+				b = b[w:]
+				continue
 			}
 			b = b[w:]
-			if tag != tagOther {
-				n = int(l)
-			} else if k == i {
-				return o.vals[l]
-			}
+			n = int(l)
 		}
 		if n > len(b) {
-			return nil
+			return tagNull, nil
 		}
 		if k < i {
 			b = b[n:]
 			continue
 		}
-		switch tag {
-		case tagInt:
-			return int64(binary.LittleEndian.Uint64(b))
-		case tagUint:
-			return binary.LittleEndian.Uint64(b)
-		case tagFloat:
-			return math.Float64frombits(binary.LittleEndian.Uint64(b))
-		case tagText:
-			// the arena's bytes, never written again (arena.go)
-			return unsafe.String(unsafe.SliceData(b), n)
-		case tagBytes:
-			return b[:n:n]
-		}
-		return nil
+		return tag, b[:n:n]
 	}
-	return nil
+	return tagNull, nil
 }

@@ -100,6 +100,15 @@ type rowShape struct {
 // live reports whether the row is still in the table.
 func (r tableRow) live() bool { return r.vals != nil }
 
+// cell is the tag and bytes of the row's value of column c (rowcodec.go:
+// tagNull for NULL or no such column), without making a value of them.
+func (r tableRow) cell(c string) (byte, []byte) {
+	if i, ok := slices.BinarySearch(r.shape.cols, c); ok {
+		return cell(r.bytes(), i)
+	}
+	return tagNull, nil
+}
+
 // get is the row's value of column c (nil: NULL, or no such column).
 func (r tableRow) get(c string) any {
 	if i, ok := slices.BinarySearch(r.shape.cols, c); ok {

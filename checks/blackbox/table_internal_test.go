@@ -2,11 +2,13 @@ package blackbox
 
 import (
 	"encoding/json"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/orderflow-audit/orderflow-audit/evidence/profile"
 	"github.com/orderflow-audit/orderflow-audit/witness/binlog"
 )
 
@@ -140,5 +142,48 @@ func TestRowKey(t *testing.T) {
 	}
 	if string(blob) != "xy" {
 		t.Errorf("rowKey wrote into the image's bytes: %q", blob)
+	}
+}
+
+// TestCellsAgreeWithEqual: the anti-join's fast paths, which compare and
+// key rows by their encoded values (sameCells, joinKey), agree with
+// equal on decoded values for every pair of a set of values of every
+// kind: where sameCells answers, it answers as equal, and two values
+// equal says are equal get one join key (two that differ may share one:
+// the candidates are compared exactly).
+func TestCellsAgreeWithEqual(t *testing.T) {
+	vals := []any{nil, int64(1), int64(-7), uint64(1), uint64(1 << 63), 1.0, 0.0, math.Copysign(0, -1), "1", "1.0", "01", "a", "A", "",
+		[]byte("a"), []byte("1"), []byte{}, "a\x00b", time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	tb := newTable(&arena{})
+	rows := make([]tableRow, len(vals))
+	for i, v := range vals {
+		rows[i] = tb.row(map[string]any{"v": v, "w": v}, 0)
+	}
+	on := []profile.JoinCond{{Outer: "v", Inner: "w"}}
+	fast := 0
+	for i, a := range rows {
+		for j, b := range rows {
+			want, wantKnown := equal(a.get("v"), b.get("w"))
+			if eq, known := sameCells(a, "v", b, "w"); known {
+				fast++
+				if eq != want || !wantKnown {
+					t.Errorf("sameCells(%#v, %#v) = %v; equal says %v (known %v)", vals[i], vals[j], eq, want, wantKnown)
+				}
+			}
+			if got := joins(on, a, b); got != (want && wantKnown) {
+				t.Errorf("joins(%#v, %#v) = %v; want %v", vals[i], vals[j], got, want && wantKnown)
+			}
+			ka, okA := joinKey(nil, on, a, false)
+			kb, okB := joinKey(nil, on, b, true)
+			if okA != (vals[i] != nil) || okB != (vals[j] != nil) {
+				t.Errorf("joinKey ok %v, %v for %#v, %#v", okA, okB, vals[i], vals[j])
+			}
+			if okA && okB && want && string(ka) != string(kb) {
+				t.Errorf("%#v and %#v: equal %v, keys %q and %q", vals[i], vals[j], want, ka, kb)
+			}
+		}
+	}
+	if fast < len(vals) {
+		t.Errorf("sameCells answered %d pairs alone; want the texts' and integers' at least", fast)
 	}
 }

@@ -227,7 +227,7 @@ func Number(v any) *big.Rat {
 		return new(big.Rat).SetUint64(x)
 	}
 	s, ok := Text(v)
-	if !ok || !maybeNumber(s) {
+	if !ok || !MaybeNumber(s) {
 		return nil
 	}
 	r, ok := new(big.Rat).SetString(s)
@@ -237,10 +237,11 @@ func Number(v any) *big.Rat {
 	return r
 }
 
-// maybeNumber is false for a text big.Rat's SetString cannot read, found
-// without its allocations: one that does not start, after at most one
-// sign, with a digit or a decimal point (most texts of a row: ids, names).
-func maybeNumber(s string) bool {
+// MaybeNumber is false for a text big.Rat's SetString cannot read (so
+// Number reads none), found without its allocations: one that does not
+// start, after at most one sign, with a digit or a decimal point (most
+// texts of a row: ids, names).
+func MaybeNumber(s string) bool {
 	if s != "" && (s[0] == '+' || s[0] == '-') {
 		s = s[1:]
 	}
