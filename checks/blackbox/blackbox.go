@@ -244,18 +244,24 @@ func Check(in Input) (*Result, error) {
 	if m.topic == "" {
 		return nil, fmt.Errorf("black-box check: no topic to audit (the profile's topic.name is empty)")
 	}
-	c := &checker{m: m, in: in, applies: map[string]bool{}}
-	c.holes()
 	// The invariants read only the rebuilt tables (and the model's
-	// transactions, for where): they run beside the other rules, on a
-	// checker of their own, merged after, so that a million-row
-	// anti-join takes the other core rather than the end of the check.
-	inv := &checker{m: m, in: in, applies: map[string]bool{}, binlogHole: c.binlogHole, brokerHole: c.brokerHole}
+	// transactions, for where), all of them once the binlog is read:
+	// they run beside the reading of the broker's records and the other
+	// rules, on a checker of their own, merged after, so that a
+	// million-row anti-join takes the other core rather than the end of
+	// the check. Of the holes they need only the binlog's.
+	inv := &checker{m: m, in: in, applies: map[string]bool{}, binlogHole: m.binlogHoled(in)}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		inv.invariants()
 	}()
+	if err := m.readRecords(in); err != nil {
+		<-done
+		return nil, fmt.Errorf("black-box check: %w", err)
+	}
+	c := &checker{m: m, in: in, applies: map[string]bool{}}
+	c.holes()
 	c.commitAtomic()
 	c.answer()
 	c.delivery()

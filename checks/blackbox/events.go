@@ -145,14 +145,12 @@ func (m *model) insertEvent(i int, row map[string]any) {
 		m.ids.fileOther(ev.id) // an id, of no event of the topic (isID)
 		return
 	}
-	if m.eventByID(ev.id) != nil {
+	if m.addEvent(ev) != nil {
 		dup := ev // ev itself stays off the heap
 		dup.idx = -1
 		m.dupRows = append(m.dupRows, &dup)
 		return
 	}
-	ev.idx = int32(m.events.len())
-	m.fileEvent(m.events.add(ev))
 	m.values = append(m.values, valueHash(dec.value))
 }
 

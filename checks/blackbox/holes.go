@@ -21,12 +21,11 @@ import (
 func (c *checker) holes() {
 	c.apply(RuleHoles)
 	m := c.m
+	c.binlogHole = m.binlogHoled(c.in) // as the invariants' checker has it
 	for _, g := range m.gaps {
-		c.binlogHole = true
 		c.add(g)
 	}
 	for _, h := range append(slices.Clip(c.in.Holes), m.holes...) {
-		c.binlogHole = true
 		c.add(Reason{Rule: RuleHoles, Status: Inconclusive, Partition: -1, Offset: -1, Message: h})
 	}
 	if c.in.Broker == nil {
@@ -72,4 +71,10 @@ func (c *checker) holes() {
 				Message: "offsets " + strings.Join(missing, ", ") + " hold no record and no transaction marker (compacted or deleted): they could be any event's"})
 		}
 	}
+}
+
+// binlogHoled reports whether the binlog of the window has a hole (rule
+// holes): a GTID gap, or a hole a reader reported.
+func (m *model) binlogHoled(in Input) bool {
+	return len(m.gaps) > 0 || len(in.Holes) > 0 || len(m.holes) > 0
 }

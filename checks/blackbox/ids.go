@@ -55,8 +55,10 @@ func (m *model) eventByBytes(b []byte) *event {
 	return m.eventByID(unsafe.String(unsafe.SliceData(b), len(b)))
 }
 
-// fileEvent files m.events' event k under its id, which no event has.
-func (m *model) fileEvent(k int) {
+// addEvent adds ev to m.events and files it under its id, unless an
+// event has that id: it returns that event then, and adds nothing. One
+// probe finds the one or the place for the other.
+func (m *model) addEvent(ev event) *event {
 	x := &m.ids
 	if 2*(x.n+1) > len(x.slots) {
 		old := x.slots
@@ -67,9 +69,22 @@ func (m *model) fileEvent(k int) {
 			}
 		}
 	}
-	id := m.events.at(k).id
-	x.put(id, maphash.String(idSeed, id)>>32<<32|uint64(k+1))
-	x.n++
+	h := maphash.String(idSeed, ev.id)
+	mask := uint64(len(x.slots) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		s := x.slots[i]
+		if s == 0 {
+			ev.idx = int32(m.events.len())
+			x.slots[i] = h>>32<<32 | uint64(m.events.add(ev)+1)
+			x.n++
+			return nil
+		}
+		if s>>32 == h>>32 {
+			if kept := m.events.at(int(uint32(s)) - 1); kept.id == ev.id {
+				return kept
+			}
+		}
+	}
 }
 
 // put puts slot value s of id in the first empty slot from its hash.

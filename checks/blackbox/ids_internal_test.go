@@ -5,18 +5,25 @@ import (
 	"testing"
 )
 
-// TestIDs files ten thousand events from a table sized for none (so that
-// it grows ten times over), then finds each by its id, as a string and
-// as bytes, finds no event for ids never filed or filed for another
-// topic, and holds isID to both.
+// TestIDs adds ten thousand events to a table sized for none (so that it
+// grows ten times over), each twice (the second finds the first), then
+// finds each by its id, as a string and as bytes, finds no event for ids
+// never filed or filed for another topic, and holds isID to both.
 func TestIDs(t *testing.T) {
 	m := &model{}
 	m.ids.sized(0)
 	const n = 10_000
 	for k := range n {
 		id := "e" + strconv.Itoa(k)
-		m.events.add(event{id: id, idx: int32(k)})
-		m.fileEvent(k)
+		if dup := m.addEvent(event{id: id}); dup != nil {
+			t.Fatalf("addEvent(%s) found event %d", id, dup.idx)
+		}
+		if dup := m.addEvent(event{id: id}); dup == nil || dup.idx != int32(k) {
+			t.Fatalf("addEvent(%s) again = %+v; want event %d, not a second", id, dup, k)
+		}
+	}
+	if m.events.len() != n {
+		t.Fatalf("%d events; want %d", m.events.len(), n)
 	}
 	m.ids.fileOther("other")
 	if len(m.ids.slots) < 2*n || m.ids.n != n {

@@ -19,6 +19,8 @@ import (
 type model struct {
 	prof  *profile.Profile
 	topic string
+	// schema is the database the transactions were cut to ("": none).
+	schema string
 	// txs are the window's transactions cut to the audited database, in
 	// commit order: an index into txs is a position in commit order. Only
 	// where and when each is kept: the row changes are read once, as the
@@ -123,9 +125,9 @@ type record struct {
 }
 
 // build derives the model in one pass over the binlog of the window (the
-// transactions of in.Scan as it reads them, or of in.Binlog), then reads
-// the broker's log. An error of in.Scan is returned: the binlog could not
-// be read to its end.
+// transactions of in.Scan as it reads them, or of in.Binlog); readRecords
+// then reads the broker's log. An error of in.Scan is returned: the
+// binlog could not be read to its end.
 func build(in Input) (*model, error) {
 	p := in.Profile
 	m := &model{prof: p, topic: p.Topic.Name, start: in.BrokerStart,
@@ -178,25 +180,34 @@ func build(in Input) (*model, error) {
 		return nil, err
 	}
 	m.holes = holes
+	m.schema = schema
 	m.cursorPasses()
-	unsure, err := m.readBroker(in.Broker)
-	if err != nil {
-		return nil, err
-	}
-	m.dropPayloads()
-	if len(unsure) > 0 {
-		if err := m.compareValues(in, schema, unsure); err != nil {
-			return nil, err
-		}
-	}
 	m.end = in.End
 	if m.end.IsZero() && len(m.txs) > 0 {
 		m.end = m.txs[len(m.txs)-1].time
 	}
 	m.stats.Events = m.events.len()
-	m.stats.Records = len(m.records)
 	m.stats.Effects = m.effects.len()
 	return m, nil
+}
+
+// readRecords completes the model built from the binlog with the broker's
+// records (readBroker, compareValues). It writes the records, the events'
+// lists of them and the model's arena, and nothing the invariants read
+// (the tables, their arena, the transactions): they may run meanwhile.
+func (m *model) readRecords(in Input) error {
+	unsure, err := m.readBroker(in.Broker)
+	if err != nil {
+		return err
+	}
+	m.dropPayloads()
+	if len(unsure) > 0 {
+		if err := m.compareValues(in, m.schema, unsure); err != nil {
+			return err
+		}
+	}
+	m.stats.Records = len(m.records)
+	return nil
 }
 
 // scan runs each over the window's transactions: in.Scan's as it reads
