@@ -152,14 +152,14 @@ func (part *Partition) decode(bs []batch, rec *kmsg.Record, hs *headerSlab, head
 func (part *Partition) each(bs []batch, rec *kmsg.Record, hs *headerSlab, headers *int64, controls *[]int64, fn func(*Record) error) error {
 	prev := int64(-1)
 	var r Record
+	var again decompressor
 	for _, b := range bs {
 		recs := b.recs
 		if recs == nil && b.codec != codecNone {
-			out, err := kgo.DefaultDecompressor().Decompress(b.raw, kgo.CodecSnappy)
-			if err != nil {
+			var err error
+			if recs, err = again.decompress(b.raw); err != nil {
 				return damaged(b.file, "batch at %d: snappy: %v", b.pos, err)
 			}
-			recs = out
 		}
 		for i := range b.n {
 			// checkRecords framed every record: the length is in bounds.
@@ -214,6 +214,38 @@ func (part *Partition) each(bs []batch, rec *kmsg.Record, hs *headerSlab, header
 	}
 	return nil
 }
+
+// decompressor decompresses the batches each reads again (a Log of
+// OpenDataFS) into one buffer, reused from batch to batch (kgo's
+// decompressor takes it as a PoolDecompressBytes): what a record holds is
+// valid only until the next batch, as EachRecord says.
+type decompressor struct {
+	buf []byte
+	dec kgo.Decompressor
+}
+
+func (d *decompressor) decompress(raw []byte) ([]byte, error) {
+	if d.dec == nil {
+		d.dec = kgo.DefaultDecompressor(d)
+	}
+	out, err := d.dec.Decompress(raw, kgo.CodecSnappy)
+	if cap(out) > cap(d.buf) {
+		d.buf = out[:0]
+	}
+	return out, err
+}
+
+// GetDecompressBytes is the buffer, grown to what src's blocks declare
+// (checkRecords checked that already, within MaxBatchBytes).
+func (d *decompressor) GetDecompressBytes(src []byte, _ kgo.CompressionCodecType) []byte {
+	if n, err := snappyDecodedLen(src); err == nil && int64(cap(d.buf)) < n && n <= MaxBatchBytes {
+		d.buf = make([]byte, 0, n)
+	}
+	return d.buf[:0]
+}
+
+// PutDecompressBytes: the buffer is kept by the decompressor, not pooled.
+func (*decompressor) PutDecompressBytes([]byte) {}
 
 // openPlan is decodePlan leaving the records in the plan's checked
 // batches (OpenDataFS): every record is decoded once and checked as

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -195,8 +196,8 @@ func TestDecodeMatchesKfakeTransactions(t *testing.T) {
 }
 
 // openAsRead reads fsys with OpenDataFS and fills its partitions'
-// Records from EachRecord (each record copied, its headers too, as
-// EachRecord reuses them), checking Count: a Log to compare with
+// Records from EachRecord (each record copied, its key, value and
+// headers too, as EachRecord reuses their memory), checking Count: a Log to compare with
 // ReadDataFS's. It fails the test if OpenDataFS fails.
 func openAsRead(t testing.TB, fsys fs.FS, sel Selection) *Log {
 	t.Helper()
@@ -213,8 +214,11 @@ func openAsRead(t testing.TB, fsys fs.FS, sel Selection) *Log {
 		}
 		recs := make([][]Record, len(parts))
 		err := log.EachRecord(topic, func(r *Record) error {
-			c := *r
-			c.Headers = slices.Clone(r.Headers)
+			c := *r // its key, value and headers are EachRecord's until the call returns
+			c.Key, c.Value, c.Headers = bytes.Clone(r.Key), bytes.Clone(r.Value), slices.Clone(r.Headers)
+			for i, h := range c.Headers {
+				c.Headers[i].Value = bytes.Clone(h.Value)
+			}
 			recs[r.Partition] = append(recs[r.Partition], c)
 			return nil
 		})
