@@ -7,9 +7,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/orderflow-audit/orderflow-audit/checks/bbverify"
 	"github.com/orderflow-audit/orderflow-audit/checks/bbverify/bbtest"
@@ -447,4 +450,31 @@ func TestMaliciousProfile(t *testing.T) {
 			t.Fatalf("Verify = %v; want bad input", err)
 		}
 	})
+}
+
+// TestHoldMemory: MemoryLimit is 3.5 bytes a byte of binlog, at least
+// 256 MiB; Verify with HoldMemory gives the verdict it gives without, and
+// leaves the process's memory limit as it found it.
+func TestHoldMemory(t *testing.T) {
+	for _, c := range []struct{ in, want int64 }{{0, 256 << 20}, {76_695_844, 256 << 20}, {76_695_845, 268_435_457}, {135_000_000, 472_500_000}, {1 << 30, 7 << 29}} {
+		if got := bbverify.MemoryLimit(c.in); got != c.want {
+			t.Errorf("MemoryLimit(%d) = %d; want %d", c.in, got, c.want)
+		}
+	}
+	path := wrap(t, bbtest.Wrap{Scenario: "normalChain"})
+	before := debug.SetMemoryLimit(-1)
+	held, err := bbverify.Verify(t.Context(), path, bbverify.Options{HoldMemory: true, Now: func() time.Time { return time.Unix(0, 0) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after := debug.SetMemoryLimit(-1); after != before {
+		t.Errorf("the memory limit is %d after Verify; want %d, as before", after, before)
+	}
+	free, err := bbverify.Verify(t.Context(), path, bbverify.Options{Now: func() time.Time { return time.Unix(0, 0) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held.Status != blackbox.Pass || !reflect.DeepEqual(held, free) {
+		t.Errorf("with HoldMemory %+v; without %+v; want PASS both, the same", held, free)
+	}
 }

@@ -109,7 +109,7 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		return fail(stderr, "audit", err)
 	}
-	v, err := bbverify.Verify(context.WithoutCancel(ctx), res.Path, bbverify.Options{})
+	v, err := bbverify.Verify(context.WithoutCancel(ctx), res.Path, bbverify.Options{HoldMemory: true})
 	if err != nil {
 		return fail(stderr, "audit", fmt.Errorf("verify %s: %w", res.Path, err))
 	}
@@ -132,7 +132,7 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 // auditClaims are the claims an audit records: the witness-only
 // verifier's verdict of the staged bundle.
 func auditClaims(ctx context.Context, path string) (evidence.Claims, error) {
-	v, err := bbverify.Verify(context.WithoutCancel(ctx), path, bbverify.Options{})
+	v, err := bbverify.Verify(context.WithoutCancel(ctx), path, bbverify.Options{HoldMemory: true})
 	if err != nil {
 		return evidence.Claims{}, err
 	}

@@ -116,7 +116,7 @@ func (a *auditSubject) run(ctx context.Context, seed int64, cfg nemesis.Config, 
 		res.status, res.why = statusError, oneLineErr(err)
 		return
 	}
-	v, err := bbverify.Verify(context.WithoutCancel(ctx), r.Path, bbverify.Options{})
+	v, err := bbverify.Verify(context.WithoutCancel(ctx), r.Path, bbverify.Options{HoldMemory: true})
 	if err != nil {
 		res.status, res.why = statusError, "verify: "+oneLineErr(err)
 		return

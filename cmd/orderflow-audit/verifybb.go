@@ -33,7 +33,7 @@ func evidenceFormat(path string) evidence.Format {
 // PASS, 1 FAIL, 2 bad input (the evidence, or the profile inside the
 // bundle), 4 INCONCLUSIVE or interrupted.
 func verifyBlackBox(ctx context.Context, path string, asJSON bool, stdout, stderr io.Writer) int {
-	v, err := bbverify.Verify(ctx, path, bbverify.Options{})
+	v, err := bbverify.Verify(ctx, path, bbverify.Options{HoldMemory: true})
 	if cause := interruption(ctx); cause != nil {
 		if asJSON {
 			_ = writeJSON(stdout, badInputJSON{Status: "INTERRUPTED", Error: cause.Error()})
@@ -97,7 +97,7 @@ func reportBlackBox(ctx context.Context, path, out string, allow bool, stdout, s
 	if allow {
 		return fail(stderr, "report", usageErrorf("--allow-unwitnessed: a black-box audit's verdict rests on its witnesses alone"))
 	}
-	v, err := bbverify.Verify(ctx, path, bbverify.Options{})
+	v, err := bbverify.Verify(ctx, path, bbverify.Options{HoldMemory: true})
 	if cause := interruption(ctx); cause != nil {
 		return interrupted(stderr, "report", cause, "")
 	}

@@ -103,6 +103,15 @@ type Binlog struct {
 	path   string
 }
 
+// Size is the bytes of the binlog's files.
+func (b *Binlog) Size() int64 {
+	var n int64
+	for _, f := range b.in {
+		n += f.R.Size()
+	}
+	return n
+}
+
 // DamagedError is Scan's error when the binlog cannot be read to its
 // end: Problem is the bundle's fault to report (a FAIL, as Read reports
 // the others).
