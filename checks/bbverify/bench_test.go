@@ -22,7 +22,9 @@ func BenchmarkVerifyBlackBox1M(b *testing.B) { benchVerify1M(b, bbverify.Options
 // commands verify: with HoldMemory (the heap held near MemoryLimit of the
 // binlog's size). Run it in a process of its own: the peak RSS is the
 // process's.
-func BenchmarkVerifyBlackBox1MHeld(b *testing.B) { benchVerify1M(b, bbverify.Options{HoldMemory: true}) }
+func BenchmarkVerifyBlackBox1MHeld(b *testing.B) {
+	benchVerify1M(b, bbverify.Options{HoldMemory: true})
+}
 
 func benchVerify1M(b *testing.B, opt bbverify.Options) {
 	path := os.Getenv("OFA_BB1M")
