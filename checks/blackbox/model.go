@@ -80,6 +80,10 @@ type model struct {
 	// (side); names finds one's index.
 	consumers []string
 	names     map[string]int32
+	// lastSide and lastCons are the event and consumer the last side row
+	// named (side), looked up again only when the next names others.
+	lastSide *event
+	lastCons int32
 	// client: the input has the load client's history (the answer rule
 	// runs, and an event's correlation token is read).
 	client bool

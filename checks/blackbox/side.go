@@ -49,7 +49,12 @@ func (m *model) side(i int, ch binlog.RowChange, id, consumer *profile.Field) si
 	if id != nil {
 		var event string
 		event, s.hasEvent = text(id.Lookup(row))
-		if ev := m.eventByID(event); ev != nil {
+		ev := m.lastSide // a consumer writes an event's inbox row and effect together
+		if ev == nil || ev.id != event {
+			ev = m.eventByID(event)
+		}
+		if ev != nil {
+			m.lastSide = ev
 			s.ev = int32(ev.idx) // the event's copy of the id
 		} else if event != "" {
 			s.ev = -1 - int32(len(m.sideIDs))
@@ -60,14 +65,17 @@ func (m *model) side(i int, ch binlog.RowChange, id, consumer *profile.Field) si
 	if consumer != nil {
 		name, _ = text(consumer.Lookup(row))
 	}
-	k, ok := m.names[name]
-	if !ok {
-		k = int32(len(m.consumers))
-		name = strings.Clone(name) // see own
-		m.names[name] = k
-		m.consumers = append(m.consumers, name)
+	if len(m.consumers) == 0 || m.consumers[m.lastCons] != name { // else the last row's
+		k, ok := m.names[name]
+		if !ok {
+			k = int32(len(m.consumers))
+			name = strings.Clone(name) // see own
+			m.names[name] = k
+			m.consumers = append(m.consumers, name)
+		}
+		m.lastCons = k
 	}
-	s.cons = k
+	s.cons = m.lastCons
 	return s
 }
 
