@@ -47,14 +47,15 @@ const (
 // that does not parse to its framed length, or whose offset is outside
 // its batch or not after the one before, is refused with ErrDamaged
 // (a client would stop at it and silently serve a shorter log). Keys,
-// values and header values alias the plan's decompressed batches.
-func decodePlan(ctx context.Context, p *dataPlan, sel Selection) (*Log, error) {
+// values and header values alias the plan's decompressed batches. With
+// lazy (OpenDataFS), the records are checked but not kept (open).
+func decodePlan(ctx context.Context, p *dataPlan, sel Selection, lazy bool) (*Log, error) {
 	topics, err := p.selectTopics(sel)
 	if err != nil {
 		return nil, err
 	}
-	log := &Log{Topics: map[string][]Partition{}, Groups: p.groups(sel, topics)}
-	var hs headerSlab
+	log := &Log{Topics: map[string][]Partition{}, Groups: p.groups(sel, topics), lazy: lazy}
+	hs := headerSlab{reuse: lazy}
 	var rec kmsg.Record
 	var headers int64
 	for _, t := range topics {
@@ -64,7 +65,11 @@ func decodePlan(ctx context.Context, p *dataPlan, sel Selection) (*Log, error) {
 				return nil, err
 			}
 			part := Partition{Topic: t, Partition: int32(n), Start: snap.LogStartOffset, End: snap.HighWatermark}
-			if err := part.decode(p.batches[t][n], &rec, &hs, &headers); err != nil {
+			read := part.decode
+			if lazy {
+				read = part.open
+			}
+			if err := read(p.batches[t][n], &rec, &hs, &headers); err != nil {
 				return nil, err
 			}
 			parts[n] = part
@@ -247,47 +252,24 @@ func (d *decompressor) GetDecompressBytes(src []byte, _ kgo.CompressionCodecType
 // PutDecompressBytes: the buffer is kept by the decompressor, not pooled.
 func (*decompressor) PutDecompressBytes([]byte) {}
 
-// openPlan is decodePlan leaving the records in the plan's checked
-// batches (OpenDataFS): every record is decoded once and checked as
-// decode checks it, and counted, and the control offsets filed, but no
-// Record is kept; EachRecord decodes them again, one at a time, and
-// decompresses again what was compressed (the decompressed bytes are
-// not kept: the segments' are).
-func openPlan(ctx context.Context, p *dataPlan, sel Selection) (*Log, error) {
-	topics, err := p.selectTopics(sel)
-	if err != nil {
-		return nil, err
-	}
-	log := &Log{Topics: map[string][]Partition{}, Groups: p.groups(sel, topics), lazy: true}
-	hs := headerSlab{reuse: true}
-	var rec kmsg.Record
-	var headers int64
-	for _, t := range topics {
-		parts := make([]Partition, len(p.snaps[t]))
-		for n, snap := range p.snaps[t] {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			part := Partition{Topic: t, Partition: int32(n), Start: snap.LogStartOffset, End: snap.HighWatermark, batches: p.batches[t][n]}
-			if err := part.each(part.batches, &rec, &hs, &headers, &part.ControlOffsets, func(*Record) error {
-				part.count++
-				return nil
-			}); err != nil {
-				return nil, err
-			}
-			// The segments' bytes are held anyway: a compressed batch's
-			// records are decompressed again when read, not kept twice.
-			part.batches = slices.Clone(part.batches)
-			for i := range part.batches {
-				if part.batches[i].codec != codecNone {
-					part.batches[i].recs = nil
-				}
-			}
-			parts[n] = part
+// open checks the records of bs as decode does, counting the data
+// records of [part.Start, part.End) and filing the control offsets, but
+// keeps none (OpenDataFS): the partition keeps bs, for EachRecord to
+// decode again, one at a time, decompressing again what was compressed
+// (the segments' bytes are held anyway: the decompressed ones are not
+// kept twice).
+func (part *Partition) open(bs []batch, rec *kmsg.Record, hs *headerSlab, headers *int64) error {
+	err := part.each(bs, rec, hs, headers, &part.ControlOffsets, func(*Record) error {
+		part.count++
+		return nil
+	})
+	part.batches = slices.Clone(bs)
+	for i := range part.batches {
+		if part.batches[i].codec != codecNone {
+			part.batches[i].recs = nil
 		}
-		log.Topics[t] = parts
 	}
-	return log, nil
+	return err
 }
 
 // headerCount reads the header count a framed record declares (v2:

@@ -330,7 +330,7 @@ func OpenDataFS(ctx context.Context, fsys fs.FS, sel Selection) (*Log, error) {
 	plan, err := planDataFS(ctx, fsys, false)
 	if err == nil {
 		var log *Log
-		if log, err = openPlan(ctx, plan, sel); err == nil {
+		if log, err = decodePlan(ctx, plan, sel, true); err == nil {
 			return log, nil
 		}
 	}
@@ -345,5 +345,5 @@ func readDataFS(ctx context.Context, fsys fs.FS, sel Selection) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	return decodePlan(ctx, plan, sel)
+	return decodePlan(ctx, plan, sel, false)
 }
