@@ -230,7 +230,7 @@ func (c *checker) order() {
 		return cmp.Or(strings.Compare(agg(a), agg(b)), cmp.Compare(a.ev, b.ev))
 	})
 	type run struct{ from, to int32 } // ks[from:to] are one aggregate's
-	runs := make([]run, 0, len(ks)) // at most one an event
+	runs := make([]run, 0, len(ks))   // at most one an event
 	for i := 0; i < len(ks); {
 		j := i + 1
 		for j < len(ks) && ks[j].h == ks[i].h && agg(ks[j]) == agg(ks[i]) {
