@@ -125,14 +125,18 @@ type Input struct {
 	// million events is four million row images; a transaction's Changes
 	// and row images may be reused once fn returns). It returns the holes
 	// it found in the window once read to its end (as Holes says them);
-	// its error stops the check: Check returns it.
+	// its error stops the check: Check returns it. Check may call it a
+	// second time, when a record's value must be compared with its row's
+	// payload (compareValues): it must read the same window again.
 	Scan func(fn func(binlog.Transaction) error) (holes []string, err error)
 	// Schema, when set, keeps only the row changes of that database (a
 	// run shares a server); empty: the profile's database.schema, or
 	// every database.
 	Schema string
 	// Broker is the broker's log; nil: the witness is missing, and every
-	// rule that needs it is INCONCLUSIVE.
+	// rule that needs it is INCONCLUSIVE. Check reads the topic's records
+	// once, through EachRecord (so a Log of broker.OpenDataFS serves one
+	// Check).
 	Broker *broker.Log
 	// Topic, when set, is the topic audited instead of the profile's
 	// topic.name (the reference names one per run and scenario).
