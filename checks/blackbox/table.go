@@ -24,10 +24,13 @@ type table struct {
 	// later ones of the same image, if any (a table without a key may
 	// hold a row twice): the last written is taken first. They are made
 	// at the table's first update or delete (indexed): a table only ever
-	// inserted into, as an effect table is, needs no index.
+	// inserted into, as an effect table is, needs no index. Until then,
+	// keys are the rowKeys of a table that keeps its rows in part (keep),
+	// by row; a whole row's key is made from its values when indexed.
 	byKey   map[[16]byte]int
 	more    map[[16]byte][]int
 	indexed bool
+	keys    chunks[[16]byte]
 	// complete: its CREATE TABLE is in the window. broken says why the
 	// rebuild could not follow it (a before image it does not hold).
 	complete bool
@@ -77,14 +80,12 @@ func (tb *table) row(image map[string]any, tx int) tableRow {
 // order of its shape's columns, encoded in the table's arena
 // (rowcodec.go), so that a million rows are not a million maps, nor
 // millions of boxed values: vals points at its n bytes there (a row is
-// 40 bytes, as there are millions), and is nil once the row is gone;
-// key is the rowKey of the image it was written from (table.index).
+// 24 bytes, as there are millions), and is nil once the row is gone.
 type tableRow struct {
 	shape *rowShape
 	vals  *byte
 	n     uint32
 	tx    int32 // the transaction that wrote it last
-	key   [16]byte
 }
 
 // bytes are the row's encoded values.
@@ -211,12 +212,13 @@ func (tb *table) apply(tx int, ch binlog.RowChange) {
 		}
 	}
 	if ch.Op != binlog.Delete {
-		r := tb.row(ch.After, tx)
-		r.key = tb.rowKey(ch.After)
-		if tb.indexed {
-			tb.file(r.key, tb.rows.len())
+		switch {
+		case tb.indexed:
+			tb.file(tb.rowKey(ch.After), tb.rows.len())
+		case tb.keep != nil: // a row kept in part cannot give its image's key later
+			tb.keys.add(tb.rowKey(ch.After))
 		}
-		tb.rows.add(r)
+		tb.rows.add(tb.row(ch.After, tx))
 	}
 }
 
@@ -230,10 +232,15 @@ func (tb *table) index() {
 	tb.indexed = true
 	tb.byKey, tb.more = make(map[[16]byte]int, tb.rows.len()), map[[16]byte][]int{}
 	for i, r := range tb.rows.all() {
-		if r.live() {
-			tb.file(r.key, i)
+		switch {
+		case !r.live():
+		case tb.keep != nil:
+			tb.file(*tb.keys.at(i), i)
+		default: // a whole row: its image's key, from its values
+			tb.file(tb.keyOf(r.shape.cols, func(i int) any { return r.shape.other.decode(r.bytes(), i) }), i)
 		}
 	}
+	tb.keys = chunks[[16]byte]{}
 }
 
 // file puts row i, of key k, in the index.
@@ -279,10 +286,17 @@ func (tb *table) rowKey(row map[string]any) [16]byte {
 		slices.Sort(cols)
 		tb.keyCols = cols
 	}
+	return tb.keyOf(cols, func(i int) any { return row[cols[i]] })
+}
+
+// keyOf is rowKey of the image whose sorted columns are cols and whose
+// i-th column's value is value(i): of a row image, or of a whole row kept
+// (its values decode to the image's, of the same types).
+func (tb *table) keyOf(cols []string, value func(i int) any) [16]byte {
 	buf := tb.keyBuf[:0]
-	for _, c := range cols {
+	for i, c := range cols {
 		v := tb.keyVal[:0]
-		switch x := row[c].(type) { // as profile.Text, without its allocations
+		switch x := value(i).(type) { // as profile.Text, without its allocations
 		case nil:
 			v = append(v, "\x00NULL"...)
 		case string:
