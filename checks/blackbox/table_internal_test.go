@@ -199,7 +199,9 @@ func TestIndexFromRows(t *testing.T) {
 	for _, keep := range []map[string]bool{nil, {"id": true}} {
 		tb := newTable(&arena{})
 		tb.keep, tb.complete = keep, true
-		image := func(i int) map[string]any { return map[string]any{"id": int64(i), "v": vals[i], "w": vals[len(vals)-1-i]} }
+		image := func(i int) map[string]any {
+			return map[string]any{"id": int64(i), "v": vals[i], "w": vals[len(vals)-1-i]}
+		}
 		for i := range vals {
 			tb.apply(0, binlog.RowChange{Op: binlog.Insert, After: image(i)})
 		}
