@@ -266,21 +266,36 @@ func Check(in Input) (*Result, error) {
 	}
 	c := &checker{m: m, in: in, applies: map[string]bool{}}
 	c.holes()
+	// The order rule only reads the model (and the effects' index, made
+	// before and shared, read only): it runs beside the others too.
+	ord := &checker{m: m, in: in, applies: map[string]bool{}}
+	if m.prof.Promises.Order == profile.OrderPerAggregate {
+		ord.byEvent = c.effectIndex()
+	}
+	ordDone := make(chan struct{})
+	go func() {
+		defer close(ordDone)
+		ord.order()
+	}()
 	c.commitAtomic()
 	c.answer()
 	c.delivery()
 	c.phantom()
 	c.recordMismatch()
 	c.duplicate()
-	c.order()
 	c.effects()
 	c.lag()
 	c.progress()
+	<-ordDone
 	<-done
-	c.reasons = append(c.reasons, inv.reasons...)
-	c.notes = append(c.notes, inv.notes...)
-	for r := range inv.applies {
-		c.applies[r] = true
+	// result orders the reasons by rule, stably: merged after, each
+	// checker's stand where they would have.
+	for _, other := range []*checker{ord, inv} {
+		c.reasons = append(c.reasons, other.reasons...)
+		c.notes = append(c.notes, other.notes...)
+		for r := range other.applies {
+			c.applies[r] = true
+		}
 	}
 	return c.result(), nil
 }
