@@ -30,20 +30,27 @@ func (x *ids) sized(hint int) {
 
 // eventByID is the event of id (nil: none of the topic has it).
 func (m *model) eventByID(id string) *event {
-	x := &m.ids
-	if len(x.slots) == 0 {
+	if len(m.ids.slots) == 0 {
 		return nil
 	}
-	h := maphash.String(idSeed, id)
+	_, _, ev := m.probe(id)
+	return ev
+}
+
+// probe finds id in the slots (which are never full): its event, or the
+// empty slot where it would go; h is its hash.
+func (m *model) probe(id string) (slot uint64, h uint64, ev *event) {
+	x := &m.ids
+	h = maphash.String(idSeed, id)
 	mask := uint64(len(x.slots) - 1)
 	for i := h & mask; ; i = (i + 1) & mask {
 		s := x.slots[i]
 		if s == 0 {
-			return nil
+			return i, h, nil
 		}
 		if s>>32 == h>>32 {
 			if ev := m.events.at(int(uint32(s)) - 1); ev.id == id {
-				return ev
+				return i, h, ev
 			}
 		}
 	}
@@ -65,36 +72,18 @@ func (m *model) addEvent(ev event) *event {
 		x.slots = make([]uint64, max(16, 2*len(old)))
 		for _, s := range old {
 			if s != 0 {
-				x.put(m.events.at(int(uint32(s))-1).id, s)
+				i, _, _ := m.probe(m.events.at(int(uint32(s)) - 1).id) // not there yet: its empty slot
+				x.slots[i] = s
 			}
 		}
 	}
-	h := maphash.String(idSeed, ev.id)
-	mask := uint64(len(x.slots) - 1)
-	for i := h & mask; ; i = (i + 1) & mask {
-		s := x.slots[i]
-		if s == 0 {
-			ev.idx = int32(m.events.len())
-			x.slots[i] = h>>32<<32 | uint64(m.events.add(ev)+1)
-			x.n++
-			return nil
-		}
-		if s>>32 == h>>32 {
-			if kept := m.events.at(int(uint32(s)) - 1); kept.id == ev.id {
-				return kept
-			}
-		}
+	i, h, kept := m.probe(ev.id)
+	if kept == nil {
+		ev.idx = int32(m.events.len())
+		x.slots[i] = h>>32<<32 | uint64(m.events.add(ev)+1)
+		x.n++
 	}
-}
-
-// put puts slot value s of id in the first empty slot from its hash.
-func (x *ids) put(id string, s uint64) {
-	mask := uint64(len(x.slots) - 1)
-	i := maphash.String(idSeed, id) & mask
-	for x.slots[i] != 0 {
-		i = (i + 1) & mask
-	}
-	x.slots[i] = s
+	return kept
 }
 
 // fileOther files the id of a committed row of another topic.
