@@ -124,22 +124,15 @@ func build(in Input) (*model, error) {
 	}
 	m.prepareTables()
 	last := map[uint32]uint64{} // the GTID sequence per domain, for gaps
-	each := func(t binlog.Transaction) error {
-		m.gap(t, last)
-		if schema != "" {
-			var ok bool
-			if t, ok = t.ForSchema(schema); !ok {
-				return nil
-			}
-		}
-		i := len(m.txs)
+	gap := func(t binlog.Transaction) { m.gap(t, last) }
+	each := func(i int, t binlog.Transaction) {
 		m.txs = append(m.txs, txMeta{gtid: t.GTID, file: t.File, pos: t.Pos, time: t.Time})
 		if len(m.tables) == 0 || len(t.Changes) < parallelRows {
 			m.rebuild(i, t)
 			for _, ch := range t.Changes {
 				m.change(i, ch)
 			}
-			return nil
+			return
 		}
 		// The tables (rebuild) and the events and side rows (change)
 		// share nothing but t, which both only read: a large
@@ -153,9 +146,8 @@ func build(in Input) (*model, error) {
 			m.change(i, ch)
 		}
 		<-done
-		return nil
 	}
-	holes, err := scan(in, each)
+	holes, err := scan(in, schema, gap, each)
 	if err != nil {
 		return nil, err
 	}
@@ -171,16 +163,33 @@ func build(in Input) (*model, error) {
 	return m, nil
 }
 
-// scan runs each over the window's transactions: in.Scan's as it reads
-// them (its holes returned, its error too), or in.Binlog's.
-func scan(in Input, each func(binlog.Transaction) error) ([]string, error) {
+// scan runs each over the window's transactions (in.Scan's as it reads
+// them, its holes returned, its error too; or in.Binlog's) cut to schema
+// ("": every database), leaving out those with nothing of it; i numbers
+// the ones it runs, from 0: a transaction's place in model.txs, the same
+// however often the binlog is read. every, when set, sees every
+// transaction first, uncut.
+func scan(in Input, schema string, every func(binlog.Transaction), each func(i int, t binlog.Transaction)) ([]string, error) {
+	i := 0
+	fn := func(t binlog.Transaction) error {
+		if every != nil {
+			every(t)
+		}
+		if schema != "" {
+			var ok bool
+			if t, ok = t.ForSchema(schema); !ok {
+				return nil
+			}
+		}
+		each(i, t)
+		i++
+		return nil
+	}
 	if in.Scan != nil {
-		return in.Scan(each)
+		return in.Scan(fn)
 	}
 	for _, t := range in.Binlog.Transactions {
-		if err := each(t); err != nil {
-			return nil, err
-		}
+		_ = fn(t) // fn returns no error of its own
 	}
 	return nil, nil
 }

@@ -46,7 +46,7 @@ func (m *model) readRecords(in Input) error {
 	}
 	m.dropPayloads()
 	if len(unsure) > 0 {
-		if err := m.compareValues(in, m.schema, unsure); err != nil {
+		if err := m.compareValues(in, unsure); err != nil {
 			return err
 		}
 	}
@@ -150,11 +150,11 @@ func (m *model) differ(rec *record, diffs ...string) {
 }
 
 // compareValues compares the unsure records' values with their events'
-// payloads, read again from the binlog (in, cut to schema as build cut
-// it): equal bytes or the same JSON document (sameValue), else the
-// record differs. The binlog is read again only when a value's digest
-// differed, which a relay that publishes what it read never makes.
-func (m *model) compareValues(in Input, schema string, unsure []unsure) error {
+// payloads, read again from the binlog (scan, as build read it): equal
+// bytes or the same JSON document (sameValue), else the record differs.
+// The binlog is read again only when a value's digest differed, which a
+// relay that publishes what it read never makes.
+func (m *model) compareValues(in Input, unsure []unsure) error {
 	byTx := map[int][]int32{} // transaction -> the unsure records' events
 	want := map[int32][]byte{}
 	for _, u := range unsure {
@@ -166,15 +166,7 @@ func (m *model) compareValues(in Input, schema string, unsure []unsure) error {
 		}
 	}
 	o := m.prof.Outbox
-	i := -1
-	_, err := scan(in, func(t binlog.Transaction) error {
-		if schema != "" {
-			var ok bool
-			if t, ok = t.ForSchema(schema); !ok {
-				return nil
-			}
-		}
-		i++
+	_, err := scan(in, m.schema, nil, func(i int, t binlog.Transaction) {
 		evs := byTx[i]
 		for _, ch := range t.Changes {
 			if len(evs) == 0 {
@@ -193,7 +185,6 @@ func (m *model) compareValues(in Input, schema string, unsure []unsure) error {
 				}
 			}
 		}
-		return nil
 	})
 	if err != nil {
 		return err
