@@ -14,7 +14,7 @@ import (
 // quarter of it gets an allocation of its own.
 const arenaBlock = 1 << 20
 
-// arena keeps the texts and bytes the model keeps (event ids, payloads,
+// arena keeps the texts and bytes the model keeps (event ids, aggregates,
 // the values of rebuilt rows) in large blocks, append-only: a million
 // events are a few hundred blocks for the garbage collector to find,
 // not millions of small objects to mark one by one. A block is never
@@ -50,26 +50,6 @@ func (a *arena) str(s string) string {
 	b := a.alloc(len(s))
 	copy(b, s)
 	return unsafe.String(unsafe.SliceData(b), len(b))
-}
-
-// strOf returns b as a string kept in the arena.
-func (a *arena) strOf(b []byte) string {
-	if len(b) == 0 {
-		return ""
-	}
-	out := a.alloc(len(b))
-	copy(out, b)
-	return unsafe.String(unsafe.SliceData(out), len(out))
-}
-
-// bytes returns a copy of b kept in the arena; nil stays nil.
-func (a *arena) bytes(b []byte) []byte {
-	if b == nil {
-		return nil
-	}
-	out := a.alloc(len(b))
-	copy(out, b)
-	return out
 }
 
 // num is an exact number as the model keeps it (a cursor's value, a

@@ -26,34 +26,28 @@ const watermillUUIDHeader = "_watermill_message_uuid"
 
 // decode runs the profile's decoder on a payload column's value. One
 // decoder per known envelope; the schema's enum lists the same names.
-func decode(ar *arena, name string, v any) (decoded, error) {
+// The value it gives may be v's own bytes (the binlog event's buffer):
+// the caller reads it, never keeps it.
+func decode(name string, v any) (decoded, error) {
 	switch name {
 	case profile.DecodeNone, "":
-		return decoded{value: raw(ar, v)}, nil
+		return decoded{value: raw(v)}, nil
 	case profile.DecodeWatermill:
-		return decodeWatermill(raw(nil, v)) // read, not kept
+		return decodeWatermill(raw(v))
 	}
 	return decoded{}, fmt.Errorf("unknown decoder %q", name)
 }
 
-// raw is the payload's bytes: with ar nil, the row's own (the binlog
-// event's buffer: read them, never keep them), else a copy kept in ar.
-func raw(ar *arena, v any) []byte {
+// raw is the payload's bytes: the row's own (the binlog event's buffer:
+// read them, never keep them).
+func raw(v any) []byte {
 	switch t := v.(type) {
 	case nil:
 		return nil
 	case []byte:
-		if ar == nil {
-			return t
-		}
-		return ar.bytes(t)
+		return t
 	case string:
-		if ar == nil {
-			return unsafe.Slice(unsafe.StringData(t), len(t))
-		}
-		b := ar.alloc(len(t))
-		copy(b, t)
-		return b
+		return unsafe.Slice(unsafe.StringData(t), len(t))
 	}
 	s, _ := profile.Text(v)
 	return []byte(s)

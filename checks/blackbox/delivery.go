@@ -107,14 +107,14 @@ func (c *checker) phantom() {
 		case !r.hasID:
 			c.add(m.reason(RulePhantom, Fail, "", -1, k, "the record carries no event id (%s)", c.locator()))
 		case r.ev >= 0:
-		case m.isID(m.recIDs[-1-r.ev]):
-			id := m.recIDs[-1-r.ev]
+		case m.isID(m.idOf(r.ev)):
+			id := m.idOf(r.ev)
 			c.add(m.reason(RulePhantom, Fail, id, -1, k, "the record's event %s was committed for another topic, by its envelope", id))
 		case c.binlogHole:
-			id := m.recIDs[-1-r.ev]
+			id := m.idOf(r.ev)
 			c.add(m.reason(RulePhantom, Inconclusive, id, -1, k, "no committed outbox row has event %s, but the binlog has a hole that could hold it", id))
 		default:
-			id := m.recIDs[-1-r.ev]
+			id := m.idOf(r.ev)
 			c.add(m.reason(RulePhantom, Fail, id, -1, k, "no transaction of the run window committed an outbox row with event %s", id))
 		}
 	}

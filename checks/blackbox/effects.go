@@ -134,7 +134,7 @@ func (c *checker) delivered(ev *event) (int, bool) {
 func (c *checker) orphans(kind, table string, rows *chunks[sideRow]) {
 	m := c.m
 	for _, r := range rows.all() {
-		if r.hasEvent && (r.ev >= 0 || m.isID(m.idOf(&r))) {
+		if r.hasEvent && (r.ev >= 0 || m.isID(m.idOf(r.ev))) {
 			continue
 		}
 		st := Fail
@@ -145,7 +145,7 @@ func (c *checker) orphans(kind, table string, rows *chunks[sideRow]) {
 			c.add(m.reason(RuleEffectOrphan, Fail, "", int(r.tx), -1, "an %s row in %s has no event id", kind, table))
 			continue
 		}
-		id := m.idOf(&r)
+		id := m.idOf(r.ev)
 		c.add(m.reason(RuleEffectOrphan, st, id, int(r.tx), -1, "an %s row in %s names event %s, which no transaction of the run window committed", kind, table, id))
 	}
 }
@@ -168,7 +168,7 @@ func (c *checker) outsideInbox() {
 			clear(inboxAt)
 			for ; next < m.inbox.len() && int(m.inbox.at(next).tx) <= tx; next++ {
 				if in := m.inbox.at(next); int(in.tx) == tx {
-					k := key{event: m.idOf(in)}
+					k := key{event: m.idOf(in.ev)}
 					if withConsumer {
 						k.consumer = m.consumer(in)
 					}
@@ -176,7 +176,7 @@ func (c *checker) outsideInbox() {
 				}
 			}
 		}
-		k := key{event: m.idOf(e)}
+		k := key{event: m.idOf(e.ev)}
 		if withConsumer {
 			k.consumer = m.consumer(e)
 		}
@@ -228,7 +228,7 @@ func (c *checker) commitAtomic() {
 		}
 		for ; bi < m.business.len() && int(m.business.at(bi).tx) == tx; bi++ {
 			r := m.business.at(bi)
-			id := m.idOf(r)
+			id := m.idOf(r.ev)
 			businessAt[id] = true
 			ok := len(outboxAt) > 0
 			if b.EventID != nil {

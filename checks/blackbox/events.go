@@ -124,7 +124,7 @@ func (m *model) insertEvent(i int, row map[string]any) {
 			ev.extra().token = m.ar.str(token)
 		}
 	}
-	dec, err := decode(nil, o.Payload.Decode, row[o.Payload.Column]) // hashed, not kept
+	dec, err := decode(o.Payload.Decode, row[o.Payload.Column]) // hashed, not kept
 	if dec.headers != nil || err != nil {
 		ev.extra().headers, ev.x.decErr = dec.headers, err
 	}

@@ -86,6 +86,26 @@ func (m *model) addEvent(ev event) *event {
 	return kept
 }
 
+// stray keeps id, which names no event when a side row or a record
+// naming it is read, and returns what that row's or record's ev holds
+// for it: -1 - its index into m.strays ("", strays[0], is -1).
+func (m *model) stray(id string) int32 {
+	if id == "" {
+		return -1
+	}
+	m.strays = append(m.strays, m.ar.str(id)) // see own
+	return -int32(len(m.strays))
+}
+
+// idOf is the id a side row's or a record's ev names: its event's, or a
+// stray's.
+func (m *model) idOf(ev int32) string {
+	if ev >= 0 {
+		return m.events.at(int(ev)).id
+	}
+	return m.strays[-1-ev]
+}
+
 // fileOther files the id of a committed row of another topic.
 func (x *ids) fileOther(id string) {
 	if x.other == nil {

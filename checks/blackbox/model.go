@@ -57,20 +57,18 @@ type model struct {
 	partitions []broker.Partition
 	start      map[int32]int64
 	records    []record
-	// diffs are how records differ from their events' rows (record.diff);
-	// recIDs the ids records carry that are no event's (record.ev).
-	diffs  []string
-	recIDs []string
+	// diffs are how records differ from their events' rows (record.diff).
+	diffs []string
 	// inbox and effect rows inserted in the window.
 	inbox   chunks[sideRow]
 	effects chunks[sideRow]
 	// business are the transactions' business changes (commit-atomic).
 	business chunks[sideRow]
-	// sideIDs are the ids side rows name that are no event's when the
-	// row is read (sideRow.ev), the first "".
-	sideIDs []string
-	end     time.Time
-	stats   Stats
+	// strays are the ids side rows and records name that are no event's
+	// when they are read (stray), the first "".
+	strays []string
+	end    time.Time
+	stats  Stats
 	// consumers are the consumer names of the side rows, each kept once
 	// (side); names finds one's index.
 	consumers []string
@@ -111,7 +109,7 @@ type progressBack struct {
 func build(in Input) (*model, error) {
 	p := in.Profile
 	m := &model{prof: p, topic: p.Topic.Name, start: in.BrokerStart,
-		client: in.Client != nil, names: map[string]int32{}, sideIDs: []string{""}}
+		client: in.Client != nil, names: map[string]int32{}, strays: []string{""}}
 	if in.Topic != "" {
 		m.topic = in.Topic
 	}
@@ -194,7 +192,7 @@ func scan(in Input, schema string, every func(binlog.Transaction), each func(i i
 	return nil, nil
 }
 
-// idHint sizes the id index and the payloads: about one event per record
+// idHint sizes the id index and the payloads' digests: about one event per record
 // of the topic, as the broker's log counts them (checked already, so a
 // count whose memory is spent), so that a million ids are not rehashed
 // as the index grows. At most maxIDHint: past it they grow.

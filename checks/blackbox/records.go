@@ -30,7 +30,7 @@ type record struct {
 	// next is the next record of the same event (-1: none; event.rec).
 	next int32
 	// ev is the event whose id the record carries (index into
-	// model.events), else -1 - the index into model.recIDs of the id.
+	// model.events), else a stray (model.stray).
 	ev    int32
 	hasID bool
 }
@@ -84,16 +84,14 @@ func (m *model) readBroker(log *broker.Log) ([]unsure, error) {
 			if v, ok := r.Header(loc.Header); ok && v != nil {
 				rec.hasID = true
 				if ev = m.eventByBytes(v); ev == nil {
-					rec.ev = -1 - int32(len(m.recIDs))
-					m.recIDs = append(m.recIDs, m.ar.strOf(v))
+					rec.ev = m.stray(string(v))
 				}
 			}
 		} else if loc.Value != nil {
 			var id string
 			if id, rec.hasID = text(profile.LookupPath(r.Value, loc.Value.Path)); rec.hasID {
 				if ev = m.eventByID(id); ev == nil {
-					rec.ev = -1 - int32(len(m.recIDs))
-					m.recIDs = append(m.recIDs, m.ar.str(id)) // see own
+					rec.ev = m.stray(id)
 				}
 			}
 		}
@@ -178,7 +176,7 @@ func (m *model) compareValues(in Input, unsure []unsure) error {
 			id, _ := text(o.EventID.Lookup(ch.After))
 			for j, ev := range evs {
 				if m.events.at(int(ev)).id == id { // the event's row: its first in its transaction
-					dec, _ := decode(nil, o.Payload.Decode, ch.After[o.Payload.Column])
+					dec, _ := decode(o.Payload.Decode, ch.After[o.Payload.Column])
 					want[ev] = bytes.Clone(dec.value)
 					evs = slices.Delete(evs, j, j+1)
 					break

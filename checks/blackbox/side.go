@@ -16,8 +16,7 @@ type sideRow struct {
 	tx   int32
 	cons int32 // index into model.consumers ("" when the table names none)
 	// ev is the event of the id the row names, when it was committed
-	// before the row (index into model.events); else -1 - the index into
-	// model.sideIDs of the id (see idOf, eventOf).
+	// before the row (index into model.events); else a stray (model.stray).
 	ev       int32
 	op       opCode
 	hasEvent bool
@@ -45,7 +44,7 @@ func (m *model) side(i int, ch binlog.RowChange, id, consumer *profile.Field) si
 	if ch.Op == binlog.Delete {
 		row = ch.Before
 	}
-	s := sideRow{tx: int32(i), op: codeOf(ch.Op), ev: -1} // sideIDs[0] is ""
+	s := sideRow{tx: int32(i), op: codeOf(ch.Op), ev: -1} // the stray ""
 	if id != nil {
 		var event string
 		event, s.hasEvent = text(id.Lookup(row))
@@ -56,9 +55,8 @@ func (m *model) side(i int, ch binlog.RowChange, id, consumer *profile.Field) si
 		if ev != nil {
 			m.lastSide = ev
 			s.ev = int32(ev.idx) // the event's copy of the id
-		} else if event != "" {
-			s.ev = -1 - int32(len(m.sideIDs))
-			m.sideIDs = append(m.sideIDs, m.ar.str(event)) // see own
+		} else {
+			s.ev = m.stray(event)
 		}
 	}
 	name := ""
@@ -82,19 +80,11 @@ func (m *model) side(i int, ch binlog.RowChange, id, consumer *profile.Field) si
 // consumer is the name of the consumer of side row r.
 func (m *model) consumer(r *sideRow) string { return m.consumers[r.cons] }
 
-// idOf is the event id side row r names ("" when it names none).
-func (m *model) idOf(r *sideRow) string {
-	if r.ev >= 0 {
-		return m.events.at(int(r.ev)).id
-	}
-	return m.sideIDs[-1-r.ev]
-}
-
 // eventOf is the event side row r names, if it is one (nil: it names
 // none, or an event of another topic).
 func (m *model) eventOf(r *sideRow) *event {
 	if r.ev >= 0 {
 		return m.events.at(int(r.ev))
 	}
-	return m.eventByID(m.sideIDs[-1-r.ev])
+	return m.eventByID(m.idOf(r.ev))
 }
