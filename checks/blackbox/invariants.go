@@ -168,27 +168,23 @@ func joinKey(b []byte, on []profile.JoinCond, row tableRow, inner bool) ([]byte,
 			col = c.Inner
 		}
 		switch tag, v := row.cell(col); { // most keys without making a value
-		case tag == tagInt:
-			b = strconv.AppendInt(append(b, 'n'), int64(binary.LittleEndian.Uint64(v)), 10)
-			b = append(b, 0)
-			continue
-		case (tag == tagText || tag == tagBytes) && !profile.MaybeNumber(unsafe.String(unsafe.SliceData(v), len(v))):
-			b = append(append(append(b, 't'), v...), 0)
-			continue
-		}
-		v := row.get(col)
-		switch x := v.(type) {
-		case nil:
+		case tag == tagNull:
 			return b, false
-		case int64: // as numeric(v).RatString(), without the big.Rat
-			b = strconv.AppendInt(append(b, 'n'), x, 10)
-		case uint64:
-			b = strconv.AppendUint(append(b, 'n'), x, 10)
-		default:
-			if r := numeric(v); r != nil {
+		case tag == tagInt: // as numeric(v).RatString(), without the big.Rat
+			b = strconv.AppendInt(append(b, 'n'), int64(binary.LittleEndian.Uint64(v)), 10)
+		case tag == tagUint:
+			b = strconv.AppendUint(append(b, 'n'), binary.LittleEndian.Uint64(v), 10)
+		case (tag == tagText || tag == tagBytes) && !profile.MaybeNumber(unsafe.String(unsafe.SliceData(v), len(v))):
+			b = append(append(b, 't'), v...)
+		default: // a float, a text that may be a number, a value kept aside
+			x := row.get(col)
+			if x == nil {
+				return b, false
+			}
+			if r := numeric(x); r != nil {
 				b = append(append(b, 'n'), r.RatString()...)
 			} else {
-				t, _ := profile.Text(v)
+				t, _ := profile.Text(x)
 				b = append(append(b, 't'), t...)
 			}
 		}
