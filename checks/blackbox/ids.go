@@ -4,6 +4,9 @@ import (
 	"hash/maphash"
 	"math/bits"
 	"unsafe"
+
+	"github.com/orderflow-audit/orderflow-audit/evidence/profile"
+	"github.com/orderflow-audit/orderflow-audit/witness/binlog"
 )
 
 // ids finds an event by its id: open addressing over the events' own
@@ -17,6 +20,10 @@ type ids struct {
 	slots []uint64
 	n     int
 	other map[string]struct{}
+	// hashes are the ids' hashes warm reads the slots of; warmed keeps
+	// what it read, so that its loads are not left out.
+	hashes []uint64
+	warmed uint64
 }
 
 // idSeed seeds the hash of ids (an id is hostile input: a seed of this
@@ -54,6 +61,60 @@ func (m *model) probe(id string) (slot uint64, h uint64, ev *event) {
 			}
 		}
 	}
+}
+
+// warm reads the slot of the id index where the probe of each row
+// change of chs that change would probe begins: an outbox, inbox, effect
+// or business row whose id is a text column (warmIDs). A hint, which
+// changes nothing: at a million ids the slots are far larger than a
+// cache, and a probe, one row at a time among the rest of a row's work,
+// waits for memory each time (most of the model's time in a large
+// transaction). Read here in a loop of loads that wait on nothing, the
+// waits overlap, and change finds the slots cached.
+func (m *model) warm(chs []binlog.RowChange) {
+	if len(m.ids.slots) == 0 {
+		return
+	}
+	m.ids.hashes = m.warmIDs(chs, m.ids.hashes[:0])
+	mask := uint64(len(m.ids.slots) - 1)
+	var sum uint64
+	for _, h := range m.ids.hashes { // a loop this short keeps many loads in flight
+		sum += m.ids.slots[h&mask]
+	}
+	m.ids.warmed = sum
+}
+
+// warmIDs appends to hs the hash of the id each row change of chs names
+// in a text column, as change will probe it: an outbox row's, an inbox,
+// effect or business row's. An id at a JSON path is left out (finding
+// it costs more than a probe), as is one that is not text.
+func (m *model) warmIDs(chs []binlog.RowChange, hs []uint64) []uint64 {
+	p := m.prof
+	for k := range chs {
+		ch := &chs[k]
+		var f *profile.Field
+		switch {
+		case ch.Table == p.Outbox.Table:
+			f = &p.Outbox.EventID
+		case p.Inbox != nil && ch.Table == p.Inbox.Table:
+			f = &p.Inbox.EventID
+		case p.Effect != nil && ch.Table == p.Effect.Table:
+			f = &p.Effect.EventID
+		case p.Business != nil && ch.Table == p.Business.Table:
+			f = p.Business.EventID
+		}
+		if f == nil || len(f.Path) > 0 {
+			continue
+		}
+		row := ch.After // as outboxChange and side read it
+		if ch.Op == binlog.Delete || (ch.Op == binlog.Update && f == &p.Outbox.EventID) {
+			row = ch.Before
+		}
+		if id, ok := row[f.Column].(string); ok {
+			hs = append(hs, maphash.String(idSeed, id))
+		}
+	}
+	return hs
 }
 
 // eventByBytes is eventByID of an id in bytes (a record's header),

@@ -1,8 +1,13 @@
 package blackbox
 
 import (
+	"hash/maphash"
+	"slices"
 	"strconv"
 	"testing"
+
+	"github.com/orderflow-audit/orderflow-audit/evidence/profile"
+	"github.com/orderflow-audit/orderflow-audit/witness/binlog"
 )
 
 // TestIDs adds ten thousand events to a table sized for none (so that it
@@ -51,5 +56,49 @@ func TestIDs(t *testing.T) {
 	}
 	if (&model{}).eventByID("e1") != nil {
 		t.Error("an empty model found an event")
+	}
+}
+
+// TestWarm holds warmIDs to the ids change probes: an outbox row's
+// (inserted: after; updated or deleted: before), an inbox, effect or
+// business row's (deleted: before, else after), in their order, and
+// none of a row of another table, an id at a JSON path, a NULL or a
+// number; and warm, over slots or none, changes nothing.
+func TestWarm(t *testing.T) {
+	col := func(c string) profile.Field { return profile.Field{Column: c} }
+	biz := col("event")
+	m := &model{prof: &profile.Profile{
+		Outbox:   profile.Outbox{Table: "outbox", EventID: col("id")},
+		Inbox:    &profile.Inbox{Table: "inbox", EventID: col("event_id")},
+		Effect:   &profile.Effect{Table: "effect", EventID: profile.Field{Column: "doc", Path: []profile.Step{{Name: "id"}}}},
+		Business: &profile.Business{Table: "orders", EventID: &biz},
+	}}
+	row := func(col, v string) map[string]binlog.Value { return map[string]binlog.Value{col: v, "other": "x"} }
+	chs := []binlog.RowChange{
+		{Table: "outbox", Op: binlog.Insert, After: row("id", "a")},
+		{Table: "outbox", Op: binlog.Update, Before: row("id", "b"), After: row("id", "b2")},
+		{Table: "outbox", Op: binlog.Delete, Before: row("id", "c")},
+		{Table: "inbox", Op: binlog.Insert, After: row("event_id", "d")},
+		{Table: "inbox", Op: binlog.Update, Before: row("event_id", "e0"), After: row("event_id", "e")},
+		{Table: "inbox", Op: binlog.Delete, Before: row("event_id", "f")},
+		{Table: "effect", Op: binlog.Insert, After: row("doc", `{"id":"g"}`)},
+		{Table: "orders", Op: binlog.Insert, After: row("event", "h")},
+		{Table: "other", Op: binlog.Insert, After: row("id", "i")},
+		{Table: "outbox", Op: binlog.Insert, After: map[string]binlog.Value{"id": nil}},
+		{Table: "outbox", Op: binlog.Insert, After: map[string]binlog.Value{"id": int64(7)}},
+		{Table: "inbox", Op: binlog.Insert, After: row("id", "j")},
+	}
+	var want []uint64
+	for _, id := range []string{"a", "b", "c", "d", "e", "f", "h"} {
+		want = append(want, maphash.String(idSeed, id))
+	}
+	if got := m.warmIDs(chs, nil); !slices.Equal(got, want) {
+		t.Errorf("warmIDs hashed %d ids, %x; want a, b, c, d, e, f, h: %x", len(got), got, want)
+	}
+	m.warm(chs) // no slots: nothing to read
+	m.ids.sized(4)
+	m.warm(chs)
+	if m.ids.n != 0 || slices.ContainsFunc(m.ids.slots, func(s uint64) bool { return s != 0 }) || len(m.ids.hashes) != len(want) {
+		t.Errorf("warm filed %d ids, slots %x, hashed %d; want none filed, %d hashed", m.ids.n, m.ids.slots, len(m.ids.hashes), len(want))
 	}
 }

@@ -127,9 +127,7 @@ func build(in Input) (*model, error) {
 		m.txs = append(m.txs, txMeta{gtid: t.GTID, file: t.File, pos: t.Pos, time: t.Time})
 		if len(m.tables) == 0 || len(t.Changes) < parallelRows {
 			m.rebuild(i, t)
-			for _, ch := range t.Changes {
-				m.change(i, ch)
-			}
+			m.changes(i, t.Changes)
 			return
 		}
 		// The tables (rebuild) and the events and side rows (change)
@@ -140,9 +138,7 @@ func build(in Input) (*model, error) {
 			defer close(done)
 			m.rebuild(i, t)
 		}()
-		for _, ch := range t.Changes {
-			m.change(i, ch)
-		}
+		m.changes(i, t.Changes)
 		<-done
 	}
 	holes, err := scan(in, schema, gap, each)
@@ -227,6 +223,22 @@ func (m *model) gap(t binlog.Transaction, last map[uint32]uint64) {
 		last[g.Domain] = g.Seq
 	}
 }
+
+// changes files the row changes of transaction i, warmRows at a time,
+// each block's slots of the id index warmed first (warm).
+func (m *model) changes(i int, chs []binlog.RowChange) {
+	for len(chs) > 0 {
+		n := min(len(chs), warmRows)
+		m.warm(chs[:n])
+		for _, ch := range chs[:n] {
+			m.change(i, ch)
+		}
+		chs = chs[n:]
+	}
+}
+
+// warmRows is how many row changes warm reads ahead of change.
+const warmRows = 64
 
 // change files one row change of transaction i.
 func (m *model) change(i int, ch binlog.RowChange) {
