@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 )
 
 // Limits of the data directory reader (ReadDataFS, ReadDataDir). A run of
@@ -127,17 +128,27 @@ type planFile struct {
 // checker reads fsys within the limits and says which file it is at, so
 // that a refusal (or a recovered panic) names it.
 type checker struct {
-	ctx     context.Context
-	fsys    fs.FS
-	at      string
-	read    int64
-	nfiles  int
-	decoded int64
-	records int64
-	keep    bool
+	ctx  context.Context
+	fsys fs.FS
+	at   string
+	// spent is what the directory's checking has read and decoded so far,
+	// against the limits: one for the checkers of partitions checked at
+	// once (checkPartitions).
+	spent *spent
+	keep  bool
+	// drop: a compressed batch's records are checked in dec's buffer and
+	// not kept (planDataFS).
+	drop bool
+	dec  decompressor
 	// cur gathers the batches of the partition being checked.
 	cur []batch
 }
+
+// spent counts the files read, their bytes, the bytes their records
+// decompress to and the records, against MaxFiles, MaxDataBytes,
+// MaxDecodedBytes and MaxRecords. A count is added before it is held to
+// its limit, so that checkers adding at once never pass it together.
+type spent struct{ files, read, decoded, records atomic.Int64 }
 
 func damaged(name, format string, args ...any) error {
 	return fmt.Errorf("%w: %s: %s", ErrDamaged, name, fmt.Sprintf(format, args...))
@@ -155,8 +166,7 @@ func (c *checker) readFile(name string, max int64) ([]byte, error) {
 	if err := c.ctx.Err(); err != nil {
 		return nil, err
 	}
-	c.nfiles++
-	if c.nfiles > MaxFiles {
+	if c.spent.files.Add(1) > MaxFiles {
 		return nil, limited(name, "more than %d files", MaxFiles)
 	}
 	f, err := c.fsys.Open(name)
@@ -174,7 +184,7 @@ func (c *checker) readFile(name string, max int64) ([]byte, error) {
 	if st.Size() > max {
 		return nil, limited(name, "%d bytes, more than the %d allowed", st.Size(), max)
 	}
-	if c.read+st.Size() > MaxDataBytes {
+	if c.spent.read.Add(st.Size()) > MaxDataBytes {
 		return nil, limited(name, "the directory holds more than %d bytes", MaxDataBytes)
 	}
 	// One buffer of the size stat gave, and a byte more to see a file
@@ -189,7 +199,6 @@ func (c *checker) readFile(name string, max int64) ([]byte, error) {
 	if int64(len(b)) != st.Size() {
 		return nil, damaged(name, "changed size while read (%d bytes, stat said %d)", len(b), st.Size())
 	}
-	c.read += int64(len(b))
 	return b, nil
 }
 
@@ -253,8 +262,13 @@ func decodeStrict(name string, b []byte, v any) error {
 // batch by batch (CRC, offsets, records, decompressed sizes), so that
 // neither decodePlan nor kfake loading the copy meets a repair, a
 // warning or a panic.
-func planDataFS(ctx context.Context, fsys fs.FS, keep bool) (p *dataPlan, err error) {
-	c := &checker{ctx: ctx, fsys: fsys, keep: keep}
+//
+// With drop (OpenDataFS), a compressed batch's records are decompressed
+// into one buffer, reused, to be checked, and not kept: open decompresses
+// them again, one batch at a time, as EachRecord does (at a million
+// records, 150 MB of memory not taken, and twice as fast).
+func planDataFS(ctx context.Context, fsys fs.FS, keep, drop bool) (p *dataPlan, err error) {
+	c := &checker{ctx: ctx, fsys: fsys, keep: keep, drop: drop, spent: &spent{}}
 	defer func() {
 		if r := recover(); r != nil {
 			p, err = nil, damaged(c.at, "panic while checking: %v", r)
@@ -349,7 +363,7 @@ func (c *checker) plan() (*dataPlan, error) {
 	if err := c.checkPartitions(p, topics, hasParts); err != nil {
 		return nil, err
 	}
-	p.size = c.read
+	p.size = c.spent.read.Load()
 	return p, nil
 }
 
@@ -476,9 +490,12 @@ func (c *checker) checkPartitions(p *dataPlan, topics []diskTopic, hasParts bool
 			}
 		}
 	}
+	if c.checkAtOnce(p, topics) {
+		return nil
+	}
 	for _, t := range topics {
 		for n := range t.Partitions {
-			dir := path.Join("partitions", fmt.Sprintf("%s-%d", t.Name, n))
+			dir := partDir(t.Name, n)
 			c.cur = nil
 			snap, err := c.checkPartition(p, dir)
 			if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -55,28 +56,40 @@ func decodePlan(ctx context.Context, p *dataPlan, sel Selection, lazy bool) (*Lo
 		return nil, err
 	}
 	log := &Log{Topics: map[string][]Partition{}, Groups: p.groups(sel, topics), lazy: lazy}
+	for _, t := range topics {
+		log.Topics[t] = make([]Partition, len(p.snaps[t]))
+	}
+	var headers atomic.Int64
+	if decodeAtOnce(ctx, p, topics, log, &headers) {
+		return log, nil
+	}
 	hs := headerSlab{reuse: lazy}
 	var rec kmsg.Record
-	var headers int64
 	for _, t := range topics {
-		parts := make([]Partition, len(p.snaps[t]))
-		for n, snap := range p.snaps[t] {
+		for n := range p.snaps[t] {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			part := Partition{Topic: t, Partition: int32(n), Start: snap.LogStartOffset, End: snap.HighWatermark}
-			read := part.decode
-			if lazy {
-				read = part.open
-			}
-			if err := read(p.batches[t][n], &rec, &hs, &headers); err != nil {
+			part, err := readPartition(p, t, n, &rec, &hs, &headers, lazy)
+			if err != nil {
 				return nil, err
 			}
-			parts[n] = part
+			log.Topics[t][n] = part
 		}
-		log.Topics[t] = parts
 	}
 	return log, nil
+}
+
+// readPartition decodes (lazy: opens) partition n of topic t.
+func readPartition(p *dataPlan, t string, n int, rec *kmsg.Record, hs *headerSlab, headers *atomic.Int64, lazy bool) (Partition, error) {
+	snap := p.snaps[t][n]
+	part := Partition{Topic: t, Partition: int32(n), Start: snap.LogStartOffset, End: snap.HighWatermark}
+	read := part.decode
+	if lazy {
+		read = part.open
+	}
+	err := read(p.batches[t][n], rec, hs, headers)
+	return part, err
 }
 
 // selectTopics is Read's selection over the topics of topics.json.
@@ -133,7 +146,7 @@ func (p *dataPlan) groups(sel Selection, topics []string) map[string]map[string]
 //
 // headers counts the headers decoded so far, against MaxHeaders; a
 // record's count is read (headerCount) before kmsg sizes an array by it.
-func (part *Partition) decode(bs []batch, rec *kmsg.Record, hs *headerSlab, headers *int64) error {
+func (part *Partition) decode(bs []batch, rec *kmsg.Record, hs *headerSlab, headers *atomic.Int64) error {
 	n := 0
 	for _, b := range bs {
 		if b.attrs&attrControl == 0 {
@@ -154,11 +167,17 @@ func (part *Partition) decode(bs []batch, rec *kmsg.Record, hs *headerSlab, head
 // A record that does not parse, has an offset outside its batch or not
 // after the one before, or declares more headers than it has bytes for
 // or than MaxHeaders in all is refused (damaged, limited).
-func (part *Partition) each(bs []batch, rec *kmsg.Record, hs *headerSlab, headers *int64, controls *[]int64, fn func(*Record) error) error {
+func (part *Partition) each(bs []batch, rec *kmsg.Record, hs *headerSlab, headers *atomic.Int64, controls *[]int64, fn func(*Record) error) error {
 	prev := int64(-1)
 	var r Record
 	var again decompressor
 	for _, b := range bs {
+		// The batch's headers are counted here and added to headers
+		// after it: partitions decoded at once share headers, which a
+		// count a record would make them wait on. seen is what the
+		// others had counted (decodeAtOnce holds the sum to the limit
+		// after).
+		seen, counted := headers.Load(), int64(0)
 		recs := b.recs
 		if recs == nil && b.codec != codecNone {
 			var err error
@@ -176,11 +195,11 @@ func (part *Partition) each(bs []batch, rec *kmsg.Record, hs *headerSlab, header
 			switch {
 			case !ok:
 				return damaged(b.file, "batch at %d: record %d does not parse to its length", b.pos, i)
-			case nh > int64(left)/2 || *headers+nh > MaxHeaders:
+			case nh > int64(left)/2 || seen+counted+nh > maxHeaders:
 				return limited(b.file, "batch at %d: record %d declares %d headers (%d bytes left for them, at least 2 each; at most %d in all)",
-					b.pos, i, nh, left, MaxHeaders)
+					b.pos, i, nh, left, maxHeaders)
 			}
-			*headers += nh
+			counted += nh
 			if err := rec.UnsafeReadFrom(one); err != nil {
 				return damaged(b.file, "batch at %d: record %d does not parse to its length", b.pos, i)
 			}
@@ -216,6 +235,7 @@ func (part *Partition) each(bs []batch, rec *kmsg.Record, hs *headerSlab, header
 				return err
 			}
 		}
+		headers.Add(counted)
 	}
 	return nil
 }
@@ -258,7 +278,7 @@ func (*decompressor) PutDecompressBytes([]byte) {}
 // decode again, one at a time, decompressing again what was compressed
 // (the segments' bytes are held anyway: the decompressed ones are not
 // kept twice).
-func (part *Partition) open(bs []batch, rec *kmsg.Record, hs *headerSlab, headers *int64) error {
+func (part *Partition) open(bs []batch, rec *kmsg.Record, hs *headerSlab, headers *atomic.Int64) error {
 	err := part.each(bs, rec, hs, headers, &part.ControlOffsets, func(*Record) error {
 		part.count++
 		return nil

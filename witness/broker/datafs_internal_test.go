@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"sync/atomic"
 
 	"context"
 	"fmt"
@@ -45,7 +46,7 @@ func committedDataDirs(t testing.TB) []string {
 
 func TestPlanCommittedDataDirs(t *testing.T) {
 	for _, d := range committedDataDirs(t) {
-		p, err := planDataFS(t.Context(), os.DirFS(d), true)
+		p, err := planDataFS(t.Context(), os.DirFS(d), true, false)
 		if err != nil {
 			t.Errorf("%s: %v", d, err)
 			continue
@@ -267,7 +268,7 @@ func TestDecodeBatch(t *testing.T) {
 		p := Partition{Topic: "t", Start: start, End: end}
 		var hs headerSlab
 		var rec kmsg.Record
-		var headers int64
+		var headers atomic.Int64
 		return p, p.decode(bs, &rec, &hs, &headers)
 	}
 	base := batch{file: "f", first: 10, last: 12, firstTS: 1000, maxTS: 9000, n: 2, recs: recs}
@@ -333,7 +334,7 @@ func FuzzDecodeRecords(f *testing.F) {
 		kmsg.Record{OffsetDelta: 1, TimestampDelta64: 3}), uint16(0), int64(1))
 	f.Add([]byte{4, 0, 0, 0, 20}, uint16(attrControl), int64(0))
 	f.Fuzz(func(t *testing.T, recs []byte, attrs uint16, delta int64) {
-		c := &checker{}
+		c := &checker{spent: &spent{}}
 		n := int64(0)
 		for rest := recs; len(rest) > 0; n++ {
 			l, k := binary.Varint(rest)
@@ -349,7 +350,7 @@ func FuzzDecodeRecords(f *testing.F) {
 		delta = min(max(delta, 0), 1<<20)
 		b := batch{file: "f", first: 100, last: 100 + delta, attrs: attrs, firstTS: 1, maxTS: 2, n: int(n), recs: got}
 		p := Partition{Topic: "t", Start: 0, End: 1 << 40}
-		var headers int64
+		var headers atomic.Int64
 		if err := p.decode([]batch{b}, &kmsg.Record{}, &headerSlab{}, &headers); err != nil {
 			if !errors.Is(err, ErrDamaged) && !errors.Is(err, ErrLimit) {
 				t.Fatalf("decode = %v; want ErrDamaged or ErrLimit", err)
@@ -367,8 +368,8 @@ func FuzzDecodeRecords(f *testing.F) {
 			prev = r.Offset
 			nh += int64(len(r.Headers))
 		}
-		if b.attrs&attrControl == 0 && nh != headers {
-			t.Fatalf("%d headers decoded; headerCount counted %d", nh, headers)
+		if b.attrs&attrControl == 0 && nh != headers.Load() {
+			t.Fatalf("%d headers decoded; headerCount counted %d", nh, headers.Load())
 		}
 	})
 }

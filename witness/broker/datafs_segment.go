@@ -236,7 +236,8 @@ func (c *checker) checkSegment(p *dataPlan, dir string, base int64, hasIdx bool)
 // counts them: the count must be what the batch declares. Only the codecs
 // the run's producers write (none, snappy) are read; for snappy the
 // decoded length each block declares is checked before anything is
-// decoded. It returns the records' bytes, decompressed.
+// decoded. It returns the records' bytes, decompressed (nil for a
+// compressed batch's when c.drop).
 func (c *checker) checkRecords(name string, pos int, codec uint16, recs []byte, n int64) ([]byte, error) {
 	var size int64
 	switch codec {
@@ -254,12 +255,17 @@ func (c *checker) checkRecords(name string, pos int, codec uint16, recs []byte, 
 	if size > MaxBatchBytes {
 		return nil, limited(name, "batch at %d decompresses to %d bytes, more than %d", pos, size, MaxBatchBytes)
 	}
-	if c.decoded+size > MaxDecodedBytes {
+	if c.spent.decoded.Add(size) > MaxDecodedBytes {
 		return nil, limited(name, "the records decompress to more than %d bytes", MaxDecodedBytes)
 	}
-	c.decoded += size
 	if codec == codecSnappy {
-		out, err := kgo.DefaultDecompressor().Decompress(recs, kgo.CodecSnappy)
+		var out []byte
+		var err error
+		if c.drop {
+			out, err = c.dec.decompress(recs)
+		} else {
+			out, err = kgo.DefaultDecompressor().Decompress(recs, kgo.CodecSnappy)
+		}
 		if err != nil || int64(len(out)) != size {
 			return nil, damaged(name, "batch at %d: snappy: %d bytes decoded of %d declared: %v", pos, len(out), size, err)
 		}
@@ -278,10 +284,12 @@ func (c *checker) checkRecords(name string, pos int, codec uint16, recs []byte, 
 	if count != n {
 		return nil, damaged(name, "batch at %d declares %d records and holds %d", pos, n, count)
 	}
-	if c.records+count > MaxRecords {
+	if c.spent.records.Add(count) > MaxRecords {
 		return nil, limited(name, "more than %d records", MaxRecords)
 	}
-	c.records += count
+	if c.drop && codec == codecSnappy {
+		return nil, nil // dec's: open decompresses them again
+	}
 	return out, nil
 }
 

@@ -264,6 +264,9 @@ func TestReadDataFSHostile(t *testing.T) {
 			if a := after.TotalAlloc - before.TotalAlloc; a > 64<<20 {
 				t.Errorf("allocated %d MB refusing it", a>>20)
 			}
+			if _, opened := OpenDataFS(t.Context(), c.damage(loadSeed(t)), Selection{}); opened == nil || opened.Error() != err.Error() {
+				t.Errorf("OpenDataFS = %v; want ReadDataFS's %v", opened, err)
+			}
 			t.Log(err)
 		})
 	}
@@ -423,7 +426,7 @@ func FuzzReadDataFS(f *testing.F) {
 			name = names[which]
 		}
 		m[name] = &fstest.MapFile{Data: data}
-		p, err := planDataFS(t.Context(), m, true)
+		p, err := planDataFS(t.Context(), m, true, false)
 		if err != nil {
 			if !errors.Is(err, ErrDamaged) && !errors.Is(err, ErrLimit) && !errors.Is(err, ErrNotDataDir) {
 				t.Fatalf("planDataFS = %v; want a sentinel", err)

@@ -21,7 +21,7 @@ import (
 // ErrDamaged, and so is a partition whose offsets differ from its
 // snapshot.
 func readViaKfake(ctx context.Context, fsys fs.FS, sel Selection, tmp string) (*Log, error) {
-	plan, err := planDataFS(ctx, fsys, true)
+	plan, err := planDataFS(ctx, fsys, true, false)
 	if err != nil {
 		return nil, err
 	}

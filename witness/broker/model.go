@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -158,7 +159,7 @@ func (l *Log) EachRecord(topic string, fn func(*Record) error) error {
 	l.read[topic] = true
 	hs := headerSlab{reuse: true}
 	var rec kmsg.Record
-	var headers int64
+	var headers atomic.Int64
 	for i := range parts {
 		err := parts[i].each(parts[i].batches, &rec, &hs, &headers, nil, fn)
 		parts[i].batches = []batch{} // read: the segments' bytes can go (Count stays)

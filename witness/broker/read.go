@@ -327,7 +327,7 @@ func OpenDataFS(ctx context.Context, fsys fs.FS, sel Selection) (*Log, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("read broker data: %w", err)
 	}
-	plan, err := planDataFS(ctx, fsys, false)
+	plan, err := planDataFS(ctx, fsys, false, true)
 	if err == nil {
 		var log *Log
 		if log, err = decodePlan(ctx, plan, sel, true); err == nil {
@@ -341,7 +341,7 @@ func readDataFS(ctx context.Context, fsys fs.FS, sel Selection) (*Log, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	plan, err := planDataFS(ctx, fsys, false)
+	plan, err := planDataFS(ctx, fsys, false, false)
 	if err != nil {
 		return nil, err
 	}
