@@ -239,10 +239,20 @@ func (c *checker) order() {
 		runs = append(runs, run{int32(i), int32(j)})
 		i = j
 	}
-	slices.SortFunc(runs, func(a, b run) int { return cmp.Compare(ks[a.from].ev, ks[b.from].ev) })
+	// The aggregates in the order of their first events: a run is in
+	// commit order, its first event ks[from].ev, so each run is placed at
+	// its first event's index (no event is two runs' first), not sorted.
+	byFirst := make([]int32, m.events.len()) // 1 + the run whose first event it is
+	for i, r := range runs {
+		byFirst[ks[r.from].ev] = int32(i) + 1
+	}
 	consumers := c.effectConsumers()
 	var evs []*event
-	for _, r := range runs {
+	for _, k := range byFirst {
+		if k == 0 {
+			continue
+		}
+		r := runs[k-1]
 		a := agg(ks[r.from])
 		evs = evs[:0]
 		for _, k := range ks[r.from:r.to] {

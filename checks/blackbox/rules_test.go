@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -828,5 +829,48 @@ func TestInvariantsWithoutLoad(t *testing.T) {
 	}
 	if got := verdicts(res); show(got) != show(W{blackbox.RuleInvariants: I}) || !anyReason(res, "invariant bad cannot be evaluated") {
 		t.Fatalf("verdicts %s, reasons %v", show(got), res.Reasons)
+	}
+}
+
+// TestOrderReasonsInCommitOrder: eight aggregates, each of two events
+// published the wrong way round, committed aggregate after aggregate: the
+// order rule names them in the order of their first events (the order
+// it groups them in is a hash's, seeded anew each process).
+func TestOrderReasonsInCommitOrder(t *testing.T) {
+	f := legal()
+	f.txs, f.parts, f.client = nil, [][]broker.Record{nil}, nil
+	const aggs = 8
+	for a := int64(1); a <= aggs; a++ {
+		for v := int64(1); v <= 2; v++ {
+			id := fmt.Sprintf("e-%d-%d", a, v)
+			order := ins("orders", map[string]any{"id": a})
+			f.txs = append(f.txs, []binlog.RowChange{order, ins("outbox", outboxRow(id, a, v, "PENDING"))}, []binlog.RowChange{sent(id, a, v)}, consumed(id))
+		}
+		for _, v := range []int64{2, 1} {
+			id := fmt.Sprintf("e-%d-%d", a, v)
+			f.parts[0] = append(f.parts[0], rec(0, int64(len(f.parts[0])), fmt.Sprint(a), id, value(id, a)))
+		}
+	}
+	f.groups[0] = int64(len(f.parts[0]))
+	f.prof = strings.Replace(fmt.Sprintf(statusProfile, "allowed"), "  correlate: \"payload$.note\"\n", "", 1)
+	f.prof = strings.Replace(f.prof, "load:\n  http: {method: POST, url: \"http://svc/orders\"}\n", "", 1)
+	res, err := blackbox.Check(f.input(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range res.Reasons {
+		if r.Rule != blackbox.RuleOrder {
+			t.Errorf("a reason of another rule: %s", r)
+			continue
+		}
+		got = append(got, strings.SplitN(r.Message, ":", 2)[0])
+	}
+	var want []string
+	for a := 1; a <= aggs; a++ {
+		want = append(want, fmt.Sprintf("aggregate %d", a))
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("order reasons for %v; want %v", got, want)
 	}
 }
