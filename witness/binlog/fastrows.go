@@ -175,7 +175,7 @@ func (s *scanner) fastImage(c *cursor, tb *table, layout []fastColumn) (map[stri
 			continue
 		}
 		if !l.str {
-			img[col.name] = fastInt(c.take(l.fixed, "column value"), col)
+			img[col.name] = s.fastInt(c.take(l.fixed, "column value"), col)
 			continue
 		}
 		v := c.take(int(min(mysql.FixedLengthInt(c.take(l.prefix, "column value length")), uint64(c.left()+1))), "column value")
@@ -186,11 +186,11 @@ func (s *scanner) fastImage(c *cursor, tb *table, layout []fastColumn) (map[stri
 		case col.kind == kindBytes:
 			img[col.name] = bytes.Clone(v)
 		case col.typ == mysql.MYSQL_TYPE_BLOB:
-			img[col.name] = string(v) // the decoder gives a TEXT as bytes, rows.go copies them
+			img[col.name] = s.boxes.str(string(v)) // the decoder gives a TEXT as bytes, rows.go copies them
 		default:
 			// the decoder gives a CHAR or VARCHAR as a string over the
 			// event's bytes, which are this event's own (readEvent)
-			img[col.name] = unsafe.String(unsafe.SliceData(v), len(v))
+			img[col.name] = s.boxes.str(unsafe.String(unsafe.SliceData(v), len(v)))
 		}
 	}
 	if c.err != nil {
@@ -202,7 +202,7 @@ func (s *scanner) fastImage(c *cursor, tb *table, layout []fastColumn) (map[stri
 // fastInt is an integer column's value as the decoder's path gives it
 // (rows.go: int64, or uint64 for an UNSIGNED column); b is nil when the
 // cursor ran out, and then the value does not matter.
-func fastInt(b []byte, col column) Value {
+func (s *scanner) fastInt(b []byte, col column) Value {
 	var u uint64
 	for i := len(b) - 1; i >= 0; i-- {
 		u = u<<8 | uint64(b[i])
@@ -210,14 +210,14 @@ func fastInt(b []byte, col column) Value {
 	bits := uint(8 * len(b))
 	if col.kind == kindUnsigned || bits == 0 || bits == 64 {
 		if col.kind == kindUnsigned {
-			return u
+			return s.boxes.uint(u)
 		}
-		return int64(u)
+		return s.boxes.int(int64(u))
 	}
 	if u&(1<<(bits-1)) != 0 { // sign-extend
 		u |= ^uint64(0) << bits
 	}
-	return int64(u)
+	return s.boxes.int(int64(u))
 }
 
 // checkFastRows (tests) decodes raw by the decoder's path and compares

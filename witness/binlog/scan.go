@@ -63,6 +63,8 @@ type scanner struct {
 	// fastLayouts are the fast path's layouts of the tables it read
 	// (fastrows.go), per table map as tables.
 	fastLayouts map[*replication.TableMapEvent][]fastColumn
+	// boxes makes the fast path's Values (boxes.go).
+	boxes boxes
 
 	// the format description of the file being read: the post-header
 	// length of each event type (the decoder sizes table ids from it) and
