@@ -1,9 +1,13 @@
 package blackbox
 
 import (
+	"cmp"
 	"encoding/json"
 	"math"
+	"math/bits"
+	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -215,6 +219,41 @@ func TestIndexFromRows(t *testing.T) {
 			if r.live() {
 				t.Errorf("keep %v: row %d still live", keep, i)
 			}
+		}
+	}
+}
+
+// TestSortByBuckets holds sortByBuckets to a sort by hash then row, over
+// indexes of every size to a few thousand, with hashes that repeat, share
+// their top bits, or are the extremes.
+func TestSortByBuckets(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, n := range []int{0, 1, 2, 3, 7, 64, 100, 1000, 4321} {
+		index := make([]hashedRow, n)
+		for k := range index {
+			h := rng.Uint64()
+			switch k % 5 {
+			case 1:
+				h = index[rng.IntN(k)].h // a hash again
+			case 2:
+				h &^= 1<<40 - 1 // top bits only: a bucket of many
+			case 3:
+				h = ^uint64(0) * uint64(k%2)
+			}
+			index[k] = hashedRow{h, int32(k)}
+		}
+		want := slices.Clone(index)
+		slices.SortFunc(want, func(x, y hashedRow) int { return cmp.Or(cmp.Compare(x.h, y.h), cmp.Compare(x.k, y.k)) })
+		shift := uint(64 - bits.Len(uint(n)))
+		dir := make([]int32, (1<<(64-shift))+1)
+		for _, e := range index {
+			dir[e.h>>shift+1]++
+		}
+		for b := 1; b < len(dir); b++ {
+			dir[b] += dir[b-1]
+		}
+		if index = sortByBuckets(index, dir, shift); !slices.Equal(index, want) {
+			t.Fatalf("%d rows: sortByBuckets gave %v; want %v", n, index[:min(n, 8)], want[:min(n, 8)])
 		}
 	}
 }
