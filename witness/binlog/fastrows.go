@@ -164,7 +164,7 @@ func (s *scanner) fastRows(typ replication.EventType, raw, body []byte, off int6
 // fastImage decodes one row image at c.
 func (s *scanner) fastImage(c *cursor, tb *table, layout []fastColumn) (map[string]Value, error) {
 	nulls := c.take(bitmapBytes(len(layout)), "row NULL bitmap")
-	img := s.image(len(layout))
+	img := s.image(tb)
 	for i, l := range layout {
 		if c.err != nil {
 			break

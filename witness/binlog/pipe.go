@@ -24,7 +24,7 @@ type pipe struct {
 // slab is one transaction and the row image maps its Changes use.
 type slab struct {
 	t      Transaction
-	images []map[string]Value
+	images []image
 }
 
 const pipeSlabs = 3

@@ -281,8 +281,9 @@ func ReadAllInputsAllowingGaps(in []Input) (History, error) {
 // nothing of a transaction but what it needs: it is held to
 // MaxStreamedTransactions and MaxStreamedRowChanges, not to the bounds
 // of a History. A transaction's Changes and their row image maps are
-// fn's only for the time of the call: they are reused for the next
-// transaction's (the values in an image are not: fn may keep them).
+// fn's to read only for the time of the call: they are reused for the
+// next transaction's, an image filled again over the last one's values
+// (the values in an image are not reused: fn may keep them).
 func ScanInputsAllowingGaps(in []Input, fn func(Transaction) error) ([]FileInfo, error) {
 	if err := checkInputs(in); err != nil {
 		return nil, err

@@ -38,6 +38,7 @@ type column struct {
 type table struct {
 	schema, name string
 	cols         []column
+	names        []string // the columns' names, in order
 }
 
 func newTable(tm *replication.TableMapEvent) (*table, error) {
@@ -49,7 +50,7 @@ func newTable(tm *replication.TableMapEvent) (*table, error) {
 	unsigned := tm.UnsignedMap()
 	collations := tm.CollationMap()
 	enums, sets := tm.EnumStrValueMap(), tm.SetStrValueMap()
-	t := &table{schema: string(tm.Schema), name: string(tm.Table), cols: make([]column, len(names))}
+	t := &table{schema: string(tm.Schema), name: string(tm.Table), cols: make([]column, len(names)), names: names}
 	for i, n := range names {
 		c := column{name: n, typ: tm.ColumnType[i]}
 		switch {
@@ -227,7 +228,7 @@ func (s *scanner) rows(e *replication.RowsEvent) error {
 	}
 	for i := 0; i < len(e.Rows); i += step {
 		c := RowChange{Schema: tb.schema, Table: tb.name, Op: op, Query: s.annotate}
-		img, err := tb.image(e.Rows[i], s.image(len(tb.cols)))
+		img, err := tb.image(e.Rows[i], s.image(tb))
 		if err != nil {
 			return err
 		}
@@ -238,7 +239,7 @@ func (s *scanner) rows(e *replication.RowsEvent) error {
 			c.Before = img
 		case Update:
 			c.Before = img
-			if c.After, err = tb.image(e.Rows[i+1], s.image(len(tb.cols))); err != nil {
+			if c.After, err = tb.image(e.Rows[i+1], s.image(tb)); err != nil {
 				return err
 			}
 		}

@@ -97,7 +97,7 @@ type scanner struct {
 	// allocate a map per image.
 	reuse  bool
 	spare  []RowChange
-	images []map[string]Value
+	images []image
 	used   int
 	// pipe (a streamed read) runs fn on a goroutine of its own, so that
 	// decoding the next transaction overlaps the caller's work on this
@@ -423,17 +423,29 @@ func (s *scanner) deliver() error {
 	return nil
 }
 
-// image is a map to fill with one row image: a new one, or in a
-// streamed read one of the last transaction's, emptied.
-func (s *scanner) image(n int) map[string]Value {
+// image is a map to fill with one row image of tb, every column: a new
+// one, or in a streamed read one of the last transaction's, emptied
+// unless it held a row of tb's columns, which the filling writes over.
+func (s *scanner) image(tb *table) map[string]Value {
 	if !s.reuse {
-		return make(map[string]Value, n)
+		return make(map[string]Value, len(tb.cols))
 	}
 	if s.used == len(s.images) {
-		s.images = append(s.images, make(map[string]Value, n))
+		s.images = append(s.images, image{m: make(map[string]Value, len(tb.cols))})
 	}
-	m := s.images[s.used]
+	img := &s.images[s.used]
 	s.used++
-	clear(m)
-	return m
+	if !slices.Equal(img.cols, tb.names) {
+		clear(img.m)
+		img.cols = tb.names
+	}
+	return img.m
+}
+
+// image is a row image map a streamed read reuses, and the columns of
+// the row it holds (a map emptied is 40 ns at each reuse: one filled
+// with the same columns is written over instead).
+type image struct {
+	m    map[string]Value
+	cols []string
 }
