@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/maphash"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -35,8 +36,10 @@ type table struct {
 	// rebuild could not follow it (a before image it does not hold).
 	complete bool
 	broken   string
-	// keep, when set, are the only columns a row keeps (row).
-	keep map[string]bool
+	// keep, when set, are the only columns a row keeps (row); keepCols
+	// them sorted (sameShape).
+	keep     map[string]bool
+	keepCols []string
 	// shape is the last row's columns, shared with the rows of that
 	// shape; scratch is row's buffer.
 	shape   *rowShape
@@ -54,16 +57,18 @@ type table struct {
 // row is the part of image the table keeps (all of it, or its keep
 // columns), written by transaction tx.
 func (tb *table) row(image map[string]any, tx int) tableRow {
-	cols := tb.scratch[:0]
-	for c := range image {
-		if tb.keep == nil || tb.keep[c] {
-			cols = append(cols, c)
+	if !tb.sameShape(image) {
+		cols := tb.scratch[:0]
+		for c := range image {
+			if tb.keep == nil || tb.keep[c] {
+				cols = append(cols, c)
+			}
 		}
-	}
-	slices.Sort(cols)
-	tb.scratch = cols
-	if tb.shape == nil || !slices.Equal(cols, tb.shape.cols) {
-		tb.shape = &rowShape{cols: slices.Clone(cols), other: &tb.other}
+		slices.Sort(cols)
+		tb.scratch = cols
+		if tb.shape == nil || !slices.Equal(cols, tb.shape.cols) {
+			tb.shape = &rowShape{cols: slices.Clone(cols), other: &tb.other}
+		}
 	}
 	enc := tb.enc[:0]
 	for _, c := range tb.shape.cols {
@@ -74,6 +79,33 @@ func (tb *table) row(image map[string]any, tx int) tableRow {
 	vals := tb.ar.alloc(len(enc)) // never nil: a row of no columns is live
 	copy(vals, enc)
 	return tableRow{shape: tb.shape, vals: unsafe.SliceData(vals), n: uint32(len(vals)), tx: int32(tx)}
+}
+
+// sameShape reports whether the columns row keeps of image are the last
+// row's (tb.shape's), as nearly every row's are, found by looking them up
+// rather than by listing and sorting the image's: a whole row's when the
+// image has exactly the shape's columns, a row kept in part's when the
+// keep columns the image has are the shape's.
+func (tb *table) sameShape(image map[string]any) bool {
+	switch {
+	case tb.shape == nil:
+		return false
+	case tb.keep == nil:
+		return sameColumns(tb.shape.cols, image)
+	}
+	if tb.keepCols == nil {
+		tb.keepCols = slices.Sorted(maps.Keys(tb.keep))
+	}
+	cols, k := tb.shape.cols, 0
+	for _, c := range tb.keepCols {
+		if _, ok := image[c]; ok {
+			if k == len(cols) || cols[k] != c {
+				return false
+			}
+			k++
+		}
+	}
+	return k == len(cols)
 }
 
 // tableRow is a row as a table keeps it: its columns' values in the
@@ -129,7 +161,7 @@ func newTable(ar *arena) *table {
 // reset empties the table, as a CREATE TABLE (created) or a TRUNCATE in
 // the window does; what it keeps of a row stays as it was.
 func (tb *table) reset(created bool) {
-	*tb = table{keep: tb.keep, scratch: tb.scratch, ar: tb.ar, enc: tb.enc, complete: tb.complete || created}
+	*tb = table{keep: tb.keep, keepCols: tb.keepCols, scratch: tb.scratch, ar: tb.ar, enc: tb.enc, complete: tb.complete || created}
 }
 
 // prepareTables reads the invariants' anti-joins and makes the tables

@@ -257,3 +257,57 @@ func TestSortByBuckets(t *testing.T) {
 		}
 	}
 }
+
+// TestSameShape: a row keeps the columns of its own image however the
+// images before it were shaped; an image of the last row's columns shares
+// its shape (sameShape), one of others makes its own. A whole table keeps
+// every column; one kept in part, the keep columns the image has.
+func TestSameShape(t *testing.T) {
+	var ar arena
+	img := func(kv ...any) map[string]any {
+		m := map[string]any{}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i].(string)] = kv[i+1]
+		}
+		return m
+	}
+	for _, keep := range []map[string]bool{nil, {"a": true, "c": true}} {
+		tb := newTable(&ar)
+		tb.keep = keep
+		var last *rowShape
+		for i, c := range []struct {
+			img  map[string]any
+			same bool // the last row's shape
+		}{
+			{img("a", int64(1), "b", "x"), false},
+			{img("a", int64(2), "b", "y"), true},
+			{img("a", int64(3), "c", "z"), false},
+			{img("a", int64(4), "b", "w", "c", nil), keep != nil},
+			{img("a", int64(5), "b", "v"), false},
+			{img("b", "u"), false},
+			{img("a", int64(7), "c", "t", "d", int64(0)), false},
+			{img("a", int64(8), "c", "s", "d", int64(1)), true},
+		} {
+			r := tb.row(c.img, i)
+			if same := r.shape == last; same != c.same {
+				t.Errorf("keep %v, row %d %v: the last row's shape %v; want %v", keep, i, c.img, same, c.same)
+			}
+			last = r.shape
+			var want []string
+			for col := range c.img {
+				if keep == nil || keep[col] {
+					want = append(want, col)
+				}
+			}
+			slices.Sort(want)
+			if !slices.Equal(r.shape.cols, want) {
+				t.Errorf("keep %v, row %d %v: columns %v; want %v", keep, i, c.img, r.shape.cols, want)
+			}
+			for _, col := range want {
+				if got := r.get(col); !reflect.DeepEqual(got, c.img[col]) {
+					t.Errorf("keep %v, row %d: %s = %#v; want %#v", keep, i, col, got, c.img[col])
+				}
+			}
+		}
+	}
+}
