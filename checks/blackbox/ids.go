@@ -76,6 +76,12 @@ func (m *model) warm(chs []binlog.RowChange) {
 		return
 	}
 	m.ids.hashes = m.warmIDs(chs, m.ids.hashes[:0])
+	m.loadSlots()
+}
+
+// loadSlots reads the slot where the probe of each hash of m.ids.hashes
+// begins, in a loop of loads that wait on nothing.
+func (m *model) loadSlots() {
 	mask := uint64(len(m.ids.slots) - 1)
 	var sum uint64
 	for _, h := range m.ids.hashes { // a loop this short keeps many loads in flight

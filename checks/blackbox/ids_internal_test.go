@@ -8,6 +8,7 @@ import (
 
 	"github.com/orderflow-audit/orderflow-audit/evidence/profile"
 	"github.com/orderflow-audit/orderflow-audit/witness/binlog"
+	"github.com/orderflow-audit/orderflow-audit/witness/broker"
 )
 
 // TestIDs adds ten thousand events to a table sized for none (so that it
@@ -100,5 +101,31 @@ func TestWarm(t *testing.T) {
 	m.warm(chs)
 	if m.ids.n != 0 || slices.ContainsFunc(m.ids.slots, func(s uint64) bool { return s != 0 }) || len(m.ids.hashes) != len(want) {
 		t.Errorf("warm filed %d ids, slots %x, hashed %d; want none filed, %d hashed", m.ids.n, m.ids.slots, len(m.ids.hashes), len(want))
+	}
+}
+
+// TestWarmRecords: warmRecords hashes the ids the records carry in the
+// profile's header, in order, and nothing when the id is in the value.
+func TestWarmRecords(t *testing.T) {
+	hdr := func(k, v string) []broker.Header { return []broker.Header{{Key: "other", Value: []byte("x")}, {Key: k, Value: []byte(v)}} }
+	recs := []broker.Record{
+		{Headers: hdr("event_id", "a")},
+		{Headers: hdr("id", "b")},
+		{},
+		{Headers: []broker.Header{{Key: "event_id"}}},
+		{Headers: hdr("event_id", "c")},
+	}
+	m := &model{prof: &profile.Profile{Topic: profile.Topic{EventID: profile.Locator{Header: "event_id"}}}}
+	m.warmRecords(recs) // no slots: nothing
+	m.ids.sized(4)
+	m.warmRecords(recs)
+	want := []uint64{maphash.String(idSeed, "a"), maphash.String(idSeed, "c")}
+	if !slices.Equal(m.ids.hashes, want) || m.ids.n != 0 {
+		t.Errorf("warmRecords hashed %x (filed %d); want a, c: %x", m.ids.hashes, m.ids.n, want)
+	}
+	m.prof.Topic.EventID = profile.Locator{Value: &profile.Field{Column: "payload", Path: []profile.Step{{Name: "id"}}}}
+	m.ids.hashes = nil
+	if m.warmRecords(recs); len(m.ids.hashes) != 0 {
+		t.Errorf("an id in the value: warmRecords hashed %d", len(m.ids.hashes))
 	}
 }

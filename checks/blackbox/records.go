@@ -7,6 +7,7 @@ package blackbox
 import (
 	"bytes"
 	"fmt"
+	"hash/maphash"
 	"iter"
 	"slices"
 	"strings"
@@ -74,9 +75,9 @@ func (m *model) readBroker(log *broker.Log) ([]unsure, error) {
 	m.records = make([]record, 0, n)
 	var out []unsure
 	loc := m.prof.Topic.EventID
-	err := log.EachRecord(m.topic, func(r *broker.Record) error {
+	one := func(r *broker.Record) {
 		if r.Offset < m.start[r.Partition] {
-			return nil
+			return
 		}
 		rec := record{Partition: r.Partition, Offset: r.Offset, next: -1}
 		var ev *event
@@ -118,9 +119,35 @@ func (m *model) readBroker(log *broker.Log) ([]unsure, error) {
 			}
 		}
 		m.records = append(m.records, rec)
+	}
+	err := log.EachBatch(m.topic, func(recs []broker.Record) error {
+		for len(recs) > 0 { // a block's ids' slots warmed, then its records read
+			n := min(len(recs), warmRows)
+			m.warmRecords(recs[:n])
+			for i := range recs[:n] {
+				one(&recs[i])
+			}
+			recs = recs[n:]
+		}
 		return nil
 	})
 	return out, err
+}
+
+// warmRecords is warm (ids.go) for records whose event id is a header.
+func (m *model) warmRecords(recs []broker.Record) {
+	h := m.prof.Topic.EventID.Header
+	if h == "" || len(m.ids.slots) == 0 {
+		return
+	}
+	hs := m.ids.hashes[:0]
+	for i := range recs {
+		if v, ok := recs[i].Header(h); ok && v != nil {
+			hs = append(hs, maphash.Bytes(idSeed, v))
+		}
+	}
+	m.ids.hashes = hs
+	m.loadSlots()
 }
 
 // unsure is a record whose value's digest is not its event's payload's

@@ -210,3 +210,36 @@ func TestAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestEachBatchHeld: a Log whose records are held gives them to EachBatch
+// as EachRecord does, a partition's at most eachBatchMax at a time.
+func TestEachBatchHeld(t *testing.T) {
+	log := &Log{Topics: map[string][]Partition{}}
+	for p, n := range []int{2*eachBatchMax + 7, 0, 3} {
+		part := Partition{Topic: "t", Partition: int32(p)}
+		for o := range n {
+			part.Records = append(part.Records, Record{Topic: "t", Partition: int32(p), Offset: int64(o), Value: []byte(fmt.Sprint(o))})
+		}
+		log.Topics["t"] = append(log.Topics["t"], part)
+	}
+	var one, batched []Record
+	if err := log.EachRecord("t", func(r *Record) error { one = append(one, *r); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	var sizes []int
+	if err := log.EachBatch("t", func(b []Record) error {
+		sizes = append(sizes, len(b))
+		batched = append(batched, b...)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(one, batched) || !slices.Equal(sizes, []int{eachBatchMax, eachBatchMax, 7, 3}) {
+		t.Errorf("EachBatch gave %d records in calls of %v; want EachRecord's %d in %d, %d, 7, 3", len(batched), sizes, len(one), eachBatchMax, eachBatchMax)
+	}
+	stop := errors.New("stop")
+	calls := 0
+	if err := log.EachBatch("t", func([]Record) error { calls++; return stop }); err != stop || calls != 1 {
+		t.Errorf("fn failing: %v after %d calls; want its error after 1", err, calls)
+	}
+}

@@ -157,7 +157,7 @@ func (part *Partition) decode(bs []batch, rec *kmsg.Record, hs *headerSlab, head
 	return part.each(bs, rec, hs, headers, &part.ControlOffsets, func(r *Record) error {
 		part.Records = append(part.Records, *r)
 		return nil
-	})
+	}, nil)
 }
 
 // each decodes the records of bs that fall in [part.Start, part.End)
@@ -167,7 +167,7 @@ func (part *Partition) decode(bs []batch, rec *kmsg.Record, hs *headerSlab, head
 // A record that does not parse, has an offset outside its batch or not
 // after the one before, or declares more headers than it has bytes for
 // or than MaxHeaders in all is refused (damaged, limited).
-func (part *Partition) each(bs []batch, rec *kmsg.Record, hs *headerSlab, headers *atomic.Int64, controls *[]int64, fn func(*Record) error) error {
+func (part *Partition) each(bs []batch, rec *kmsg.Record, hs *headerSlab, headers *atomic.Int64, controls *[]int64, fn func(*Record) error, done func() error) error {
 	prev := int64(-1)
 	var r Record
 	var again decompressor
@@ -178,6 +178,9 @@ func (part *Partition) each(bs []batch, rec *kmsg.Record, hs *headerSlab, header
 		// others had counted (decodeAtOnce holds the sum to the limit
 		// after).
 		seen, counted := headers.Load(), int64(0)
+		if hs.reuse {
+			hs.block = hs.block[:0] // the last batch's records are done with
+		}
 		recs := b.recs
 		if recs == nil && b.codec != codecNone {
 			var err error
@@ -236,6 +239,11 @@ func (part *Partition) each(bs []batch, rec *kmsg.Record, hs *headerSlab, header
 			}
 		}
 		headers.Add(counted)
+		if done != nil {
+			if err := done(); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -282,7 +290,7 @@ func (part *Partition) open(bs []batch, rec *kmsg.Record, hs *headerSlab, header
 	err := part.each(bs, rec, hs, headers, &part.ControlOffsets, func(*Record) error {
 		part.count++
 		return nil
-	})
+	}, nil)
 	part.batches = slices.Clone(bs)
 	for i := range part.batches {
 		if part.batches[i].codec != codecNone {

@@ -133,17 +133,60 @@ type Log struct {
 // offset, and stops at the first error fn returns. For a Log of
 // OpenDataFS it decodes them one at a time from the checked batches
 // (their Records are empty): the record fn gets, its key, value and
-// headers, are valid only during the call, and a topic's records are
-// given once, its batches let go as they are read (a second call for
-// the topic is refused with ErrIncomplete). A record that does not
-// decode (which OpenDataFS checked already) is refused with ErrDamaged
-// or ErrLimit.
+// headers, are valid only until the records of the next stored batch
+// are decoded (EachBatch), and a topic's records are given once, its
+// batches let go as they are read (a second call for the topic is
+// refused with ErrIncomplete). A record that does not decode (which
+// OpenDataFS checked already) is refused with ErrDamaged or ErrLimit.
 func (l *Log) EachRecord(topic string, fn func(*Record) error) error {
+	return l.each(topic, fn, nil)
+}
+
+// EachBatch is EachRecord a slice of records at a time: for a Log of
+// OpenDataFS, the data records of one stored batch, decoded, which with
+// their keys, values and headers are valid only during the call; for
+// another, at most eachBatchMax records of a partition's. A reader that
+// looks records up elsewhere can read a batch's keys first, and then
+// look them all up at once.
+func (l *Log) EachBatch(topic string, fn func([]Record) error) error {
+	var recs []Record
+	return l.each(topic, func(r *Record) error {
+		recs = append(recs, *r)
+		if len(recs) == eachBatchMax && !l.lazy {
+			return l.give(&recs, fn)
+		}
+		return nil
+	}, func() error { return l.give(&recs, fn) })
+}
+
+// eachBatchMax is the most records EachBatch gives a call of a Log not of
+// OpenDataFS (whose records are held already).
+const eachBatchMax = 1024
+
+// give hands recs to fn, if any, and empties it.
+func (l *Log) give(recs *[]Record, fn func([]Record) error) error {
+	if len(*recs) == 0 {
+		return nil
+	}
+	err := fn(*recs)
+	clear(*recs) // what they refer to is let go with the batch
+	*recs = (*recs)[:0]
+	return err
+}
+
+// each is EachRecord, calling done (when set) after each stored batch of
+// a Log of OpenDataFS, or each partition of another.
+func (l *Log) each(topic string, fn func(*Record) error, done func() error) error {
 	parts := l.Topics[topic]
 	if !l.lazy {
 		for i := range parts {
 			for j := range parts[i].Records {
 				if err := fn(&parts[i].Records[j]); err != nil {
+					return err
+				}
+			}
+			if done != nil {
+				if err := done(); err != nil {
 					return err
 				}
 			}
@@ -161,7 +204,7 @@ func (l *Log) EachRecord(topic string, fn func(*Record) error) error {
 	var rec kmsg.Record
 	var headers atomic.Int64
 	for i := range parts {
-		err := parts[i].each(parts[i].batches, &rec, &hs, &headers, nil, fn)
+		err := parts[i].each(parts[i].batches, &rec, &hs, &headers, nil, fn, done)
 		parts[i].batches = []batch{} // read: the segments' bytes can go (Count stays)
 		if err != nil {
 			return err

@@ -219,9 +219,10 @@ func consume(ctx context.Context, base []kgo.Opt, log *Log) error {
 type headerSlab struct {
 	block []Header
 	names map[string]string
-	// reuse: each record's headers are written over the last one's
-	// (valid only until the next reserve), for a reader that keeps no
-	// record (EachRecord of a Log of OpenDataFS).
+	// reuse: each stored batch's records' headers are written over the
+	// last batch's (Partition.each empties block as a batch begins), for
+	// a reader that keeps no record (EachRecord and EachBatch of a Log of
+	// OpenDataFS).
 	reuse bool
 }
 
@@ -245,9 +246,6 @@ func (hs *headerSlab) convert(r *kgo.Record) Record {
 // reserve makes room for n headers in one block and returns where they
 // begin.
 func (hs *headerSlab) reserve(n int) int {
-	if hs.reuse {
-		hs.block = hs.block[:0]
-	}
 	if cap(hs.block)-len(hs.block) < n {
 		hs.block = make([]Header, 0, max(n, 1024))
 	}
