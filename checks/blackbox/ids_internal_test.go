@@ -107,7 +107,9 @@ func TestWarm(t *testing.T) {
 // TestWarmRecords: warmRecords hashes the ids the records carry in the
 // profile's header, in order, and nothing when the id is in the value.
 func TestWarmRecords(t *testing.T) {
-	hdr := func(k, v string) []broker.Header { return []broker.Header{{Key: "other", Value: []byte("x")}, {Key: k, Value: []byte(v)}} }
+	hdr := func(k, v string) []broker.Header {
+		return []broker.Header{{Key: "other", Value: []byte("x")}, {Key: k, Value: []byte(v)}}
+	}
 	recs := []broker.Record{
 		{Headers: hdr("event_id", "a")},
 		{Headers: hdr("id", "b")},
