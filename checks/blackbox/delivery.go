@@ -209,25 +209,16 @@ func (c *checker) order() {
 	// by a hash of their aggregate (then by the aggregate itself, which
 	// tells two of one hash apart, then by commit order), 16 bytes an
 	// event rather than a map of every aggregate.
-	type keyed struct {
-		h  uint64
-		ev int32
-	}
-	ks := make([]keyed, 0, m.events.len())
+	ks := make([]hashedRow, 0, m.events.len()) // k: the event
 	for ev := range m.events.each() {
 		if ev.hasAgg {
-			ks = append(ks, keyed{maphash.String(aggSeed, ev.aggregate), ev.idx})
+			ks = append(ks, hashedRow{maphash.String(aggSeed, ev.aggregate), ev.idx})
 		}
 	}
-	agg := func(k keyed) string { return m.events.at(int(k.ev)).aggregate }
-	slices.SortFunc(ks, func(a, b keyed) int {
-		switch {
-		case a.h != b.h: // nearly always: the aggregates are not read
-			return cmp.Compare(a.h, b.h)
-		case a.ev == b.ev:
-			return 0
-		}
-		return cmp.Or(strings.Compare(agg(a), agg(b)), cmp.Compare(a.ev, b.ev))
+	agg := func(k hashedRow) string { return m.events.at(int(k.k)).aggregate }
+	dir, shift := hashDir(ks)
+	ks = sortByBuckets(ks, dir, shift, func(a, b hashedRow) int { // of one hash: rarely two aggregates
+		return cmp.Or(strings.Compare(agg(a), agg(b)), cmp.Compare(a.k, b.k))
 	})
 	type run struct{ from, to int32 } // ks[from:to] are one aggregate's
 	runs := make([]run, 0, len(ks))   // at most one an event
@@ -240,11 +231,11 @@ func (c *checker) order() {
 		i = j
 	}
 	// The aggregates in the order of their first events: a run is in
-	// commit order, its first event ks[from].ev, so each run is placed at
+	// commit order, its first event ks[from].k, so each run is placed at
 	// its first event's index (no event is two runs' first), not sorted.
 	byFirst := make([]int32, m.events.len()) // 1 + the run whose first event it is
 	for i, r := range runs {
-		byFirst[ks[r.from].ev] = int32(i) + 1
+		byFirst[ks[r.from].k] = int32(i) + 1
 	}
 	consumers := c.effectConsumers()
 	var evs []*event
@@ -256,7 +247,7 @@ func (c *checker) order() {
 		a := agg(ks[r.from])
 		evs = evs[:0]
 		for _, k := range ks[r.from:r.to] {
-			evs = append(evs, m.events.at(int(k.ev)))
+			evs = append(evs, m.events.at(int(k.k)))
 		}
 		if len(evs) > 1 {
 			sort.SliceStable(evs, func(i, j int) bool { return c.before(evs[i], evs[j]) })

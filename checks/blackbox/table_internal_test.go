@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"encoding/json"
 	"math"
-	"math/bits"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -223,9 +222,10 @@ func TestIndexFromRows(t *testing.T) {
 	}
 }
 
-// TestSortByBuckets holds sortByBuckets to a sort by hash then row, over
-// indexes of every size to a few thousand, with hashes that repeat, share
-// their top bits, or are the extremes.
+// TestSortByBuckets holds hashDir and sortByBuckets to a sort by hash
+// then by the tie, over indexes of every size to a few thousand, with
+// hashes that repeat, share their top bits, or are the extremes, and
+// ties broken either way.
 func TestSortByBuckets(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, n := range []int{0, 1, 2, 3, 7, 64, 100, 1000, 4321} {
@@ -242,18 +242,27 @@ func TestSortByBuckets(t *testing.T) {
 			}
 			index[k] = hashedRow{h, int32(k)}
 		}
-		want := slices.Clone(index)
-		slices.SortFunc(want, func(x, y hashedRow) int { return cmp.Or(cmp.Compare(x.h, y.h), cmp.Compare(x.k, y.k)) })
-		shift := uint(64 - bits.Len(uint(n)))
-		dir := make([]int32, (1<<(64-shift))+1)
-		for _, e := range index {
-			dir[e.h>>shift+1]++
-		}
-		for b := 1; b < len(dir); b++ {
-			dir[b] += dir[b-1]
-		}
-		if index = sortByBuckets(index, dir, shift); !slices.Equal(index, want) {
-			t.Fatalf("%d rows: sortByBuckets gave %v; want %v", n, index[:min(n, 8)], want[:min(n, 8)])
+		for _, tie := range []func(x, y hashedRow) int{
+			func(x, y hashedRow) int { return cmp.Compare(x.k, y.k) },
+			func(x, y hashedRow) int { return cmp.Compare(y.k, x.k) },
+		} {
+			want := slices.Clone(index)
+			slices.SortFunc(want, func(x, y hashedRow) int { return cmp.Or(cmp.Compare(x.h, y.h), tie(x, y)) })
+			dir, shift := hashDir(index)
+			got := sortByBuckets(index, dir, shift, tie)
+			if !slices.Equal(got, want) {
+				t.Fatalf("%d rows: sortByBuckets gave %v; want %v", n, got[:min(n, 8)], want[:min(n, 8)])
+			}
+			for b := 0; b+1 < len(dir); b++ {
+				for _, e := range got[dir[b]:dir[b+1]] {
+					if e.h>>shift != uint64(b) {
+						t.Fatalf("%d rows: %x in bucket %d of the directory", n, e.h, b)
+					}
+				}
+			}
+			if n > 0 && (dir[0] != 0 || int(dir[len(dir)-1]) != n) {
+				t.Fatalf("%d rows: the directory spans [%d, %d)", n, dir[0], dir[len(dir)-1])
+			}
 		}
 	}
 }
