@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -17,11 +18,12 @@ import (
 	"testing/fstest"
 )
 
-// oneAtATime reads partitions one at a time until the test ends.
-func oneAtATime(t *testing.T) {
+// oneAtATime reads partitions one at a time until the function it
+// returns is called.
+func oneAtATime() (restore func()) {
 	was := atOnceFrom
 	atOnceFrom = math.MaxInt
-	t.Cleanup(func() { atOnceFrom = was })
+	return func() { atOnceFrom = was }
 }
 
 // TestAtOnceAsOneAtATime reads every committed data directory (20
@@ -50,10 +52,14 @@ func TestAtOnceAsOneAtATime(t *testing.T) {
 		return r
 	}
 	parts := 0
+	again := readAgain.Load()
 	for _, d := range committedDataDirs(t) {
 		atOnce := readAll(d)
+		if n := readAgain.Load() - again; n != 0 {
+			t.Errorf("%s: read again one at a time %d times; a directory that passes is read once", d, n)
+		}
 		func() {
-			oneAtATime(t)
+			defer oneAtATime()()
 			one := readAll(d)
 			if !reflect.DeepEqual(atOnce.plan, one.plan) {
 				t.Errorf("%s: the plan read at once differs from one at a time", d)
@@ -106,7 +112,7 @@ func TestAtOnceErrors(t *testing.T) {
 	hostile := panicFS{m, third}
 	var want error
 	func() {
-		oneAtATime(t)
+		defer oneAtATime()()
 		_, want = ReadDataFS(t.Context(), hostile, Selection{})
 	}()
 	if !errors.Is(want, ErrDamaged) || !strings.Contains(want.Error(), first) {
@@ -114,8 +120,12 @@ func TestAtOnceErrors(t *testing.T) {
 	}
 	for i := range 30 {
 		for _, read := range []func(context.Context, fs.FS, Selection) (*Log, error){ReadDataFS, OpenDataFS} {
+			again := readAgain.Load()
 			if _, err := read(t.Context(), hostile, Selection{}); err == nil || err.Error() != want.Error() {
 				t.Fatalf("round %d at once: %v; want %v", i, err, want)
+			}
+			if readAgain.Load() == again {
+				t.Fatalf("round %d: refused at once, not read again one at a time", i)
 			}
 		}
 	}
@@ -138,7 +148,7 @@ func TestAtOnceErrors(t *testing.T) {
 	maxHeaders = total - 1
 	defer func() { maxHeaders = was }()
 	func() {
-		oneAtATime(t)
+		defer oneAtATime()()
 		_, want = ReadDataFS(t.Context(), m, Selection{})
 	}()
 	if !errors.Is(want, ErrLimit) {
@@ -152,8 +162,9 @@ func TestAtOnceErrors(t *testing.T) {
 		}
 	}
 	maxHeaders = total
-	if _, err := OpenDataFS(t.Context(), m, Selection{}); err != nil {
-		t.Errorf("%d headers, at most as many: %v", total, err)
+	again := readAgain.Load()
+	if _, err := OpenDataFS(t.Context(), m, Selection{}); err != nil || readAgain.Load() != again {
+		t.Errorf("%d headers, at most as many: %v, read again %d times; want read once", total, err, readAgain.Load()-again)
 	}
 	m = hostile.MapFS
 
@@ -183,8 +194,21 @@ func readTree(t *testing.T, dir string) fstest.MapFS {
 }
 
 // TestAtOnce: every job runs once when none fails; a failure or a panic
-// is reported, and cancels the context the others are given.
+// is reported, and cancels the context the others are given. Partitions
+// are read at once from two, on two processors or more.
 func TestAtOnce(t *testing.T) {
+	if useAtOnce(1) || useAtOnce(0) {
+		t.Error("one partition read at once")
+	}
+	if was := runtime.GOMAXPROCS(1); was >= 2 {
+		one := useAtOnce(2)
+		runtime.GOMAXPROCS(was)
+		if one || !useAtOnce(2) {
+			t.Errorf("two partitions: at once on one processor %v, on %d %v; want false, true", one, was, useAtOnce(2))
+		}
+	} else {
+		runtime.GOMAXPROCS(was)
+	}
 	var ran [50]atomic.Int32
 	if !atOnce(t.Context(), len(ran), func(_ context.Context, i int) error { ran[i].Add(1); return nil }) {
 		t.Fatal("atOnce failed with no job failing")

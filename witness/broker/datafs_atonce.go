@@ -68,6 +68,10 @@ func atOnce(ctx context.Context, n int, fn func(ctx context.Context, i int) erro
 // higher to read them so).
 var atOnceFrom = 2
 
+// readAgain counts the times partitions read at once were read again
+// one at a time (tests: a directory that passes is read once).
+var readAgain atomic.Int64
+
 // maxHeaders is MaxHeaders (tests lower it).
 var maxHeaders int64 = MaxHeaders
 
@@ -107,6 +111,7 @@ func (c *checker) checkAtOnce(p *dataPlan, topics []diskTopic) bool {
 		return err
 	})
 	if !ok {
+		readAgain.Add(1)
 		c.spent.files.Store(was[0])
 		c.spent.read.Store(was[1])
 		c.spent.decoded.Store(was[2])
@@ -154,6 +159,7 @@ func decodeAtOnce(ctx context.Context, p *dataPlan, topics []string, log *Log, h
 	// counts of their batches before its own: the sum is held to it here,
 	// as one at a time holds it.
 	if !ok || headers.Load() > maxHeaders {
+		readAgain.Add(1)
 		headers.Store(was)
 		return false
 	}
