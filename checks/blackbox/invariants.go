@@ -81,9 +81,8 @@ func (c *checker) invariants() {
 // per row SQL would return (a LEFT JOIN returns an outer row once per
 // matching inner row whose NullColumn is NULL). The inner rows are
 // indexed by a hash of their join columns (joinKey), so the work grows
-// with the rows (and their logarithm), not their product; each candidate
-// is then compared exactly, so that two keys of one hash only cost a
-// comparison.
+// with the rows, not their product; each candidate is then compared
+// exactly, so that two keys of one hash only cost a comparison.
 func antiJoin(aj *profile.AntiJoin, outer, inner *table) []int {
 	// The index: each live inner row's hash and index (16 bytes a row),
 	// in row order.
