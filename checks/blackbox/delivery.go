@@ -216,8 +216,7 @@ func (c *checker) order() {
 		}
 	}
 	agg := func(k hashedRow) string { return m.events.at(int(k.k)).aggregate }
-	dir, shift := hashDir(ks)
-	ks = sortByBuckets(ks, dir, shift, func(a, b hashedRow) int { // of one hash: rarely two aggregates
+	ks = sortByHash(ks, func(a, b hashedRow) int { // of one hash: rarely two aggregates
 		return cmp.Or(strings.Compare(agg(a), agg(b)), cmp.Compare(a.k, b.k))
 	})
 	type run struct{ from, to int32 } // ks[from:to] are one aggregate's

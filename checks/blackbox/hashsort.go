@@ -21,36 +21,35 @@ type hashedRow struct {
 	k int32
 }
 
-// hashDir is the directory of entries by the top bits of their hashes:
-// once sorted (sortByBuckets), the entries whose top bits are t are
-// index[dir[t]:dir[t+1]]; shift takes a hash to its t.
-func hashDir(index []hashedRow) (dir []int32, shift uint) {
-	shift = uint(64 - bits.Len(uint(len(index))))
-	dir = make([]int32, (1<<(64-shift))+1)
-	for _, e := range index {
-		dir[e.h>>shift+1]++
-	}
-	for t := 1; t < len(dir); t++ {
-		dir[t] += dir[t-1]
-	}
-	return dir, shift
-}
+// hashShift takes the hash of one of n entries to its bucket (h >>
+// hashShift(n)): as many buckets as the next power of two above n, so
+// that uniform hashes put about one entry in each.
+func hashShift(n int) uint { return uint(64 - bits.Len(uint(n))) }
 
-// sortByBuckets returns index sorted by hash, then by tie (of two entries
-// of one hash), in linear time: the entries are placed in their buckets
-// of dir (hashDir) in a copy, in order, and then each bucket of more
-// than one entry is sorted. Moving the entries in place, a swap at a
-// time, took 0.3 s at a million: each swap waits on the one before.
-func sortByBuckets(index []hashedRow, dir []int32, shift uint, tie func(x, y hashedRow) int) []hashedRow {
-	next := slices.Clone(dir[:len(dir)-1]) // where the next entry of each bucket goes
+// sortByHash returns index sorted by hash, then by tie (of two entries
+// of one hash), in linear time: the entries are counted into the buckets
+// of their hashes' top bits (hashShift), placed in them in a copy, in
+// order, and each bucket of more than one entry is then sorted. Moving
+// the entries in place, a swap at a time, took 0.3 s at a million: each
+// swap waits on the one before.
+func sortByHash(index []hashedRow, tie func(x, y hashedRow) int) []hashedRow {
+	shift := hashShift(len(index))
+	start := make([]int32, (1<<(64-shift))+1) // bucket t is out[start[t]:start[t+1]]
+	for _, e := range index {
+		start[e.h>>shift+1]++
+	}
+	for t := 1; t < len(start); t++ {
+		start[t] += start[t-1]
+	}
+	next := slices.Clone(start[:len(start)-1]) // where the next entry of each bucket goes
 	out := make([]hashedRow, len(index))
 	for _, e := range index {
 		t := e.h >> shift
 		out[next[t]] = e
 		next[t]++
 	}
-	for t := 0; t+1 < len(dir); t++ {
-		if b := out[dir[t]:dir[t+1]]; len(b) > 1 {
+	for t := 0; t+1 < len(start); t++ {
+		if b := out[start[t]:start[t+1]]; len(b) > 1 {
 			slices.SortFunc(b, func(x, y hashedRow) int {
 				if x.h != y.h { // not cmp.Or, which would call tie whatever the hashes
 					return cmp.Compare(x.h, y.h)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash/maphash"
 	"math/big"
-	"math/bits"
 	"runtime"
 	"slices"
 	"sort"
@@ -103,7 +102,7 @@ func antiJoin(aj *profile.AntiJoin, outer, inner *table) []int {
 	// that a probe is two reads; 24 bytes an inner row. (Sorting the
 	// entries, in place, took 0.2 s at a million; into buckets, a copy of
 	// them, 16 MB more while the model is at its largest.)
-	shift := uint(64 - bits.Len(uint(len(index))))
+	shift := hashShift(len(index))
 	head := make([]int32, 1<<(64-shift))
 	next := make([]int32, len(index))
 	for j := len(index) - 1; j >= 0; j-- {
@@ -113,10 +112,10 @@ func antiJoin(aj *profile.AntiJoin, outer, inner *table) []int {
 	// The outer rows are taken a block at a time: the block's keys are
 	// hashed, then what their probes read is loaded level by level (the
 	// chain's head, its first entry and the next, that entry's row and
-	// the row's cells), each level a loop of loads that wait on nothing (as warm
-	// does, in ids.go), and then the rows are probed, finding it cached. A
-	// row's probe alone waited for memory at each level: most of the
-	// rule's time at a million rows.
+	// the row's cells), each level a loop of loads that wait on nothing
+	// (as warm does, in ids.go), and then the rows are probed, finding it
+	// cached. A row's probe alone waited for memory at each level: most of
+	// the rule's time at a million rows.
 	type probe struct {
 		i  int
 		o  tableRow

@@ -222,11 +222,10 @@ func TestIndexFromRows(t *testing.T) {
 	}
 }
 
-// TestSortByBuckets holds hashDir and sortByBuckets to a sort by hash
-// then by the tie, over indexes of every size to a few thousand, with
-// hashes that repeat, share their top bits, or are the extremes, and
-// ties broken either way.
-func TestSortByBuckets(t *testing.T) {
+// TestSortByHash holds sortByHash to a sort by hash then by the tie,
+// over indexes of every size to a few thousand, with hashes that repeat,
+// share their top bits, or are the extremes, and ties broken either way.
+func TestSortByHash(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, n := range []int{0, 1, 2, 3, 7, 64, 100, 1000, 4321} {
 		index := make([]hashedRow, n)
@@ -248,21 +247,14 @@ func TestSortByBuckets(t *testing.T) {
 		} {
 			want := slices.Clone(index)
 			slices.SortFunc(want, func(x, y hashedRow) int { return cmp.Or(cmp.Compare(x.h, y.h), tie(x, y)) })
-			dir, shift := hashDir(index)
-			got := sortByBuckets(index, dir, shift, tie)
-			if !slices.Equal(got, want) {
-				t.Fatalf("%d rows: sortByBuckets gave %v; want %v", n, got[:min(n, 8)], want[:min(n, 8)])
+			if got := sortByHash(index, tie); !slices.Equal(got, want) {
+				t.Fatalf("%d rows: sortByHash gave %v; want %v", n, got[:min(n, 8)], want[:min(n, 8)])
 			}
-			for b := 0; b+1 < len(dir); b++ {
-				for _, e := range got[dir[b]:dir[b+1]] {
-					if e.h>>shift != uint64(b) {
-						t.Fatalf("%d rows: %x in bucket %d of the directory", n, e.h, b)
-					}
-				}
-			}
-			if n > 0 && (dir[0] != 0 || int(dir[len(dir)-1]) != n) {
-				t.Fatalf("%d rows: the directory spans [%d, %d)", n, dir[0], dir[len(dir)-1])
-			}
+		}
+	}
+	for n, want := range map[int]uint{0: 64, 1: 63, 2: 62, 3: 62, 4: 61, 1000: 54, 1 << 20: 43} {
+		if got := hashShift(n); got != want {
+			t.Errorf("hashShift(%d) = %d; want %d (buckets: the next power of two above n)", n, got, want)
 		}
 	}
 }

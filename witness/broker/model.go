@@ -153,10 +153,10 @@ func (l *Log) EachBatch(topic string, fn func([]Record) error) error {
 	return l.each(topic, func(r *Record) error {
 		recs = append(recs, *r)
 		if len(recs) == eachBatchMax && !l.lazy {
-			return l.give(&recs, fn)
+			return give(&recs, fn)
 		}
 		return nil
-	}, func() error { return l.give(&recs, fn) })
+	}, func() error { return give(&recs, fn) })
 }
 
 // eachBatchMax is the most records EachBatch gives a call of a Log not of
@@ -164,7 +164,7 @@ func (l *Log) EachBatch(topic string, fn func([]Record) error) error {
 const eachBatchMax = 1024
 
 // give hands recs to fn, if any, and empties it.
-func (l *Log) give(recs *[]Record, fn func([]Record) error) error {
+func give(recs *[]Record, fn func([]Record) error) error {
 	if len(*recs) == 0 {
 		return nil
 	}
